@@ -1,0 +1,52 @@
+// Command samsa runs a Samsa node (`samsa server`) and the command-line tools
+// that talk to a running cluster (topic, produce, consume).
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// command is one subcommand: run parses its own flags from args and returns
+// the process exit code.
+type command struct {
+	name  string
+	usage string
+	run   func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
+}
+
+func commands() []command {
+	return []command{
+		{"server", "start a Samsa node", runServer},
+		{"topic", "create, list, describe and delete topics", runTopic},
+		{"produce", "produce lines from stdin to a topic", runProduce},
+		{"consume", "print records of a topic", runConsume},
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		return 2
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(args[1:], stdin, stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "samsa: unknown command %q\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: samsa <command> [flags]\n\ncommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.usage)
+	}
+}

@@ -1,0 +1,160 @@
+package broker
+
+// Fetch, versions 4-17.
+//
+// Behavior:
+//   - Batches are returned as stored: bytes from the log, never decoded.
+//   - Limits: partition_max_bytes per partition and max_bytes for the whole
+//     response, except that the first partition with data returns at least
+//     one whole batch even when it is larger (KIP-74), so a consumer can
+//     always make progress.
+//   - Long poll: when fewer than min_bytes are ready, the request waits up
+//     to max_wait_ms for an append to any of its partitions.
+//   - Topics are named up to v12 and given by id from v13
+//     (UNKNOWN_TOPIC_ID for an id we do not know).
+//   - Fetch sessions (KIP-227) are not kept: every response carries session
+//     id 0, which tells clients to send full requests. A request naming a
+//     session gets FETCH_SESSION_ID_NOT_FOUND, so the client starts over.
+//   - current_leader_epoch is checked: older → FENCED_LEADER_EPOCH, newer →
+//     UNKNOWN_LEADER_EPOCH.
+//   - Consumers read up to the high watermark; read_committed stops at the
+//     last stable offset, which equals it until transactions exist.
+
+import (
+	"context"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/network"
+	"github.com/samsa-io/samsa/internal/replica"
+)
+
+func handleFetch(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.FetchRequest)
+	if req.SessionID != 0 || req.SessionEpoch > 0 {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.Version = req.Version
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return resp, nil
+	}
+	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	for {
+		resp, bytes, waitOn := b.fetchOnce(req)
+		if bytes >= int(req.MinBytes) || req.MaxWaitMillis <= 0 || len(waitOn) == 0 {
+			return resp, nil
+		}
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			return resp, nil
+		}
+		if !waitForAppend(ctx, waitOn, remaining) {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return resp, nil
+		}
+	}
+}
+
+// fetchOnce reads every requested partition once. It returns the response,
+// how many record bytes it holds, and the partitions whose appends would
+// change the answer.
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, []<-chan struct{}) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.Version = req.Version
+	img := b.cfg.Image()
+	budget := int(req.MaxBytes)
+	if req.Version < 3 || budget <= 0 {
+		budget = int(^uint32(0) >> 1)
+	}
+	total := 0
+	var waitOn []<-chan struct{}
+	for _, rt := range req.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic = rt.Topic
+		st.TopicID = rt.TopicID
+		var t *metadata.TopicImage
+		var known bool
+		if req.Version >= 13 {
+			t, known = img.TopicByID(metadata.Uuid(rt.TopicID))
+		} else {
+			t, known = img.Topic(rt.Topic)
+		}
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			if !known {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				if req.Version >= 13 {
+					sp.ErrorCode = kerr.UnknownTopicID.Code
+				}
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			p, ok := b.cfg.Replicas.Partition(t.Name, rp.Partition)
+			if !ok {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				if rp.Partition >= 0 && int(rp.Partition) < len(t.Partitions) {
+					sp.ErrorCode = kerr.NotLeaderForPartition.Code
+				}
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			waitOn = append(waitOn, p.Appended())
+			n := b.fetchPartition(p, rp, &sp, min(int(rp.PartitionMaxBytes), budget-total), total == 0)
+			total += n
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, total, waitOn
+}
+
+// fetchPartition fills one partition's answer and returns its byte count.
+func (b *Broker) fetchPartition(p *replica.Partition, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, maxBytes int, first bool) int {
+	off := p.Offsets()
+	sp.HighWatermark = off.HighWatermark
+	sp.LastStableOffset = off.HighWatermark
+	sp.LogStartOffset = off.LogStartOffset
+	if rp.CurrentLeaderEpoch >= 0 {
+		switch {
+		case rp.CurrentLeaderEpoch < off.LeaderEpoch:
+			sp.ErrorCode = kerr.FencedLeaderEpoch.Code
+			return 0
+		case rp.CurrentLeaderEpoch > off.LeaderEpoch:
+			sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			return 0
+		}
+	}
+	data, snap, err := p.Read(rp.FetchOffset, maxBytes, first)
+	sp.HighWatermark = snap.HighWatermark
+	sp.LastStableOffset = snap.HighWatermark
+	sp.LogStartOffset = snap.LogStartOffset
+	if err != nil {
+		sp.ErrorCode = b.errCode(err, "fetch")
+		return 0
+	}
+	sp.RecordBatches = data
+	return len(data)
+}
+
+// waitForAppend waits until one of chans is closed (an append happened),
+// the timeout passes or ctx ends. It reports whether an append happened.
+func waitForAppend(ctx context.Context, chans []<-chan struct{}, timeout time.Duration) bool {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	cases := make([]reflect.SelectCase, 0, len(chans)+2)
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)})
+	for _, ch := range chans {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+	}
+	i, _, _ := reflect.Select(cases)
+	return i >= 2
+}

@@ -1,0 +1,136 @@
+package broker
+
+// ListOffsets, versions 1-10.
+//
+// Behavior:
+//   - Timestamp -1 (latest) answers the high watermark (the last stable
+//     offset for read_committed), -2 (earliest) and -4 (earliest local) the
+//     log start offset, -3 (max timestamp, v7+) the offset of the first record
+//     carrying the largest timestamp, -5 (latest tiered, v9+) -1 since
+//     nothing is tiered.
+//   - Any other timestamp finds the first record with a timestamp at or after
+//     it, below the high watermark; none gives offset -1 and timestamp -1.
+//   - current_leader_epoch is checked as in Fetch.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/network"
+	"github.com/samsa-io/samsa/internal/record"
+	"github.com/samsa-io/samsa/internal/replica"
+)
+
+// The special timestamps of ListOffsets.
+const (
+	latestTimestamp        = -1
+	earliestTimestamp      = -2
+	maxTimestamp           = -3
+	earliestLocalTimestamp = -4
+	latestTieredTimestamp  = -5
+)
+
+func handleListOffsets(_ context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.ListOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	resp.Version = req.Version
+	for _, rt := range req.Topics {
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+			p, ok := b.cfg.Replicas.Partition(rt.Topic, rp.Partition)
+			if !ok {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				if t, ok := b.cfg.Image().Topic(rt.Topic); ok && rp.Partition >= 0 && int(rp.Partition) < len(t.Partitions) {
+					sp.ErrorCode = kerr.NotLeaderForPartition.Code
+				}
+			} else {
+				sp.ErrorCode = b.errCode(listOffset(p, rp, &sp), "list offsets")
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+func listOffset(p *replica.Partition, rp kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) error {
+	off := p.Offsets()
+	if rp.CurrentLeaderEpoch >= 0 {
+		switch {
+		case rp.CurrentLeaderEpoch < off.LeaderEpoch:
+			return kerr.FencedLeaderEpoch
+		case rp.CurrentLeaderEpoch > off.LeaderEpoch:
+			return kerr.UnknownLeaderEpoch
+		}
+	}
+	switch rp.Timestamp {
+	case latestTimestamp:
+		sp.Offset, sp.LeaderEpoch = off.HighWatermark, off.LeaderEpoch
+	case earliestTimestamp, earliestLocalTimestamp:
+		sp.Offset, sp.LeaderEpoch = off.LogStartOffset, off.LeaderEpoch
+	case latestTieredTimestamp:
+	case maxTimestamp:
+		maxTs := int64(-1)
+		for _, seg := range p.Log().Segments() {
+			maxTs = max(maxTs, seg.MaxTimestamp)
+		}
+		if maxTs < 0 {
+			break
+		}
+		offset, ts, ok, err := offsetForTimestamp(p, maxTs, off.HighWatermark)
+		if err != nil {
+			return err
+		}
+		if ok {
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = ts, offset, off.LeaderEpoch
+		}
+	default:
+		if rp.Timestamp < 0 {
+			return kerr.InvalidRequest
+		}
+		offset, ts, ok, err := offsetForTimestamp(p, rp.Timestamp, off.HighWatermark)
+		if err != nil {
+			return err
+		}
+		if ok {
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = ts, offset, off.LeaderEpoch
+		}
+	}
+	return nil
+}
+
+// offsetForTimestamp finds the first record at or after ts below hw: the
+// log's time index names the batch, and the batch's records the offset.
+func offsetForTimestamp(p *replica.Partition, ts, hw int64) (int64, int64, bool, error) {
+	from, _, found, err := p.Log().OffsetForTimestamp(ts)
+	if err != nil {
+		return -1, -1, false, err
+	}
+	for found && from < hw {
+		data, _, err := p.Read(from, 1, true)
+		if err != nil || len(data) == 0 {
+			return -1, -1, false, err
+		}
+		recs, err := record.Records(data)
+		if err != nil {
+			return -1, -1, false, err
+		}
+		for _, r := range recs {
+			if r.Offset >= from && r.Offset < hw && r.Timestamp >= ts {
+				return r.Offset, r.Timestamp, true, nil
+			}
+		}
+		h, err := record.ParseHeader(data)
+		if err != nil {
+			return -1, -1, false, err
+		}
+		from = h.NextOffset()
+	}
+	return -1, -1, false, nil
+}

@@ -1,0 +1,158 @@
+package broker
+
+// Metadata, versions 0-13.
+//
+// Behavior:
+//   - Brokers are listed with their endpoint on the listener the request
+//     arrived on, so clients reconnect through the same listener.
+//   - A null topic list (an empty one at v0) means every topic. Topics can
+//     be named, or from v10 given by id.
+//   - Unknown topics are created when the request allows it (always before
+//     v4) and auto.create.topics.enable is set, with num.partitions and
+//     default.replication.factor; creation is committed before we answer,
+//     so the response already describes the new topic.
+//   - Unknown names get UNKNOWN_TOPIC_OR_PARTITION, illegal names
+//     INVALID_TOPIC_EXCEPTION, unknown ids UNKNOWN_TOPIC_ID.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/network"
+)
+
+func handleMetadata(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	resp.Version = req.Version
+
+	img := b.cfg.Image()
+	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	if !allTopics {
+		img = b.autoCreate(ctx, img, req)
+	}
+
+	resp.ClusterID = &img.ClusterID
+	resp.ControllerID = b.cfg.NodeID
+	for _, br := range img.Brokers() {
+		if br.Fenced {
+			continue
+		}
+		ep, ok := endpointFor(br, c.Listener())
+		if !ok {
+			continue
+		}
+		rb := kmsg.NewMetadataResponseBroker()
+		rb.NodeID = br.ID
+		rb.Host = ep.Host
+		rb.Port = int32(ep.Port)
+		rb.Rack = br.Rack
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+
+	if allTopics {
+		for _, t := range img.Topics() {
+			resp.Topics = append(resp.Topics, metadataTopic(t))
+		}
+		return resp, nil
+	}
+	for _, rt := range req.Topics {
+		var t *metadata.TopicImage
+		var ok bool
+		if rt.Topic != nil && *rt.Topic != "" {
+			t, ok = img.Topic(*rt.Topic)
+		} else {
+			t, ok = img.TopicByID(metadata.Uuid(rt.TopicID))
+		}
+		if ok {
+			resp.Topics = append(resp.Topics, metadataTopic(t))
+			continue
+		}
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic = rt.Topic
+		mt.TopicID = rt.TopicID
+		switch {
+		case rt.Topic == nil || *rt.Topic == "":
+			mt.ErrorCode = kerr.UnknownTopicID.Code
+		case metadata.ValidateTopicName(*rt.Topic) != nil:
+			mt.ErrorCode = kerr.InvalidTopicException.Code
+		default:
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		}
+		resp.Topics = append(resp.Topics, mt)
+	}
+	return resp, nil
+}
+
+// autoCreate creates the requested topics that do not exist, when allowed,
+// and returns the image that includes them.
+func (b *Broker) autoCreate(ctx context.Context, img *metadata.Image, req *kmsg.MetadataRequest) *metadata.Image {
+	allowed := req.Version < 4 || req.AllowAutoTopicCreation
+	if !allowed || !b.cfg.Static.AutoCreateTopicsEnable {
+		return img
+	}
+	create := kmsg.NewPtrCreateTopicsRequest()
+	create.TimeoutMillis = 30000
+	for _, rt := range req.Topics {
+		if rt.Topic == nil || *rt.Topic == "" {
+			continue
+		}
+		if _, ok := img.Topic(*rt.Topic); ok || metadata.ValidateTopicName(*rt.Topic) != nil {
+			continue
+		}
+		ct := kmsg.NewCreateTopicsRequestTopic()
+		ct.Topic = *rt.Topic
+		ct.NumPartitions = -1
+		ct.ReplicationFactor = -1
+		create.Topics = append(create.Topics, ct)
+	}
+	if len(create.Topics) == 0 {
+		return img
+	}
+	create.Version = 7
+	resp := b.cfg.Controller.CreateTopics(ctx, create)
+	for _, t := range resp.Topics {
+		if t.ErrorCode != 0 && t.ErrorCode != kerr.TopicAlreadyExists.Code {
+			b.cfg.Logger.Warn("auto topic creation failed", "topic", t.Topic, "err", kerr.ErrorForCode(t.ErrorCode))
+		}
+	}
+	return b.cfg.Image()
+}
+
+func metadataTopic(t *metadata.TopicImage) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	mt.Topic = &name
+	mt.TopicID = t.ID
+	mt.IsInternal = isInternalTopic(t.Name)
+	for _, p := range t.Partitions {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p.Partition
+		mp.Leader = p.Leader
+		mp.LeaderEpoch = p.LeaderEpoch
+		mp.Replicas = p.Replicas
+		mp.ISR = p.ISR
+		if p.Leader < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}
+
+func isInternalTopic(name string) bool {
+	return name == "__consumer_offsets" || name == "__transaction_state"
+}
+
+// endpointFor finds a broker's endpoint on the named listener.
+func endpointFor(br metadata.BrokerImage, listener string) (metadata.Endpoint, bool) {
+	for _, ep := range br.Endpoints {
+		if ep.Name == listener {
+			return ep, true
+		}
+	}
+	return metadata.Endpoint{}, false
+}

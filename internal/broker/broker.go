@@ -1,0 +1,125 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/config"
+	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/network"
+	"github.com/samsa-io/samsa/internal/replica"
+	"github.com/samsa-io/samsa/internal/wire"
+)
+
+// Controller is where metadata changes go. Responses carry per-item error
+// codes; the broker sets their version.
+type Controller interface {
+	CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse
+	DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse
+	CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse
+	AllocateProducerIDs(ctx context.Context, brokerID int32, brokerEpoch int64) (first int64, count int32, err error)
+}
+
+// Config configures a Broker.
+type Config struct {
+	NodeID     int32
+	Static     *config.Config
+	Controller Controller
+	// Image returns the latest published metadata image.
+	Image    func() *metadata.Image
+	Replicas *replica.Manager
+	Logger   *slog.Logger
+	Now      func() time.Time
+}
+
+// Broker dispatches requests to the handler of their API key.
+type Broker struct {
+	cfg         Config
+	versions    *wire.VersionTable
+	handlers    map[kmsg.Key]handler
+	producerIDs producerIDBlock
+	epoch       atomic.Int64 // broker epoch from registration
+}
+
+// handler answers one API. It returns the response with its version set
+// to the request's, or an error that closes the connection.
+type handler struct {
+	min, max int16
+	fn       func(ctx context.Context, b *Broker, c *network.Conn, req kmsg.Request) (kmsg.Response, error)
+}
+
+// New returns a broker serving every API in the handler table.
+func New(cfg Config) *Broker {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	b := &Broker{cfg: cfg, handlers: handlers()}
+	ranges := make([]wire.VersionRange, 0, len(b.handlers))
+	for k, h := range b.handlers {
+		ranges = append(ranges, wire.VersionRange{Key: k, Min: h.min, Max: h.max})
+	}
+	b.versions = wire.NewVersionTable(ranges...)
+	return b
+}
+
+// handlers is the explicit table of APIs served: key → versions and
+// function. ApiVersions answers from it, so what is advertised is exactly
+// what is handled.
+func handlers() map[kmsg.Key]handler {
+	return map[kmsg.Key]handler{
+		kmsg.Produce:          {0, 12, handleProduce},
+		kmsg.Fetch:            {4, 17, handleFetch},
+		kmsg.ListOffsets:      {1, 10, handleListOffsets},
+		kmsg.Metadata:         {0, 13, handleMetadata},
+		kmsg.ApiVersions:      {0, 4, handleAPIVersions},
+		kmsg.CreateTopics:     {2, 7, handleCreateTopics},
+		kmsg.DeleteTopics:     {1, 6, handleDeleteTopics},
+		kmsg.InitProducerID:   {0, 5, handleInitProducerID},
+		kmsg.DescribeConfigs:  {1, 4, handleDescribeConfigs},
+		kmsg.CreatePartitions: {0, 3, handleCreatePartitions},
+		kmsg.DescribeCluster:  {0, 2, handleDescribeCluster},
+	}
+}
+
+// SetEpoch records the broker epoch the controller gave this broker when it
+// registered; requests to the controller carry it.
+func (b *Broker) SetEpoch(epoch int64) { b.epoch.Store(epoch) }
+
+// Versions is the table of served API versions, for the network layer.
+func (b *Broker) Versions() *wire.VersionTable { return b.versions }
+
+// Handle implements network.Handler.
+func (b *Broker) Handle(ctx context.Context, c *network.Conn, req wire.Request) (kmsg.Response, error) {
+	key := kmsg.Key(req.Header.APIKey)
+	if req.Body == nil {
+		if key == kmsg.ApiVersions {
+			return unsupportedAPIVersions(b), nil
+		}
+		// Kafka closes the connection for a version it does not serve; a
+		// client learns the served range from ApiVersions first.
+		return nil, fmt.Errorf("unsupported API %s version %d", kmsg.NameForKey(int16(key)), req.Header.APIVersion)
+	}
+	h := b.handlers[key]
+	return h.fn(ctx, b, c, req.Body)
+}
+
+// errCode turns an error into a Kafka error code: kerr errors keep their
+// code; anything else is an unexpected server error and is logged.
+func (b *Broker) errCode(err error, what string) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	b.cfg.Logger.Error("request failed", "what", what, "err", err)
+	return kerr.UnknownServerError.Code
+}

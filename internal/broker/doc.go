@@ -1,0 +1,10 @@
+// Package broker answers Kafka API requests: one file per API, named by its
+// key (00_produce.go, 01_fetch.go, ...), each opening with the versions it
+// serves and a short note on its behaviour.
+//
+// Handlers decode, check, delegate and map errors to codes — nothing else.
+// Metadata changes go to the controller (the Controller interface: in a
+// combined node it is the local QuorumController; on a broker-only node it
+// will forward to the active one). Reads of metadata come from the latest
+// published image. Partition data goes through the replica manager.
+package broker

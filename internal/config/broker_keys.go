@@ -1,0 +1,281 @@
+package config
+
+import "sort"
+
+// null marks a key whose Kafka default is null: it has no value unless set.
+const null = "\x00null"
+
+const (
+	maxInt  = "2147483647"
+	maxLong = "9223372036854775807"
+)
+
+func k(name string, t Type, def string, v Validator, imp Importance, dyn Dynamic, doc string) *Key {
+	return &Key{Name: name, Type: t, Default: def, HasDefault: def != null, Validator: v,
+		Importance: imp, Dynamic: dyn, Doc: doc}
+}
+
+func internal(key *Key) *Key { key.Internal = true; return key }
+
+var securityProtocols = oneOf{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+
+// compressionTypes are the broker-side compression types (BrokerCompressionType).
+var compressionTypes = oneOf{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}
+
+// brokerKeyList is every broker key we know, with Kafka's type, default,
+// validator, importance and dynamic-update mode. Docs are our own words.
+var brokerKeyList = []*Key{
+	// Node identity and roles.
+	k("node.id", Int, "-1", nil, High, ReadOnly, "The id of this node, unique in the cluster; required when process.roles is set."),
+	k("broker.id", Int, "-1", nil, High, ReadOnly, "Legacy broker id; when set it must equal node.id."),
+	k("process.roles", List, "", listOf{"broker", "controller"}, High, ReadOnly, "The roles of this node: broker, controller, or both (combined)."),
+	k("broker.rack", String, null, nil, Medium, ReadOnly, "The rack of this broker, used for rack-aware replica placement."),
+
+	// Listeners.
+	k("listeners", String, "PLAINTEXT://:9092", nil, High, PerBroker, "Comma-separated NAME://host:port endpoints to listen on; an empty host binds all interfaces."),
+	k("advertised.listeners", String, null, nil, High, PerBroker, "Endpoints published to clients and other nodes; defaults to listeners."),
+	k("listener.security.protocol.map", String, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", nil, Low, PerBroker, "Maps each listener name to its security protocol, as NAME:PROTOCOL pairs."),
+	k("controller.listener.names", String, null, nil, High, ReadOnly, "Comma-separated names of the listeners used by the controller quorum."),
+	k("inter.broker.listener.name", String, null, nil, Medium, ReadOnly, "Listener brokers use to talk to each other; defaults to the one named after security.inter.broker.protocol."),
+	k("security.inter.broker.protocol", String, "PLAINTEXT", securityProtocols, Medium, ReadOnly, "Security protocol between brokers; set this or inter.broker.listener.name, not both."),
+
+	// KRaft quorum.
+	k("controller.quorum.voters", List, "", nil, High, ReadOnly, "Static controller quorum as id@host:port entries."),
+	k("controller.quorum.bootstrap.servers", List, "", nil, High, ReadOnly, "host:port endpoints used to discover a dynamic controller quorum."),
+	k("controller.quorum.election.timeout.ms", Int, "1000", nil, High, ReadOnly, "Time without a leader before a voter starts an election."),
+	k("controller.quorum.fetch.timeout.ms", Int, "2000", nil, High, ReadOnly, "Time without a successful fetch from the leader before a voter becomes a candidate."),
+	k("controller.quorum.election.backoff.max.ms", Int, "1000", nil, High, ReadOnly, "Maximum back-off before starting a new election."),
+	k("controller.quorum.request.timeout.ms", Int, "2000", nil, Medium, ReadOnly, "Time to wait for a response to a quorum request."),
+	k("controller.quorum.retry.backoff.ms", Int, "20", nil, Low, ReadOnly, "Back-off before retrying a failed quorum request."),
+	k("controller.quorum.append.linger.ms", Int, "25", nil, Medium, ReadOnly, "Time the leader waits to batch writes to the metadata log."),
+	k("metadata.log.dir", String, null, nil, High, ReadOnly, "Directory of the cluster metadata log; defaults to the first log directory."),
+	k("metadata.log.segment.bytes", Int, "1073741824", atLeast(8*1024*1024), High, ReadOnly, "Maximum size of a metadata log segment."),
+	k("metadata.log.segment.ms", Long, "604800000", nil, High, ReadOnly, "Maximum age of a metadata log segment before it is rolled."),
+	k("metadata.max.retention.bytes", Long, "104857600", nil, High, ReadOnly, "Maximum size of metadata log and snapshots before old snapshots and segments are deleted."),
+	k("metadata.max.retention.ms", Long, "604800000", nil, High, ReadOnly, "Time to keep metadata log segments and snapshots."),
+	k("metadata.log.max.record.bytes.between.snapshots", Long, "20971520", atLeast(1), High, ReadOnly, "Metadata log bytes between the latest snapshot and the high watermark that trigger a new snapshot."),
+	k("metadata.log.max.snapshot.interval.ms", Long, "3600000", atLeast(0), High, ReadOnly, "Maximum time between metadata snapshots while there are new records; 0 disables."),
+	k("metadata.max.idle.interval.ms", Int, "500", atLeast(0), Low, ReadOnly, "How often the active controller writes a no-op record to show liveness."),
+	k("broker.heartbeat.interval.ms", Int, "2000", nil, Medium, ReadOnly, "Interval between broker heartbeats to the controller."),
+	k("broker.session.timeout.ms", Int, "9000", nil, Medium, ReadOnly, "Time without a heartbeat after which the controller fences a broker."),
+	k("initial.broker.registration.timeout.ms", Int, "60000", nil, Medium, ReadOnly, "Time a starting broker waits to register with the controller before giving up."),
+
+	// Threads and network.
+	k("background.threads", Int, "10", atLeast(1), High, ClusterWide, "Threads for background tasks."),
+	k("num.network.threads", Int, "3", atLeast(1), High, ClusterWide, "Threads per listener that read requests and write responses."),
+	k("num.io.threads", Int, "8", atLeast(1), High, ClusterWide, "Threads that process requests, including disk I/O."),
+	k("num.replica.fetchers", Int, "1", nil, High, ClusterWide, "Fetcher threads per source broker for replication."),
+	k("num.recovery.threads.per.data.dir", Int, "2", atLeast(1), High, ClusterWide, "Threads per log directory for recovery at start-up and flushing at shut-down."),
+	k("queued.max.requests", Int, "500", atLeast(1), High, ReadOnly, "Requests queued for the I/O threads before network threads stop reading."),
+	k("queued.max.request.bytes", Long, "-1", nil, Medium, ReadOnly, "Bytes of queued requests before no more are read; -1 means no limit."),
+	k("socket.send.buffer.bytes", Int, "102400", nil, High, ReadOnly, "SO_SNDBUF of server sockets; -1 uses the OS default."),
+	k("socket.receive.buffer.bytes", Int, "102400", nil, High, ReadOnly, "SO_RCVBUF of server sockets; -1 uses the OS default."),
+	k("socket.request.max.bytes", Int, "104857600", atLeast(1), High, ReadOnly, "Largest request accepted; protects against memory exhaustion."),
+	k("socket.listen.backlog.size", Int, "50", atLeast(1), Medium, ReadOnly, "Backlog of pending connections on each listening socket."),
+	k("connections.max.idle.ms", Long, "600000", nil, Medium, ReadOnly, "Idle time after which a connection is closed."),
+	k("connections.max.reauth.ms", Long, "0", nil, Medium, ReadOnly, "Maximum session lifetime before a SASL client must re-authenticate; 0 disables."),
+	k("max.connections", Int, maxInt, atLeast(0), Medium, ClusterWide, "Maximum connections to this broker at any time."),
+	k("max.connections.per.ip", Int, maxInt, atLeast(0), Medium, ClusterWide, "Maximum connections from one IP address."),
+	k("max.connections.per.ip.overrides", String, "", nil, Medium, ClusterWide, "Per-IP or per-host connection limits, as host:count pairs."),
+	k("max.connection.creation.rate", Int, maxInt, atLeast(0), Medium, ClusterWide, "Maximum new connections per second on the broker."),
+	k("fetch.max.bytes", Int, "57671680", atLeast(1024), Medium, ReadOnly, "Most bytes returned by one fetch request."),
+	k("max.incremental.fetch.session.cache.slots", Int, "1000", atLeast(0), Medium, ReadOnly, "Maximum incremental fetch sessions kept."),
+	k("fetch.purgatory.purge.interval.requests", Int, "1000", nil, Medium, ReadOnly, "Purge interval, in requests, of the fetch purgatory."),
+	k("producer.purgatory.purge.interval.requests", Int, "1000", nil, Medium, ReadOnly, "Purge interval, in requests, of the produce purgatory."),
+	k("controlled.shutdown.enable", Boolean, "true", nil, Medium, ReadOnly, "Move leadership away before shutting down."),
+
+	// Topics and messages.
+	k("message.max.bytes", Int, "1048588", atLeast(0), High, ClusterWide, "Largest record batch accepted, after compression; topic default for max.message.bytes."),
+	k("compression.type", String, "producer", compressionTypes, High, ClusterWide, "Compression of stored batches; producer keeps what the producer sent."),
+	k("compression.gzip.level", Int, "-1", gzipLevel{}, Medium, ClusterWide, "Level used when compression.type is gzip."),
+	k("compression.lz4.level", Int, "9", between(1, 17), Medium, ClusterWide, "Level used when compression.type is lz4."),
+	k("compression.zstd.level", Int, "3", between(-131072, 22), Medium, ClusterWide, "Level used when compression.type is zstd."),
+	k("auto.create.topics.enable", Boolean, "true", nil, High, ReadOnly, "Create a topic when a client asks for metadata of one that does not exist."),
+	k("delete.topic.enable", Boolean, "true", nil, High, ReadOnly, "Allow topics to be deleted."),
+	k("num.partitions", Int, "1", atLeast(1), Medium, ReadOnly, "Default number of partitions of a new topic."),
+	k("default.replication.factor", Int, "1", nil, Medium, ReadOnly, "Default replication factor of a new topic."),
+	k("min.insync.replicas", Int, "1", atLeast(1), High, ClusterWide, "Fewest in-sync replicas that must have a write before an acks=all produce succeeds."),
+	k("unclean.leader.election.enable", Boolean, "false", nil, High, ClusterWide, "Allow an out-of-sync replica to become leader, at the risk of losing data."),
+	k("auto.leader.rebalance.enable", Boolean, "true", nil, High, ReadOnly, "Move leadership back to preferred replicas periodically."),
+	k("leader.imbalance.per.broker.percentage", Int, "10", nil, High, ReadOnly, "Leader imbalance per broker that triggers a rebalance, in percent."),
+	k("leader.imbalance.check.interval.seconds", Long, "300", atLeast(1), High, ReadOnly, "How often leader balance is checked."),
+	k("create.topic.policy.class.name", Class, null, nil, Low, ReadOnly, "Class validating topic creation."),
+	k("alter.config.policy.class.name", Class, null, nil, Low, ReadOnly, "Class validating config changes."),
+
+	// Replication.
+	k("replica.lag.time.max.ms", Long, "30000", nil, High, ReadOnly, "A follower that has not caught up for this long leaves the ISR."),
+	k("replica.socket.timeout.ms", Int, "30000", nil, High, ReadOnly, "Socket timeout of replica fetch requests."),
+	k("replica.socket.receive.buffer.bytes", Int, "65536", nil, High, ReadOnly, "SO_RCVBUF of replica fetcher sockets."),
+	k("replica.fetch.max.bytes", Int, "1048576", atLeast(0), Medium, ReadOnly, "Bytes fetched per partition by a follower."),
+	k("replica.fetch.wait.max.ms", Int, "500", nil, Medium, ReadOnly, "Longest a follower fetch waits for data."),
+	k("replica.fetch.min.bytes", Int, "1", nil, High, ReadOnly, "Least bytes a follower fetch waits for."),
+	k("replica.fetch.response.max.bytes", Int, "10485760", atLeast(0), Medium, ReadOnly, "Most bytes in one follower fetch response."),
+	k("replica.fetch.backoff.ms", Int, "1000", atLeast(0), Medium, ReadOnly, "Back-off after a follower fetch error."),
+	k("replica.high.watermark.checkpoint.interval.ms", Long, "5000", nil, High, ReadOnly, "How often high watermarks are saved to disk."),
+	k("replica.selector.class", String, null, nil, Medium, ReadOnly, "Class choosing the replica a consumer fetches from."),
+
+	// Logs.
+	k("log.dir", String, "/tmp/kafka-logs", nil, High, ReadOnly, "Log directory, used when log.dirs is not set."),
+	k("log.dirs", String, null, nil, High, ReadOnly, "Comma-separated log directories; when unset, log.dir is used."),
+	k("log.segment.bytes", Int, "1073741824", atLeast(1024*1024), High, ClusterWide, "Size at which a log segment is rolled."),
+	k("log.roll.ms", Long, null, nil, High, ClusterWide, "Age at which a log segment is rolled; when unset, log.roll.hours is used."),
+	k("log.roll.hours", Int, "168", atLeast(1), High, ReadOnly, "Age in hours at which a log segment is rolled; secondary to log.roll.ms."),
+	k("log.roll.jitter.ms", Long, null, nil, High, ClusterWide, "Most random jitter subtracted from the roll time; when unset, log.roll.jitter.hours is used."),
+	k("log.roll.jitter.hours", Int, "0", atLeast(0), High, ReadOnly, "Roll jitter in hours; secondary to log.roll.jitter.ms."),
+	k("log.retention.ms", Long, null, nil, High, ClusterWide, "Time to keep a log segment; -1 means forever. Wins over log.retention.minutes and log.retention.hours."),
+	k("log.retention.minutes", Int, null, nil, High, ReadOnly, "Retention in minutes; used when log.retention.ms is unset, wins over log.retention.hours."),
+	k("log.retention.hours", Int, "168", nil, High, ReadOnly, "Retention in hours; used when neither log.retention.ms nor log.retention.minutes is set."),
+	k("log.retention.bytes", Long, "-1", nil, High, ClusterWide, "Size a partition's log may reach before old segments are deleted; -1 means no limit."),
+	k("log.retention.check.interval.ms", Long, "300000", atLeast(1), Medium, ReadOnly, "How often logs are checked for segments to delete."),
+	k("log.cleanup.policy", List, "delete", listOf{"compact", "delete"}, Medium, ClusterWide, "What to do with segments beyond retention: delete, compact, or both."),
+	k("log.index.size.max.bytes", Int, "10485760", atLeast(4), Medium, ClusterWide, "Maximum size of an offset index file."),
+	k("log.index.interval.bytes", Int, "4096", atLeast(0), Medium, ClusterWide, "Bytes of log between offset index entries."),
+	k("log.flush.interval.messages", Long, maxLong, atLeast(1), High, ClusterWide, "Records appended to a partition before it is fsynced."),
+	k("log.flush.interval.ms", Long, null, nil, High, ClusterWide, "Longest a record stays unflushed; when unset, log.flush.scheduler.interval.ms is used."),
+	k("log.flush.scheduler.interval.ms", Long, maxLong, nil, High, ReadOnly, "How often the flusher checks whether a log needs flushing."),
+	k("log.flush.offset.checkpoint.interval.ms", Int, "60000", atLeast(0), High, ReadOnly, "How often the recovery point is saved."),
+	k("log.flush.start.offset.checkpoint.interval.ms", Int, "60000", atLeast(0), High, ReadOnly, "How often log start offsets are saved."),
+	k("log.segment.delete.delay.ms", Long, "60000", atLeast(0), High, ClusterWide, "Delay before a deleted segment's files are removed."),
+	k("log.preallocate", Boolean, "false", nil, Medium, ClusterWide, "Preallocate segment files at full size."),
+	k("log.message.timestamp.type", String, "CreateTime", oneOf{"CreateTime", "LogAppendTime"}, Medium, ClusterWide, "Whether record timestamps are the producer's (CreateTime) or the broker's (LogAppendTime)."),
+	k("log.message.timestamp.before.max.ms", Long, maxLong, atLeast(0), Medium, ClusterWide, "How far in the past a CreateTime timestamp may be."),
+	k("log.message.timestamp.after.max.ms", Long, "3600000", atLeast(0), Medium, ClusterWide, "How far in the future a CreateTime timestamp may be."),
+	k("log.cleaner.enable", Boolean, "true", nil, Medium, ReadOnly, "Run the log cleaner (compaction)."),
+	k("log.cleaner.threads", Int, "1", atLeast(0), Medium, ClusterWide, "Log cleaner threads."),
+	k("log.cleaner.io.max.bytes.per.second", Double, "1.7976931348623157E308", nil, Medium, ClusterWide, "I/O throttle of the log cleaner."),
+	k("log.cleaner.dedupe.buffer.size", Long, "134217728", nil, Medium, ClusterWide, "Memory for deduplication across all cleaner threads."),
+	k("log.cleaner.io.buffer.size", Int, "524288", atLeast(0), Medium, ClusterWide, "I/O buffer memory across all cleaner threads."),
+	k("log.cleaner.io.buffer.load.factor", Double, "0.9", nil, Medium, ClusterWide, "Load factor of the cleaner's dedupe buffer."),
+	k("log.cleaner.backoff.ms", Long, "15000", atLeast(0), Medium, ClusterWide, "Sleep when there is no log to clean."),
+	k("log.cleaner.min.cleanable.ratio", Double, "0.5", between(0, 1), Medium, ClusterWide, "Least dirty share of a log before it is cleaned."),
+	k("log.cleaner.delete.retention.ms", Long, "86400000", atLeast(0), Medium, ClusterWide, "Time to keep tombstones in compacted logs."),
+	k("log.cleaner.min.compaction.lag.ms", Long, "0", atLeast(0), Medium, ClusterWide, "Least age of a record before it may be compacted."),
+	k("log.cleaner.max.compaction.lag.ms", Long, maxLong, atLeast(1), Medium, ClusterWide, "Greatest age of a record before it must be eligible for compaction."),
+	k("log.local.retention.ms", Long, "-2", atLeast(-2), Medium, ClusterWide, "Local retention with tiered storage; -2 means use the total retention."),
+	k("log.local.retention.bytes", Long, "-2", atLeast(-2), Medium, ClusterWide, "Local size limit with tiered storage; -2 means use the total limit."),
+	k("log.dir.failure.timeout.ms", Long, "30000", atLeast(1), Low, ReadOnly, "Time to report a failed log directory to the controller before shutting down."),
+	k("remote.log.storage.system.enable", Boolean, "false", nil, Medium, ReadOnly, "Enable tiered storage."),
+
+	// Group coordinator and __consumer_offsets.
+	k("offsets.topic.replication.factor", Short, "3", atLeast(1), High, ReadOnly, "Replication factor of __consumer_offsets."),
+	k("offsets.topic.num.partitions", Int, "50", atLeast(1), High, ReadOnly, "Partitions of __consumer_offsets; do not change after deployment."),
+	k("offsets.topic.segment.bytes", Int, "104857600", atLeast(1), High, ReadOnly, "Segment size of __consumer_offsets."),
+	k("offsets.topic.compression.codec", Int, "0", nil, High, ReadOnly, "Compression codec of __consumer_offsets."),
+	k("offsets.load.buffer.size", Int, "5242880", atLeast(1), High, ReadOnly, "Read batch size when loading offsets into the cache."),
+	k("offsets.retention.minutes", Int, "10080", atLeast(1), High, ReadOnly, "Time committed offsets of an empty group are kept."),
+	k("offsets.retention.check.interval.ms", Long, "600000", atLeast(1), High, ReadOnly, "How often stale offsets are looked for."),
+	k("offsets.commit.timeout.ms", Int, "5000", atLeast(1), High, ReadOnly, "Time an offset commit waits for replication."),
+	k("offset.metadata.max.bytes", Int, "4096", nil, High, ReadOnly, "Largest metadata string with an offset commit."),
+	k("group.initial.rebalance.delay.ms", Int, "3000", nil, Medium, ReadOnly, "Wait for more members before the first rebalance of a classic group."),
+	k("group.min.session.timeout.ms", Int, "6000", nil, Medium, ReadOnly, "Smallest session timeout a classic group member may ask for."),
+	k("group.max.session.timeout.ms", Int, "1800000", nil, Medium, ReadOnly, "Largest session timeout a classic group member may ask for."),
+	k("group.max.size", Int, maxInt, atLeast(1), Medium, ReadOnly, "Most members of one classic group."),
+	k("group.coordinator.rebalance.protocols", List, "classic,consumer", listOf{"classic", "consumer", "share", "streams"}, Medium, ReadOnly, "Rebalance protocols the group coordinator serves."),
+	k("group.coordinator.num.threads", Int, "4", atLeast(1), Medium, ReadOnly, "Group coordinator threads."),
+	k("group.consumer.session.timeout.ms", Int, "45000", atLeast(1), Medium, ReadOnly, "Session timeout of consumer-protocol (KIP-848) members."),
+	k("group.consumer.heartbeat.interval.ms", Int, "5000", atLeast(1), Medium, ReadOnly, "Heartbeat interval of consumer-protocol (KIP-848) members."),
+	k("group.consumer.max.size", Int, maxInt, atLeast(1), Medium, ReadOnly, "Most members of one consumer-protocol group."),
+	internal(k("group.share.enable", Boolean, "false", nil, Medium, ReadOnly, "Enable share groups (early access).")),
+
+	// Share coordinator and __share_group_state.
+	k("share.coordinator.state.topic.replication.factor", Short, "3", atLeast(1), High, ReadOnly, "Replication factor of __share_group_state."),
+	k("share.coordinator.state.topic.min.isr", Short, "2", atLeast(1), High, ReadOnly, "min.insync.replicas of __share_group_state."),
+	k("share.coordinator.state.topic.num.partitions", Int, "50", atLeast(1), High, ReadOnly, "Partitions of __share_group_state."),
+	k("share.coordinator.state.topic.segment.bytes", Int, "104857600", atLeast(1), High, ReadOnly, "Segment size of __share_group_state."),
+
+	// Transactions, producer ids and __transaction_state.
+	k("transaction.state.log.replication.factor", Short, "3", atLeast(1), High, ReadOnly, "Replication factor of __transaction_state."),
+	k("transaction.state.log.min.isr", Int, "2", atLeast(1), High, ReadOnly, "min.insync.replicas of __transaction_state."),
+	k("transaction.state.log.num.partitions", Int, "50", atLeast(1), High, ReadOnly, "Partitions of __transaction_state."),
+	k("transaction.state.log.segment.bytes", Int, "104857600", atLeast(1), High, ReadOnly, "Segment size of __transaction_state."),
+	k("transaction.state.log.load.buffer.size", Int, "5242880", atLeast(1), High, ReadOnly, "Read batch size when loading transaction state."),
+	k("transaction.max.timeout.ms", Int, "900000", atLeast(1), High, ReadOnly, "Largest transaction timeout a producer may ask for."),
+	k("transactional.id.expiration.ms", Int, "604800000", atLeast(1), High, ReadOnly, "Time without activity after which a transactional id expires."),
+	k("transaction.abort.timed.out.transaction.cleanup.interval.ms", Int, "10000", atLeast(1), Low, ReadOnly, "How often timed-out transactions are rolled back."),
+	k("transaction.remove.expired.transaction.cleanup.interval.ms", Int, "3600000", atLeast(1), Low, ReadOnly, "How often expired transactional ids are removed."),
+	k("transaction.partition.verification.enable", Boolean, "true", nil, Low, ClusterWide, "Verify that a partition was added to the transaction before a transactional write."),
+	k("producer.id.expiration.ms", Int, "86400000", atLeast(1), Low, ClusterWide, "Time without writes after which a producer id's state is dropped."),
+	k("producer.id.expiration.check.interval.ms", Int, "600000", atLeast(1), Low, ReadOnly, "How often expired producer ids are removed."),
+
+	// Security.
+	k("authorizer.class.name", String, "", nil, Low, ReadOnly, "Authorizer class; empty disables authorization."),
+	k("super.users", String, null, nil, Low, ReadOnly, "Semicolon-separated principals allowed everything (read by the authorizer)."),
+	k("allow.everyone.if.no.acl.found", Boolean, "false", nil, Low, ReadOnly, "Allow access to resources without ACLs (read by the authorizer)."),
+	k("principal.builder.class", Class, "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder", nil, Medium, PerBroker, "Class building the principal of a connection."),
+	k("sasl.enabled.mechanisms", List, "GSSAPI", nil, Medium, PerBroker, "SASL mechanisms offered by the server."),
+	k("sasl.mechanism.inter.broker.protocol", String, "GSSAPI", nil, Medium, PerBroker, "SASL mechanism between brokers."),
+	k("sasl.mechanism.controller.protocol", String, "GSSAPI", nil, High, ReadOnly, "SASL mechanism used to reach controllers."),
+	k("sasl.jaas.config", Password, null, nil, Medium, PerBroker, "JAAS login configuration."),
+	k("ssl.keystore.type", String, "JKS", nil, Medium, PerBroker, "Key store format."),
+	k("ssl.keystore.location", String, null, nil, High, PerBroker, "Key store file."),
+	k("ssl.keystore.password", Password, null, nil, High, PerBroker, "Key store password."),
+	k("ssl.key.password", Password, null, nil, High, PerBroker, "Private key password."),
+	k("ssl.keystore.key", Password, null, nil, High, PerBroker, "Private key in PEM form."),
+	k("ssl.keystore.certificate.chain", Password, null, nil, High, PerBroker, "Certificate chain in PEM form."),
+	k("ssl.truststore.type", String, "JKS", nil, Medium, PerBroker, "Trust store format."),
+	k("ssl.truststore.location", String, null, nil, High, PerBroker, "Trust store file."),
+	k("ssl.truststore.password", Password, null, nil, High, PerBroker, "Trust store password."),
+	k("ssl.truststore.certificates", Password, null, nil, High, PerBroker, "Trusted certificates in PEM form."),
+	k("ssl.client.auth", String, "none", oneOf{"required", "requested", "none"}, Medium, PerBroker, "Whether clients must present a certificate."),
+	k("ssl.protocol", String, "TLSv1.3", nil, Medium, PerBroker, "TLS protocol used to build the SSL context."),
+	k("ssl.enabled.protocols", List, "TLSv1.2,TLSv1.3", nil, Medium, PerBroker, "TLS versions accepted."),
+	k("ssl.cipher.suites", List, "", nil, Medium, PerBroker, "Cipher suites accepted; empty means the defaults."),
+	k("ssl.endpoint.identification.algorithm", String, "https", nil, Low, PerBroker, "Host name verification of the peer certificate."),
+	k("delegation.token.secret.key", Password, null, nil, Medium, ReadOnly, "Secret that signs delegation tokens."),
+	k("metric.reporters", List, "", nil, Low, ClusterWide, "Metric reporter classes."),
+	internal(k("unstable.api.versions.enable", Boolean, "false", nil, Low, ReadOnly, "Advertise API versions still under development.")),
+	internal(k("unstable.feature.versions.enable", Boolean, "false", nil, Low, ReadOnly, "Allow feature levels still under development.")),
+}
+
+// removedKeys are keys Kafka 4 no longer has; a file setting them gets a
+// warning that says why instead of a bare "unknown".
+var removedKeys = map[string]string{
+	"zookeeper.connect":                       "ZooKeeper mode was removed in Kafka 4.0",
+	"zookeeper.connection.timeout.ms":         "ZooKeeper mode was removed in Kafka 4.0",
+	"zookeeper.session.timeout.ms":            "ZooKeeper mode was removed in Kafka 4.0",
+	"log.message.format.version":              "message formats v0 and v1 were removed in Kafka 4.0",
+	"log.message.downconversion.enable":       "down-conversion was removed in Kafka 4.0",
+	"log.message.timestamp.difference.max.ms": "removed in Kafka 4.0; use log.message.timestamp.before.max.ms and log.message.timestamp.after.max.ms",
+	"inter.broker.protocol.version":           "the metadata version is a KRaft feature level since Kafka 4.0",
+}
+
+var brokerKeys = indexKeys(brokerKeyList)
+
+func indexKeys(list []*Key) map[string]*Key {
+	m := make(map[string]*Key, len(list))
+	for _, key := range list {
+		if m[key.Name] != nil {
+			panic("config: duplicate key " + key.Name)
+		}
+		m[key.Name] = key
+	}
+	return m
+}
+
+// BrokerKey returns the definition of a broker key.
+func BrokerKey(name string) (*Key, bool) { key, ok := brokerKeys[name]; return key, ok }
+
+// BrokerKeys returns every broker key, sorted by name.
+func BrokerKeys() []*Key { return sortedKeys(brokerKeyList) }
+
+func sortedKeys(list []*Key) []*Key {
+	out := append([]*Key(nil), list...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// brokerSynonyms lists, in precedence order, the broker keys that set the
+// same value (Kafka's DynamicBrokerConfig.brokerConfigSynonyms).
+func brokerSynonyms(name string) []string {
+	switch name {
+	case "log.roll.ms", "log.roll.hours":
+		return []string{"log.roll.ms", "log.roll.hours"}
+	case "log.roll.jitter.ms", "log.roll.jitter.hours":
+		return []string{"log.roll.jitter.ms", "log.roll.jitter.hours"}
+	case "log.retention.ms", "log.retention.minutes", "log.retention.hours":
+		return []string{"log.retention.ms", "log.retention.minutes", "log.retention.hours"}
+	case "log.flush.interval.ms":
+		return []string{"log.flush.interval.ms", "log.flush.scheduler.interval.ms"}
+	}
+	return []string{name}
+}

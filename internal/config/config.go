@@ -1,0 +1,541 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+// EmbeddedDefaults is the server.properties that `samsa server` runs when it
+// is given no file: one combined broker+controller node on loopback, with
+// internal topics at replication factor 1 so a single node can serve them.
+// It differs from Kafka's defaults only where Kafka has no usable default.
+const EmbeddedDefaults = `node.id=1
+process.roles=broker,controller
+listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT
+controller.quorum.voters=1@127.0.0.1:9093
+log.dirs=./data
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+`
+
+// Config is a node's static configuration. The typed fields are what the
+// code uses; every other known key is reachable through Value. Durations are
+// milliseconds and sizes bytes, as in Kafka.
+type Config struct {
+	// Explicit holds every property set by the file (or the embedded
+	// defaults) and the overrides, unknown keys included, as written. A key
+	// present here is reported with source STATIC_BROKER_CONFIG.
+	Explicit map[string]string
+
+	NodeID       int32
+	ProcessRoles []string // "broker", "controller"
+
+	Listeners []Listener
+	// AdvertisedListeners is advertised.listeners, or Listeners when unset.
+	AdvertisedListeners []Listener
+	// ListenerSecurityProtocolMap maps listener names to PLAINTEXT, SSL,
+	// SASL_PLAINTEXT or SASL_SSL. When listener.security.protocol.map is not
+	// set, controller listeners missing from it map to PLAINTEXT, as in Kafka.
+	ListenerSecurityProtocolMap map[string]string
+	ControllerListenerNames     []string
+	// InterBrokerListenerName is inter.broker.listener.name, or the
+	// listener named after security.inter.broker.protocol.
+	InterBrokerListenerName          string
+	ControllerQuorumVoters           []Voter
+	ControllerQuorumBootstrapServers []string
+	BrokerRack                       string
+
+	LogDirs        []string // log.dirs, or log.dir when unset
+	MetadataLogDir string   // metadata.log.dir, or LogDirs[0] when unset
+
+	NumNetworkThreads            int
+	NumIOThreads                 int
+	NumRecoveryThreadsPerDataDir int
+	QueuedMaxRequests            int
+	SocketSendBufferBytes        int // -1: OS default
+	SocketReceiveBufferBytes     int // -1: OS default
+	SocketRequestMaxBytes        int32
+	ConnectionsMaxIdleMs         int64
+
+	NumPartitions               int32
+	DefaultReplicationFactor    int16
+	MinInsyncReplicas           int
+	AutoCreateTopicsEnable      bool
+	DeleteTopicEnable           bool
+	MessageMaxBytes             int32
+	CompressionType             string
+	UncleanLeaderElectionEnable bool
+	ReplicaLagTimeMaxMs         int64
+
+	LogSegmentBytes int64
+	LogRollMs       int64 // log.roll.ms, else log.roll.hours
+	LogRollJitterMs int64 // log.roll.jitter.ms, else log.roll.jitter.hours
+	// LogRetentionMs applies Kafka's precedence: log.retention.ms, else
+	// log.retention.minutes, else log.retention.hours. Negative means -1:
+	// keep forever.
+	LogRetentionMs                     int64
+	LogRetentionBytes                  int64 // -1: no limit
+	LogRetentionCheckIntervalMs        int64
+	LogIndexIntervalBytes              int
+	LogIndexSizeMaxBytes               int
+	LogFlushIntervalMessages           int64
+	LogFlushIntervalMs                 int64 // log.flush.interval.ms, else log.flush.scheduler.interval.ms
+	LogFlushSchedulerIntervalMs        int64
+	LogFlushOffsetCheckpointIntervalMs int64
+	LogCleanupPolicy                   []string
+	LogMessageTimestampType            string // CreateTime or LogAppendTime
+	LogMessageTimestampBeforeMaxMs     int64
+	LogMessageTimestampAfterMaxMs      int64
+	LogCleanerEnable                   bool
+
+	OffsetsTopicReplicationFactor               int16
+	OffsetsTopicNumPartitions                   int32
+	OffsetsRetentionMinutes                     int
+	GroupInitialRebalanceDelayMs                int64
+	GroupMinSessionTimeoutMs                    int64
+	GroupMaxSessionTimeoutMs                    int64
+	ShareCoordinatorStateTopicReplicationFactor int16
+	ShareCoordinatorStateTopicMinISR            int16
+
+	TransactionStateLogReplicationFactor int16
+	TransactionStateLogMinISR            int
+	TransactionStateLogNumPartitions     int32
+	TransactionMaxTimeoutMs              int64
+	TransactionalIDExpirationMs          int64
+	ProducerIDExpirationMs               int64
+
+	// values holds the parsed value of every known key that has one:
+	// explicitly set, or Kafka's non-null default.
+	values map[string]any
+}
+
+// Load reads the configuration of a node. path "" means EmbeddedDefaults.
+// overrides are "key=value" strings that win over the file. It returns
+// warnings (unknown or removed keys, each naming the key) and fails on the
+// first file or syntax problem, or on every invalid value at once.
+func Load(path string, overrides []string) (*Config, []string, error) {
+	text := EmbeddedDefaults
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read config: %w", err)
+		}
+		text = string(b)
+	}
+	props, err := ParseProperties(text)
+	if err != nil {
+		if path == "" {
+			path = "embedded defaults"
+		}
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, o := range overrides {
+		key, val, ok := strings.Cut(o, "=")
+		key = strings.TrimSpace(key)
+		if !ok || key == "" {
+			return nil, nil, fmt.Errorf("invalid override %q: want key=value", o)
+		}
+		props = append(props, Property{Key: key, Value: val})
+	}
+	return FromProperties(props)
+}
+
+// Default returns the configuration of EmbeddedDefaults plus overrides. It
+// panics if they are invalid; it is meant for tests and tools.
+func Default(overrides ...string) *Config {
+	c, _, err := Load("", overrides)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// FromProperties builds a Config from parsed properties; later ones win.
+func FromProperties(props []Property) (*Config, []string, error) {
+	c := &Config{Explicit: map[string]string{}, values: map[string]any{}}
+	var order []string
+	for _, p := range props {
+		if _, seen := c.Explicit[p.Key]; !seen {
+			order = append(order, p.Key)
+		}
+		c.Explicit[p.Key] = p.Value
+	}
+	var warnings []string
+	var errs []error
+	for _, name := range order {
+		key, ok := brokerKeys[name]
+		if !ok {
+			if w := unknownWarning(name); w != "" {
+				warnings = append(warnings, w)
+			}
+			continue
+		}
+		v, err := key.parse(c.Explicit[name])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.values[name] = v
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, warnings, err
+	}
+	for _, key := range brokerKeyList {
+		if _, ok := c.values[key.Name]; !ok && key.HasDefault {
+			v, err := key.parse(key.Default)
+			if err != nil {
+				panic("config: bad default for " + key.Name + ": " + err.Error())
+			}
+			c.values[key.Name] = v
+		}
+	}
+	if err := c.fill(); err != nil {
+		return nil, warnings, err
+	}
+	if err := c.validate(); err != nil {
+		return nil, warnings, err
+	}
+	return c, warnings, nil
+}
+
+func unknownWarning(name string) string {
+	// Kafka accepts per-listener overrides such as
+	// listener.name.client.scram-sha-512.sasl.jaas.config; the security
+	// layer reads them from Explicit.
+	if strings.HasPrefix(name, "listener.name.") {
+		return ""
+	}
+	if why, ok := removedKeys[name]; ok {
+		return fmt.Sprintf("config %s ignored: %s", name, why)
+	}
+	return fmt.Sprintf("unknown config %s ignored", name)
+}
+
+// Value returns the parsed value of a known broker key (bool, string, int16,
+// int32, int64, float64 or []string) and whether it has one.
+func (c *Config) Value(name string) (any, bool) {
+	v, ok := c.values[name]
+	return v, ok
+}
+
+// IsSet reports whether a key was set explicitly (file or override).
+func (c *Config) IsSet(name string) bool {
+	_, ok := c.Explicit[name]
+	return ok
+}
+
+// HasRole reports whether process.roles contains role.
+func (c *Config) HasRole(role string) bool { return contains(c.ProcessRoles, role) }
+
+// IsControllerListener reports whether name is one of controller.listener.names.
+func (c *Config) IsControllerListener(name string) bool {
+	return contains(c.ControllerListenerNames, strings.ToUpper(name))
+}
+
+// BrokerListeners are the listeners that serve clients and brokers: every
+// listener that is not a controller listener.
+func (c *Config) BrokerListeners() []Listener { return c.filter(c.Listeners, false) }
+
+// ControllerListeners are the listeners of the controller quorum.
+func (c *Config) ControllerListeners() []Listener { return c.filter(c.Listeners, true) }
+
+// AdvertisedBrokerListeners are the endpoints a broker registers and
+// returns in Metadata responses.
+func (c *Config) AdvertisedBrokerListeners() []Listener {
+	return c.filter(c.AdvertisedListeners, false)
+}
+
+func (c *Config) filter(ls []Listener, controller bool) []Listener {
+	var out []Listener
+	for _, l := range ls {
+		if c.IsControllerListener(l.Name) == controller {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func (c *Config) str(name string) string    { s, _ := c.values[name].(string); return s }
+func (c *Config) i32(name string) int32     { return c.values[name].(int32) }
+func (c *Config) i64(name string) int64     { return c.values[name].(int64) }
+func (c *Config) i16(name string) int16     { return c.values[name].(int16) }
+func (c *Config) flag(name string) bool     { return c.values[name].(bool) }
+func (c *Config) list(name string) []string { l, _ := c.values[name].([]string); return l }
+
+// msOr returns the ms key when set, else the alt key times unit.
+func (c *Config) msOr(ms string, alt string, unit int64) int64 {
+	if v, ok := c.values[ms]; ok {
+		return v.(int64)
+	}
+	return int64(c.i32(alt)) * unit
+}
+
+const (
+	msPerMinute = 60 * 1000
+	msPerHour   = 60 * msPerMinute
+)
+
+// fill sets the typed fields from values.
+func (c *Config) fill() error {
+	var err error
+	c.NodeID = c.i32("node.id")
+	c.ProcessRoles = c.list("process.roles")
+	if c.Listeners, err = parseListeners("listeners", c.str("listeners")); err != nil {
+		return err
+	}
+	c.AdvertisedListeners = append([]Listener(nil), c.Listeners...)
+	if raw, ok := c.values["advertised.listeners"]; ok {
+		if c.AdvertisedListeners, err = parseListeners("advertised.listeners", raw.(string)); err != nil {
+			return err
+		}
+	}
+	for _, n := range splitList(c.str("controller.listener.names")) {
+		c.ControllerListenerNames = append(c.ControllerListenerNames, strings.ToUpper(n))
+	}
+	if c.ListenerSecurityProtocolMap, err = parseProtocolMap(c.str("listener.security.protocol.map")); err != nil {
+		return err
+	}
+	if !c.IsSet("listener.security.protocol.map") {
+		for _, n := range c.ControllerListenerNames {
+			if _, ok := c.ListenerSecurityProtocolMap[n]; !ok {
+				c.ListenerSecurityProtocolMap[n] = "PLAINTEXT"
+			}
+		}
+	}
+	c.InterBrokerListenerName = c.str("security.inter.broker.protocol")
+	if n, ok := c.values["inter.broker.listener.name"]; ok {
+		c.InterBrokerListenerName = strings.ToUpper(strings.TrimSpace(n.(string)))
+	}
+	if c.ControllerQuorumVoters, err = parseVoters(c.list("controller.quorum.voters")); err != nil {
+		return err
+	}
+	c.ControllerQuorumBootstrapServers = c.list("controller.quorum.bootstrap.servers")
+	if err := validateHostPorts("controller.quorum.bootstrap.servers", c.ControllerQuorumBootstrapServers); err != nil {
+		return err
+	}
+	c.BrokerRack = c.str("broker.rack")
+
+	c.LogDirs = splitList(c.str("log.dir"))
+	if d, ok := c.values["log.dirs"]; ok {
+		c.LogDirs = splitList(d.(string))
+	}
+	if len(c.LogDirs) > 0 {
+		c.MetadataLogDir = c.LogDirs[0]
+	}
+	if d, ok := c.values["metadata.log.dir"]; ok {
+		c.MetadataLogDir = d.(string)
+	}
+
+	c.NumNetworkThreads = int(c.i32("num.network.threads"))
+	c.NumIOThreads = int(c.i32("num.io.threads"))
+	c.NumRecoveryThreadsPerDataDir = int(c.i32("num.recovery.threads.per.data.dir"))
+	c.QueuedMaxRequests = int(c.i32("queued.max.requests"))
+	c.SocketSendBufferBytes = int(c.i32("socket.send.buffer.bytes"))
+	c.SocketReceiveBufferBytes = int(c.i32("socket.receive.buffer.bytes"))
+	c.SocketRequestMaxBytes = c.i32("socket.request.max.bytes")
+	c.ConnectionsMaxIdleMs = c.i64("connections.max.idle.ms")
+
+	c.NumPartitions = c.i32("num.partitions")
+	rf := c.i32("default.replication.factor")
+	if rf < 1 || rf > 32767 {
+		return &ValueError{Key: "default.replication.factor", Value: c.Explicit["default.replication.factor"], Want: "an int between 1 and 32767"}
+	}
+	c.DefaultReplicationFactor = int16(rf)
+	c.MinInsyncReplicas = int(c.i32("min.insync.replicas"))
+	c.AutoCreateTopicsEnable = c.flag("auto.create.topics.enable")
+	c.DeleteTopicEnable = c.flag("delete.topic.enable")
+	c.MessageMaxBytes = c.i32("message.max.bytes")
+	c.CompressionType = c.str("compression.type")
+	c.UncleanLeaderElectionEnable = c.flag("unclean.leader.election.enable")
+	c.ReplicaLagTimeMaxMs = c.i64("replica.lag.time.max.ms")
+
+	c.LogSegmentBytes = int64(c.i32("log.segment.bytes"))
+	c.LogRollMs = c.msOr("log.roll.ms", "log.roll.hours", msPerHour)
+	c.LogRollJitterMs = c.msOr("log.roll.jitter.ms", "log.roll.jitter.hours", msPerHour)
+	c.LogRetentionMs = c.retentionMs()
+	c.LogRetentionBytes = c.i64("log.retention.bytes")
+	c.LogRetentionCheckIntervalMs = c.i64("log.retention.check.interval.ms")
+	c.LogIndexIntervalBytes = int(c.i32("log.index.interval.bytes"))
+	c.LogIndexSizeMaxBytes = int(c.i32("log.index.size.max.bytes"))
+	c.LogFlushIntervalMessages = c.i64("log.flush.interval.messages")
+	c.LogFlushSchedulerIntervalMs = c.i64("log.flush.scheduler.interval.ms")
+	c.LogFlushIntervalMs = c.LogFlushSchedulerIntervalMs
+	if v, ok := c.values["log.flush.interval.ms"]; ok {
+		c.LogFlushIntervalMs = v.(int64)
+	}
+	c.LogFlushOffsetCheckpointIntervalMs = int64(c.i32("log.flush.offset.checkpoint.interval.ms"))
+	c.LogCleanupPolicy = c.list("log.cleanup.policy")
+	c.LogMessageTimestampType = c.str("log.message.timestamp.type")
+	c.LogMessageTimestampBeforeMaxMs = c.i64("log.message.timestamp.before.max.ms")
+	c.LogMessageTimestampAfterMaxMs = c.i64("log.message.timestamp.after.max.ms")
+	c.LogCleanerEnable = c.flag("log.cleaner.enable")
+
+	c.OffsetsTopicReplicationFactor = c.i16("offsets.topic.replication.factor")
+	c.OffsetsTopicNumPartitions = c.i32("offsets.topic.num.partitions")
+	c.OffsetsRetentionMinutes = int(c.i32("offsets.retention.minutes"))
+	c.GroupInitialRebalanceDelayMs = int64(c.i32("group.initial.rebalance.delay.ms"))
+	c.GroupMinSessionTimeoutMs = int64(c.i32("group.min.session.timeout.ms"))
+	c.GroupMaxSessionTimeoutMs = int64(c.i32("group.max.session.timeout.ms"))
+	c.ShareCoordinatorStateTopicReplicationFactor = c.i16("share.coordinator.state.topic.replication.factor")
+	c.ShareCoordinatorStateTopicMinISR = c.i16("share.coordinator.state.topic.min.isr")
+
+	c.TransactionStateLogReplicationFactor = c.i16("transaction.state.log.replication.factor")
+	c.TransactionStateLogMinISR = int(c.i32("transaction.state.log.min.isr"))
+	c.TransactionStateLogNumPartitions = c.i32("transaction.state.log.num.partitions")
+	c.TransactionMaxTimeoutMs = int64(c.i32("transaction.max.timeout.ms"))
+	c.TransactionalIDExpirationMs = int64(c.i32("transactional.id.expiration.ms"))
+	c.ProducerIDExpirationMs = int64(c.i32("producer.id.expiration.ms"))
+	return nil
+}
+
+// retentionMs applies Kafka's precedence ms > minutes > hours; any negative
+// result means "forever" and is normalised to -1.
+func (c *Config) retentionMs() int64 {
+	var ms int64
+	switch {
+	case c.values["log.retention.ms"] != nil:
+		ms = c.i64("log.retention.ms")
+	case c.values["log.retention.minutes"] != nil:
+		ms = int64(c.i32("log.retention.minutes")) * msPerMinute
+	default:
+		ms = int64(c.i32("log.retention.hours")) * msPerHour
+	}
+	if ms < 0 {
+		return -1
+	}
+	return ms
+}
+
+// validate applies the cross-key checks of Kafka's KafkaConfig that matter
+// for a KRaft node.
+func (c *Config) validate() error {
+	if len(c.ProcessRoles) == 0 {
+		return errors.New("process.roles is required: want broker, controller or broker,controller")
+	}
+	if len(dedupe(c.ProcessRoles)) != len(c.ProcessRoles) {
+		return fmt.Errorf("invalid value %q for process.roles: want each role once", c.Explicit["process.roles"])
+	}
+	if c.NodeID < 0 {
+		return errors.New("node.id is required when process.roles is set: want a non-negative int")
+	}
+	if b := c.i32("broker.id"); b >= 0 && b != c.NodeID {
+		return fmt.Errorf("broker.id (%d) must equal node.id (%d)", b, c.NodeID)
+	}
+	if len(c.ControllerListenerNames) == 0 {
+		return errors.New("controller.listener.names is required in KRaft mode")
+	}
+	if len(c.ControllerQuorumVoters) == 0 && len(c.ControllerQuorumBootstrapServers) == 0 {
+		return errors.New("either controller.quorum.voters or controller.quorum.bootstrap.servers must be set")
+	}
+	if err := c.validateListeners(); err != nil {
+		return err
+	}
+	if c.HasRole("controller") && len(c.ControllerQuorumVoters) > 0 {
+		found := false
+		for _, v := range c.ControllerQuorumVoters {
+			found = found || v.ID == c.NodeID
+		}
+		if !found {
+			return fmt.Errorf("node.id %d must be in controller.quorum.voters when process.roles contains controller", c.NodeID)
+		}
+	}
+	if c.HasRole("broker") {
+		if err := c.validateInterBroker(); err != nil {
+			return err
+		}
+	}
+	if len(c.LogDirs) == 0 {
+		return errors.New("log.dirs (or log.dir) must name at least one directory")
+	}
+	if minLag, maxLag := c.i64("log.cleaner.min.compaction.lag.ms"), c.i64("log.cleaner.max.compaction.lag.ms"); minLag > maxLag {
+		return fmt.Errorf("log.cleaner.min.compaction.lag.ms (%d) must not exceed log.cleaner.max.compaction.lag.ms (%d)", minLag, maxLag)
+	}
+	return nil
+}
+
+func (c *Config) validateListeners() error {
+	names, ports := map[string]bool{}, map[int]string{}
+	for _, l := range c.Listeners {
+		if names[l.Name] {
+			return fmt.Errorf("listeners: listener name %s appears more than once", l.Name)
+		}
+		names[l.Name] = true
+		if other, ok := ports[l.Port]; ok && l.Port != 0 {
+			return fmt.Errorf("listeners: %s and %s both use port %d", other, l.Name, l.Port)
+		}
+		ports[l.Port] = l.Name
+	}
+	for _, set := range []struct {
+		key string
+		ls  []Listener
+	}{{"listeners", c.Listeners}, {"advertised.listeners", c.AdvertisedListeners}} {
+		for _, l := range set.ls {
+			if _, ok := c.ListenerSecurityProtocolMap[l.Name]; !ok {
+				return fmt.Errorf("%s: listener %s has no security protocol in listener.security.protocol.map", set.key, l.Name)
+			}
+		}
+	}
+	for _, l := range c.AdvertisedListeners {
+		if l.Host == "0.0.0.0" || l.Host == "::" {
+			return fmt.Errorf("advertised.listeners: %s uses the non-routable address %s; advertise a host clients can reach", l.Name, l.Host)
+		}
+	}
+	nController := len(c.ControllerListeners())
+	switch {
+	case c.HasRole("controller") && nController == 0:
+		return fmt.Errorf("listeners must contain one of controller.listener.names (%s) when process.roles contains controller",
+			strings.Join(c.ControllerListenerNames, ","))
+	case !c.HasRole("broker") && nController != len(c.Listeners):
+		return errors.New("listeners must contain only controller.listener.names when process.roles=controller")
+	case !c.HasRole("controller") && nController > 0:
+		return errors.New("listeners must not contain controller.listener.names when process.roles=broker")
+	case !c.HasRole("controller") && c.IsSet("advertised.listeners") && len(c.AdvertisedBrokerListeners()) != len(c.AdvertisedListeners):
+		return errors.New("advertised.listeners must not contain controller.listener.names when process.roles=broker")
+	}
+	return nil
+}
+
+func (c *Config) validateInterBroker() error {
+	if c.IsSet("inter.broker.listener.name") && c.IsSet("security.inter.broker.protocol") {
+		return errors.New("set only one of inter.broker.listener.name and security.inter.broker.protocol")
+	}
+	name := c.InterBrokerListenerName
+	if c.IsControllerListener(name) {
+		return fmt.Errorf("inter.broker.listener.name %s must not be one of controller.listener.names", name)
+	}
+	for _, l := range c.AdvertisedBrokerListeners() {
+		if l.Name == name {
+			return nil
+		}
+	}
+	return fmt.Errorf("inter.broker.listener.name %s must be a listener in advertised.listeners (or listeners)", name)
+}
+
+func dedupe(list []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range list {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func sortedNames(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for name := range m {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,248 @@
+package controller
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/raft"
+)
+
+// MetadataVersion is the metadata.version written at bootstrap: Kafka 4.1's
+// production level, IBP_4_1_IV1 (feature level 27).
+const MetadataVersion int16 = 27
+
+// ProducerIDBlockSize is the number of producer ids handed out per
+// AllocateProducerIDs call, as in Kafka.
+const ProducerIDBlockSize = 1000
+
+// Config configures a Controller.
+type Config struct {
+	// NodeID is this node's node.id.
+	NodeID int32
+	// Raft is the metadata quorum member; Loader must be its Applier.
+	Raft   *raft.Node
+	Loader *metadata.Loader
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Rand supplies topic ids and placement offsets; default crypto/rand.
+	Rand io.Reader
+	// Now defaults to time.Now.
+	Now func() time.Time
+	// DefaultNumPartitions (num.partitions, default 1) and
+	// DefaultReplicationFactor (default.replication.factor, default 1)
+	// replace -1 in CreateTopics.
+	DefaultNumPartitions     int32
+	DefaultReplicationFactor int16
+	// ValidateTopicConfig checks one topic config override; nil accepts
+	// everything. Its error text is returned to the client.
+	ValidateTopicConfig func(name, value string) error
+}
+
+// Validate checks the configuration and fills defaults.
+func (c *Config) Validate() error {
+	if c.Raft == nil || c.Loader == nil {
+		return errors.New("controller: Raft and Loader are required")
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Reader
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.DefaultNumPartitions <= 0 {
+		c.DefaultNumPartitions = 1
+	}
+	if c.DefaultReplicationFactor <= 0 {
+		c.DefaultReplicationFactor = 1
+	}
+	return nil
+}
+
+// Controller decides metadata changes; see the package doc.
+type Controller struct {
+	cfg Config
+
+	// mu serialises decisions: held from reading the image until the
+	// records are replayed.
+	mu struct {
+		sync.Mutex
+		// caughtUpTerm is the raft term in which we last ran a barrier:
+		// a new leader must replay the whole log before deciding.
+		caughtUpTerm uint64
+	}
+}
+
+// New returns a Controller.
+func New(cfg Config) (*Controller, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Controller{cfg: cfg}, nil
+}
+
+// apiError is a decision's failure: a Kafka error and an optional message.
+type apiError struct {
+	code *kerr.Error
+	msg  string
+}
+
+func (e *apiError) Error() string {
+	if e.msg == "" {
+		return e.code.Message
+	}
+	return e.code.Message + ": " + e.msg
+}
+
+func (e *apiError) Unwrap() error { return e.code }
+
+func errorf(code *kerr.Error, format string, args ...any) *apiError {
+	return &apiError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// codeAndMessage maps any error to a Kafka code and nullable message.
+func codeAndMessage(err error) (int16, *string) {
+	if err == nil {
+		return 0, nil
+	}
+	var ae *apiError
+	if errors.As(err, &ae) {
+		if ae.msg == "" {
+			return ae.code.Code, nil
+		}
+		return ae.code.Code, &ae.msg
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code, nil
+	}
+	msg := err.Error()
+	return kerr.UnknownServerError.Code, &msg
+}
+
+// beginLocked makes sure this node may decide: it leads the quorum and has
+// replayed everything committed before its term. Called with mu held.
+func (c *Controller) beginLocked(ctx context.Context) (*metadata.Image, error) {
+	if !c.cfg.Raft.IsLeader() {
+		return nil, kerr.NotController
+	}
+	if term := c.cfg.Raft.Term(); term != c.mu.caughtUpTerm {
+		if _, err := c.cfg.Raft.Barrier(ctx); err != nil {
+			return nil, c.raftError(err)
+		}
+		c.mu.caughtUpTerm = term
+	}
+	return c.cfg.Loader.Image(), nil
+}
+
+// writeLocked proposes records as one atomic batch and returns once they
+// are replayed into the Loader's image.
+func (c *Controller) writeLocked(ctx context.Context, recs []metadata.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	data, err := metadata.EncodeBatch(recs)
+	if err != nil {
+		return err
+	}
+	idx, err := c.cfg.Raft.Propose(ctx, data)
+	if err != nil {
+		return c.raftError(err)
+	}
+	return c.cfg.Loader.WaitFor(ctx, idx)
+}
+
+func (c *Controller) raftError(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrStopped):
+		return fmt.Errorf("%w: %v", kerr.NotController, err)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return fmt.Errorf("%w: %v", kerr.RequestTimedOut, err)
+	}
+	return err
+}
+
+// Bootstrap waits until the log is replayed and, when it holds no
+// metadata.version yet (a freshly formatted cluster), writes the initial
+// records. Calling it again is harmless.
+func (c *Controller) Bootstrap(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	img, err := c.beginLocked(ctx)
+	if err != nil {
+		return err
+	}
+	if _, ok := img.Features()[metadata.MetadataVersionFeature]; ok {
+		return nil
+	}
+	c.cfg.Logger.Info("bootstrapping cluster metadata", "clusterID", img.ClusterID, "metadata.version", MetadataVersion)
+	return c.writeLocked(ctx, []metadata.Record{
+		&metadata.FeatureLevelRecord{Name: metadata.MetadataVersionFeature, FeatureLevel: MetadataVersion},
+	})
+}
+
+// RegisterBroker records a broker's (re)registration and returns its new
+// broker epoch. The broker is unfenced at once: there are no heartbeats yet.
+func (c *Controller) RegisterBroker(ctx context.Context, id int32, incarnation metadata.Uuid, endpoints []metadata.Endpoint, rack *string) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	img, err := c.beginLocked(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if id < 0 {
+		return 0, errorf(kerr.InvalidRequest, "invalid broker id %d", id)
+	}
+	// Kafka uses the offset of the registration record as the epoch; the
+	// next raft index is above img.Offset, so this is as monotonic.
+	epoch := int64(img.Offset) + 1
+	if old, ok := img.Broker(id); ok && old.Epoch >= epoch {
+		epoch = old.Epoch + 1
+	}
+	rec := &metadata.RegisterBrokerRecord{BrokerID: id, IncarnationID: incarnation, BrokerEpoch: epoch,
+		Endpoints: endpoints, Rack: rack}
+	if err := c.writeLocked(ctx, []metadata.Record{rec}); err != nil {
+		return 0, err
+	}
+	return epoch, nil
+}
+
+// AllocateProducerIDs hands brokerID the next block of producer ids. Blocks
+// never overlap, across restarts too, because the high-water mark is in the
+// log.
+func (c *Controller) AllocateProducerIDs(ctx context.Context, brokerID int32, brokerEpoch int64) (first int64, count int32, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	img, err := c.beginLocked(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	b, ok := img.Broker(brokerID)
+	if !ok {
+		return 0, 0, errorf(kerr.BrokerIDNotRegistered, "broker %d is not registered", brokerID)
+	}
+	if b.Epoch != brokerEpoch {
+		return 0, 0, errorf(kerr.StaleBrokerEpoch, "broker %d epoch %d, current %d", brokerID, brokerEpoch, b.Epoch)
+	}
+	first = img.NextProducerID()
+	if first > math.MaxInt64-ProducerIDBlockSize {
+		return 0, 0, errorf(kerr.UnknownServerError, "exhausted all producer ids")
+	}
+	rec := &metadata.ProducerIdsRecord{BrokerID: brokerID, BrokerEpoch: brokerEpoch, NextProducerID: first + ProducerIDBlockSize}
+	if err := c.writeLocked(ctx, []metadata.Record{rec}); err != nil {
+		return 0, 0, err
+	}
+	return first, ProducerIDBlockSize, nil
+}

@@ -1,0 +1,434 @@
+package controller
+
+import (
+	"context"
+	"encoding/binary"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/metadata"
+)
+
+// collisionKey maps names that collide in metric names ('.' vs '_').
+func collisionKey(name string) string { return strings.ReplaceAll(name, ".", "_") }
+
+// placement chooses replicas over the unfenced brokers.
+type placement struct {
+	brokers    []int32 // unfenced, sorted
+	registered map[int32]bool
+	fenced     map[int32]bool
+}
+
+func newPlacement(img *metadata.Image) *placement {
+	p := &placement{registered: map[int32]bool{}, fenced: map[int32]bool{}}
+	for _, b := range img.Brokers() {
+		p.registered[b.ID] = true
+		if b.Fenced {
+			p.fenced[b.ID] = true
+		} else {
+			p.brokers = append(p.brokers, b.ID)
+		}
+	}
+	return p
+}
+
+// place assigns count partitions of rf replicas starting at partition
+// first. Leaders go round-robin from a random start, followers are the next
+// brokers in id order, as Kafka's non-rack-aware assignment does.
+func (p *placement) place(first, count int32, rf int16, start int) ([][]int32, *apiError) {
+	n := len(p.brokers)
+	if int(rf) > n {
+		return nil, errorf(kerr.InvalidReplicationFactor,
+			"Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.", rf, rf, n)
+	}
+	out := make([][]int32, count)
+	for i := range out {
+		replicas := make([]int32, rf)
+		for j := range replicas {
+			replicas[j] = p.brokers[(start+int(first)+i+j)%n]
+		}
+		out[i] = replicas
+	}
+	return out, nil
+}
+
+// checkManual validates one explicit replica list (Kafka's
+// validateManualPartitionAssignment); rf < 0 means "any length".
+func (p *placement) checkManual(replicas []int32, rf int) *apiError {
+	if len(replicas) == 0 {
+		return errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes an empty replica list.")
+	}
+	seen := map[int32]bool{}
+	for _, r := range replicas {
+		if seen[r] {
+			return errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes the broker %d more than once.", r)
+		}
+		seen[r] = true
+		if !p.registered[r] {
+			return errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes broker %d, but no such broker is registered.", r)
+		}
+	}
+	if rf >= 0 && len(replicas) != rf {
+		return errorf(kerr.InvalidReplicaAssignment,
+			"The manual partition assignment includes a partition with %d replica(s), but this is not consistent with previous partitions, which have %d replica(s).", len(replicas), rf)
+	}
+	return nil
+}
+
+// partitionRecord builds a new partition: the ISR is the unfenced
+// replicas and the leader the first of them.
+func (p *placement) partitionRecord(id metadata.Uuid, part int32, replicas []int32) (*metadata.PartitionRecord, *apiError) {
+	var isr []int32
+	for _, r := range replicas {
+		if !p.fenced[r] {
+			isr = append(isr, r)
+		}
+	}
+	if len(isr) == 0 {
+		return nil, errorf(kerr.InvalidReplicaAssignment, "All brokers specified in the partition assignment for partition %d are fenced.", part)
+	}
+	return &metadata.PartitionRecord{PartitionID: part, TopicID: id, Replicas: replicas, ISR: isr, Leader: isr[0]}, nil
+}
+
+func (c *Controller) randomStart() int {
+	var b [4]byte
+	if _, err := c.cfg.Rand.Read(b[:]); err != nil {
+		return 0
+	}
+	return int(binary.BigEndian.Uint32(b[:]) & 0x7fffffff)
+}
+
+// CreateTopics creates topics; each topic succeeds or fails on its own and
+// all successful ones are written in one batch.
+func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	resp := kmsg.NewPtrCreateTopicsResponse()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	img, err := c.beginLocked(ctx)
+
+	counts := map[string]int{}
+	for _, t := range req.Topics {
+		counts[t.Topic]++
+	}
+	var recs []metadata.Record
+	var ok []int                   // indexes into resp.Topics of topics being written
+	pending := map[string]string{} // collision key → name, for this request
+	for _, t := range req.Topics {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic = t.Topic
+		var tr []metadata.Record
+		switch {
+		case err != nil:
+			rt.ErrorCode, rt.ErrorMessage = codeAndMessage(err)
+		case counts[t.Topic] > 1:
+			rt.ErrorCode, rt.ErrorMessage = codeAndMessage(errorf(kerr.InvalidRequest, "Duplicate topic name."))
+		default:
+			var aerr *apiError
+			tr, aerr = c.decideCreateTopic(img, &t, &rt, pending)
+			if aerr != nil {
+				rt.ErrorCode, rt.ErrorMessage = codeAndMessage(aerr)
+				rt.NumPartitions, rt.ReplicationFactor, rt.TopicID = -1, -1, [16]byte{}
+			} else {
+				pending[collisionKey(t.Topic)] = t.Topic
+				recs = append(recs, tr...)
+				ok = append(ok, len(resp.Topics))
+			}
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if req.ValidateOnly || len(recs) == 0 {
+		return resp
+	}
+	if werr := c.writeLocked(ctx, recs); werr != nil {
+		code, msg := codeAndMessage(werr)
+		for _, i := range ok {
+			rt := &resp.Topics[i]
+			rt.ErrorCode, rt.ErrorMessage = code, msg
+			rt.NumPartitions, rt.ReplicationFactor, rt.TopicID, rt.Configs = -1, -1, [16]byte{}, nil
+		}
+	}
+	return resp
+}
+
+// decideCreateTopic validates one topic against img and returns its records,
+// filling the success fields of rt.
+func (c *Controller) decideCreateTopic(img *metadata.Image, t *kmsg.CreateTopicsRequestTopic, rt *kmsg.CreateTopicsResponseTopic, pending map[string]string) ([]metadata.Record, *apiError) {
+	if err := metadata.ValidateTopicName(t.Topic); err != nil {
+		return nil, errorf(kerr.InvalidTopicException, "%s", err)
+	}
+	if _, exists := img.Topic(t.Topic); exists {
+		return nil, errorf(kerr.TopicAlreadyExists, "Topic '%s' already exists.", t.Topic)
+	}
+	key := collisionKey(t.Topic)
+	if other, clash := pending[key]; clash {
+		return nil, errorf(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", t.Topic, other)
+	}
+	for _, e := range img.Topics() {
+		if collisionKey(e.Name) == key {
+			return nil, errorf(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", t.Topic, e.Name)
+		}
+	}
+	pl := newPlacement(img)
+	var assignment [][]int32
+	if len(t.ReplicaAssignment) > 0 {
+		var aerr *apiError
+		if assignment, aerr = manualAssignment(pl, t); aerr != nil {
+			return nil, aerr
+		}
+	} else {
+		parts, rf := t.NumPartitions, t.ReplicationFactor
+		if parts == -1 {
+			parts = c.cfg.DefaultNumPartitions
+		}
+		if rf == -1 {
+			rf = c.cfg.DefaultReplicationFactor
+		}
+		if parts <= 0 {
+			return nil, errorf(kerr.InvalidPartitions, "Number of partitions was set to an invalid non-positive value.")
+		}
+		if rf <= 0 {
+			return nil, errorf(kerr.InvalidReplicationFactor, "Replication factor must be larger than 0, or -1 to use the default value.")
+		}
+		var aerr *apiError
+		if assignment, aerr = pl.place(0, parts, rf, c.randomStart()); aerr != nil {
+			return nil, aerr
+		}
+	}
+	configs := map[string]string{}
+	for _, cfg := range t.Configs {
+		if cfg.Value == nil {
+			return nil, errorf(kerr.InvalidConfig, "Null value not supported for topic configs: %s", cfg.Name)
+		}
+		if c.cfg.ValidateTopicConfig != nil {
+			if err := c.cfg.ValidateTopicConfig(cfg.Name, *cfg.Value); err != nil {
+				return nil, errorf(kerr.InvalidConfig, "%v", err)
+			}
+		}
+		configs[cfg.Name] = *cfg.Value
+	}
+	id, err := metadata.RandomUuid(c.cfg.Rand)
+	if err != nil {
+		return nil, errorf(kerr.UnknownServerError, "%v", err)
+	}
+	recs := []metadata.Record{&metadata.TopicRecord{Name: t.Topic, TopicID: id}}
+	for i, replicas := range assignment {
+		pr, aerr := pl.partitionRecord(id, int32(i), replicas)
+		if aerr != nil {
+			return nil, aerr
+		}
+		recs = append(recs, pr)
+	}
+	for _, name := range slicesSortedKeys(configs) {
+		v := configs[name]
+		recs = append(recs, &metadata.ConfigRecord{ResourceType: metadata.ResourceTopic, ResourceName: t.Topic, Name: name, Value: &v})
+		rc := kmsg.NewCreateTopicsResponseTopicConfig()
+		rc.Name, rc.Value, rc.Source = name, &v, 1 // DYNAMIC_TOPIC_CONFIG
+		rt.Configs = append(rt.Configs, rc)
+	}
+	rt.TopicID = id
+	rt.NumPartitions = int32(len(assignment))
+	rt.ReplicationFactor = int16(len(assignment[0]))
+	return recs, nil
+}
+
+func manualAssignment(pl *placement, t *kmsg.CreateTopicsRequestTopic) ([][]int32, *apiError) {
+	if t.ReplicationFactor != -1 {
+		return nil, errorf(kerr.InvalidRequest, "A manual partition assignment was specified, but replication factor was not set to -1.")
+	}
+	if t.NumPartitions != -1 {
+		return nil, errorf(kerr.InvalidRequest, "A manual partition assignment was specified, but numPartitions was not set to -1.")
+	}
+	out := make([][]int32, len(t.ReplicaAssignment))
+	rf := -1
+	for _, a := range t.ReplicaAssignment {
+		if a.Partition < 0 || int(a.Partition) >= len(out) {
+			return nil, errorf(kerr.InvalidReplicaAssignment, "Partitions should be a consecutive 0-based integer sequence")
+		}
+		if out[a.Partition] != nil {
+			return nil, errorf(kerr.InvalidReplicaAssignment, "Found multiple manual partition assignments for partition %d", a.Partition)
+		}
+		if err := pl.checkManual(a.Replicas, rf); err != nil {
+			return nil, err
+		}
+		rf = len(a.Replicas)
+		out[a.Partition] = slices.Clone(a.Replicas)
+	}
+	return out, nil
+}
+
+func slicesSortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// DeleteTopics deletes topics by name (v0-5) or by name or id (v6+), all in
+// one batch. A deleted topic's configs go with it.
+func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
+	resp := kmsg.NewPtrDeleteTopicsResponse()
+	topics := req.Topics
+	if len(topics) == 0 {
+		for _, n := range req.TopicNames {
+			t := kmsg.NewDeleteTopicsRequestTopic()
+			t.Topic = &n
+			topics = append(topics, t)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	img, err := c.beginLocked(ctx)
+
+	names, ids := map[string]int{}, map[[16]byte]int{}
+	for _, t := range topics {
+		if t.Topic != nil {
+			names[*t.Topic]++
+		}
+		ids[t.TopicID]++
+	}
+	var recs []metadata.Record
+	var ok []int
+	deleting := map[metadata.Uuid]bool{}
+	for _, t := range topics {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		var aerr error
+		switch {
+		case err != nil:
+			aerr = err
+		case t.Topic != nil && t.TopicID != [16]byte{}:
+			aerr = errorf(kerr.InvalidRequest, "You may not specify both topic name and topic id.")
+		case t.Topic == nil && t.TopicID == [16]byte{}:
+			aerr = errorf(kerr.InvalidRequest, "Neither topic name nor id were specified.")
+		case t.Topic != nil && names[*t.Topic] > 1:
+			aerr = errorf(kerr.InvalidRequest, "Duplicate topic name.")
+		case t.Topic == nil && ids[t.TopicID] > 1:
+			aerr = errorf(kerr.InvalidRequest, "Duplicate topic id.")
+		}
+		var ti *metadata.TopicImage
+		if aerr == nil {
+			var found bool
+			if t.Topic != nil {
+				if ti, found = img.Topic(*t.Topic); !found {
+					aerr = &apiError{code: kerr.UnknownTopicOrPartition}
+				}
+			} else if ti, found = img.TopicByID(t.TopicID); !found {
+				aerr = &apiError{code: kerr.UnknownTopicID}
+			}
+		}
+		if aerr == nil && deleting[ti.ID] {
+			aerr = errorf(kerr.InvalidRequest, "Duplicate topic id.") // named once by name, once by id
+		}
+		if aerr != nil {
+			rt.ErrorCode, rt.ErrorMessage = codeAndMessage(aerr)
+		} else {
+			deleting[ti.ID] = true
+			name := ti.Name
+			rt.Topic, rt.TopicID = &name, ti.ID
+			recs = append(recs, &metadata.RemoveTopicRecord{TopicID: ti.ID})
+			ok = append(ok, len(resp.Topics))
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if werr := c.writeLocked(ctx, recs); werr != nil {
+		code, msg := codeAndMessage(werr)
+		for _, i := range ok {
+			resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = code, msg
+		}
+	}
+	return resp
+}
+
+// CreatePartitions adds partitions to existing topics.
+func (c *Controller) CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
+	resp := kmsg.NewPtrCreatePartitionsResponse()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	img, err := c.beginLocked(ctx)
+	counts := map[string]int{}
+	for _, t := range req.Topics {
+		counts[t.Topic]++
+	}
+	var recs []metadata.Record
+	var ok []int
+	for _, t := range req.Topics {
+		rt := kmsg.NewCreatePartitionsResponseTopic()
+		rt.Topic = t.Topic
+		var aerr error = err
+		if aerr == nil && counts[t.Topic] > 1 {
+			aerr = errorf(kerr.InvalidRequest, "Duplicate topic name.")
+		}
+		var tr []metadata.Record
+		if aerr == nil {
+			var e *apiError
+			if tr, e = c.decideCreatePartitions(img, &t); e != nil {
+				aerr = e
+			}
+		}
+		if aerr != nil {
+			rt.ErrorCode, rt.ErrorMessage = codeAndMessage(aerr)
+		} else {
+			recs = append(recs, tr...)
+			ok = append(ok, len(resp.Topics))
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if req.ValidateOnly {
+		return resp
+	}
+	if werr := c.writeLocked(ctx, recs); werr != nil {
+		code, msg := codeAndMessage(werr)
+		for _, i := range ok {
+			resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = code, msg
+		}
+	}
+	return resp
+}
+
+func (c *Controller) decideCreatePartitions(img *metadata.Image, t *kmsg.CreatePartitionsRequestTopic) ([]metadata.Record, *apiError) {
+	ti, found := img.Topic(t.Topic)
+	if !found {
+		return nil, &apiError{code: kerr.UnknownTopicOrPartition}
+	}
+	cur := int32(len(ti.Partitions))
+	switch {
+	case t.Count < cur:
+		return nil, errorf(kerr.InvalidPartitions, "The topic %s currently has %d partition(s); %d would not be an increase.", t.Topic, cur, t.Count)
+	case t.Count == cur:
+		return nil, errorf(kerr.InvalidPartitions, "Topic already has %d partition(s).", cur)
+	}
+	add := t.Count - cur
+	pl := newPlacement(img)
+	rf := len(ti.Partitions[0].Replicas)
+	var assignment [][]int32
+	if t.Assignment != nil {
+		if int32(len(t.Assignment)) != add {
+			return nil, errorf(kerr.InvalidReplicaAssignment, "Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", add, len(t.Assignment))
+		}
+		for _, a := range t.Assignment {
+			if err := pl.checkManual(a.Replicas, rf); err != nil {
+				return nil, err
+			}
+			assignment = append(assignment, slices.Clone(a.Replicas))
+		}
+	} else {
+		var aerr *apiError
+		if assignment, aerr = pl.place(cur, add, int16(rf), c.randomStart()); aerr != nil {
+			return nil, aerr
+		}
+	}
+	var recs []metadata.Record
+	for i, replicas := range assignment {
+		pr, aerr := pl.partitionRecord(ti.ID, cur+int32(i), replicas)
+		if aerr != nil {
+			return nil, aerr
+		}
+		recs = append(recs, pr)
+	}
+	return recs, nil
+}

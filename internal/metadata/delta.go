@@ -1,0 +1,283 @@
+package metadata
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// Delta says what one applied batch changed between two images.
+type Delta struct {
+	// Prev is the image before the batch (empty for a full delta).
+	Prev *Image
+	// Full is set when the delta describes a whole image from empty: a
+	// snapshot was restored or a publisher registered late.
+	Full bool
+	// CreatedTopics are new topics, as in the new image, sorted by name.
+	CreatedTopics []*TopicImage
+	// DeletedTopics are removed topics as they were, so a broker can
+	// delete their logs. Sorted by name.
+	DeletedTopics []*TopicImage
+	// ChangedPartitions lists, per topic id, the partitions created or
+	// changed (partitions of created topics included), sorted.
+	ChangedPartitions map[Uuid][]int32
+	// ChangedConfigs are the resources whose configs changed.
+	ChangedConfigs []ConfigResource
+	// ChangedBrokers are ids of brokers (re)registered.
+	ChangedBrokers []int32
+	// FeaturesChanged and ProducerIDsChanged flag those parts.
+	FeaturesChanged    bool
+	ProducerIDsChanged bool
+}
+
+// builder applies records to a copy-on-write successor of prev.
+type builder struct {
+	prev, next *Image
+	owned      map[string]bool // maps of next already copied from prev
+	ownTopic   map[Uuid]bool   // TopicImages of next already copied
+
+	created  map[Uuid]bool
+	deleted  map[Uuid]*TopicImage
+	parts    map[Uuid]map[int32]bool
+	configs  map[ConfigResource]bool
+	brokers  map[int32]bool
+	features bool
+	pids     bool
+}
+
+func newBuilder(prev *Image) *builder {
+	next := *prev
+	return &builder{
+		prev: prev, next: &next, owned: map[string]bool{}, ownTopic: map[Uuid]bool{},
+		created: map[Uuid]bool{}, deleted: map[Uuid]*TopicImage{},
+		parts: map[Uuid]map[int32]bool{}, configs: map[ConfigResource]bool{},
+		brokers: map[int32]bool{},
+	}
+}
+
+// own copies a map of next the first time the batch writes to it.
+func (b *builder) own(name string) {
+	if b.owned[name] {
+		return
+	}
+	b.owned[name] = true
+	switch name {
+	case "topics":
+		b.next.topics = maps.Clone(b.next.topics)
+		b.next.topicsByID = maps.Clone(b.next.topicsByID)
+	case "brokers":
+		b.next.brokers = maps.Clone(b.next.brokers)
+	case "configs":
+		b.next.configs = maps.Clone(b.next.configs)
+	case "features":
+		b.next.features = maps.Clone(b.next.features)
+	}
+}
+
+// topicForWrite returns a private copy of a topic of next.
+func (b *builder) topicForWrite(id Uuid) (*TopicImage, error) {
+	t, ok := b.next.topicsByID[id]
+	if !ok {
+		return nil, fmt.Errorf("unknown topic id %s", id)
+	}
+	if b.ownTopic[id] {
+		return t, nil
+	}
+	b.own("topics")
+	c := *t
+	c.Partitions = slices.Clone(t.Partitions)
+	b.next.topics[c.Name] = &c
+	b.next.topicsByID[id] = &c
+	b.ownTopic[id] = true
+	return &c, nil
+}
+
+func (b *builder) markPartition(id Uuid, p int32) {
+	if b.parts[id] == nil {
+		b.parts[id] = map[int32]bool{}
+	}
+	b.parts[id][p] = true
+}
+
+func (b *builder) apply(r Record) error {
+	switch r := r.(type) {
+	case *TopicRecord:
+		return b.applyTopic(r)
+	case *PartitionRecord:
+		return b.applyPartition(r)
+	case *PartitionChangeRecord:
+		return b.applyPartitionChange(r)
+	case *RemoveTopicRecord:
+		return b.applyRemoveTopic(r)
+	case *ConfigRecord:
+		return b.applyConfig(r)
+	case *RegisterBrokerRecord:
+		b.own("brokers")
+		b.next.brokers[r.BrokerID] = BrokerImage{ID: r.BrokerID, Epoch: r.BrokerEpoch,
+			IncarnationID: r.IncarnationID, Endpoints: slices.Clone(r.Endpoints), Rack: r.Rack, Fenced: r.Fenced}
+		b.brokers[r.BrokerID] = true
+	case *FeatureLevelRecord:
+		b.own("features")
+		if r.FeatureLevel == 0 {
+			delete(b.next.features, r.Name)
+		} else {
+			b.next.features[r.Name] = r.FeatureLevel
+		}
+		b.features = true
+	case *ProducerIdsRecord:
+		if r.NextProducerID <= b.next.nextProducerID {
+			return fmt.Errorf("producer id block %d does not advance past %d", r.NextProducerID, b.next.nextProducerID)
+		}
+		b.next.nextProducerID = r.NextProducerID
+		b.pids = true
+	default:
+		return fmt.Errorf("cannot replay %T", r)
+	}
+	return nil
+}
+
+func (b *builder) applyTopic(r *TopicRecord) error {
+	if _, ok := b.next.topics[r.Name]; ok {
+		return fmt.Errorf("topic %q already exists", r.Name)
+	}
+	if _, ok := b.next.topicsByID[r.TopicID]; ok || r.TopicID.IsZero() {
+		return fmt.Errorf("topic id %s of %q is zero or in use", r.TopicID, r.Name)
+	}
+	b.own("topics")
+	t := &TopicImage{Name: r.Name, ID: r.TopicID}
+	b.next.topics[r.Name] = t
+	b.next.topicsByID[r.TopicID] = t
+	b.ownTopic[r.TopicID] = true
+	b.created[r.TopicID] = true
+	return nil
+}
+
+func (b *builder) applyPartition(r *PartitionRecord) error {
+	t, err := b.topicForWrite(r.TopicID)
+	if err != nil {
+		return err
+	}
+	p := PartitionImage{Partition: r.PartitionID, Leader: r.Leader, LeaderEpoch: r.LeaderEpoch,
+		PartitionEpoch: r.PartitionEpoch, Replicas: slices.Clone(r.Replicas), ISR: slices.Clone(r.ISR)}
+	switch {
+	case int(r.PartitionID) == len(t.Partitions):
+		t.Partitions = append(t.Partitions, p)
+	case r.PartitionID >= 0 && int(r.PartitionID) < len(t.Partitions):
+		t.Partitions[r.PartitionID] = p
+	default:
+		return fmt.Errorf("partition %d of %q would leave a gap after %d partitions", r.PartitionID, t.Name, len(t.Partitions))
+	}
+	b.markPartition(r.TopicID, r.PartitionID)
+	return nil
+}
+
+func (b *builder) applyPartitionChange(r *PartitionChangeRecord) error {
+	t, err := b.topicForWrite(r.TopicID)
+	if err != nil {
+		return err
+	}
+	if r.PartitionID < 0 || int(r.PartitionID) >= len(t.Partitions) {
+		return fmt.Errorf("unknown partition %d of %q", r.PartitionID, t.Name)
+	}
+	p := &t.Partitions[r.PartitionID]
+	if r.Leader != nil && *r.Leader != p.Leader {
+		p.Leader = *r.Leader
+		p.LeaderEpoch++
+	}
+	if r.ISR != nil {
+		p.ISR = slices.Clone(r.ISR)
+	}
+	if r.Replicas != nil {
+		p.Replicas = slices.Clone(r.Replicas)
+	}
+	p.PartitionEpoch++
+	b.markPartition(r.TopicID, r.PartitionID)
+	return nil
+}
+
+func (b *builder) applyRemoveTopic(r *RemoveTopicRecord) error {
+	t, ok := b.next.topicsByID[r.TopicID]
+	if !ok {
+		return fmt.Errorf("cannot remove unknown topic id %s", r.TopicID)
+	}
+	b.own("topics")
+	delete(b.next.topics, t.Name)
+	delete(b.next.topicsByID, r.TopicID)
+	delete(b.parts, r.TopicID)
+	if b.created[r.TopicID] {
+		delete(b.created, r.TopicID)
+	} else {
+		b.deleted[r.TopicID] = b.prev.topicsByID[r.TopicID]
+	}
+	// Kafka drops a topic's configs with the topic.
+	res := ConfigResource{ResourceTopic, t.Name}
+	if _, ok := b.next.configs[res]; ok {
+		b.own("configs")
+		delete(b.next.configs, res)
+		b.configs[res] = true
+	}
+	return nil
+}
+
+func (b *builder) applyConfig(r *ConfigRecord) error {
+	res := ConfigResource{r.ResourceType, r.ResourceName}
+	if r.ResourceType == ResourceTopic {
+		if _, ok := b.next.topics[r.ResourceName]; !ok {
+			return fmt.Errorf("config %s for unknown topic %q", r.Name, r.ResourceName)
+		}
+	}
+	b.own("configs")
+	cfg := maps.Clone(b.next.configs[res])
+	if cfg == nil {
+		cfg = map[string]string{}
+	}
+	if r.Value == nil {
+		delete(cfg, r.Name)
+	} else {
+		cfg[r.Name] = *r.Value
+	}
+	if len(cfg) == 0 {
+		delete(b.next.configs, res)
+	} else {
+		b.next.configs[res] = cfg
+	}
+	b.configs[res] = true
+	return nil
+}
+
+// delta summarises what the applied records changed.
+func (b *builder) delta() *Delta {
+	d := &Delta{Prev: b.prev, ChangedPartitions: map[Uuid][]int32{},
+		FeaturesChanged: b.features, ProducerIDsChanged: b.pids}
+	byName := func(a, c *TopicImage) int { return cmp.Compare(a.Name, c.Name) }
+	for id := range b.created {
+		d.CreatedTopics = append(d.CreatedTopics, b.next.topicsByID[id])
+	}
+	slices.SortFunc(d.CreatedTopics, byName)
+	d.DeletedTopics = slices.SortedFunc(maps.Values(b.deleted), byName)
+	for id, ps := range b.parts {
+		d.ChangedPartitions[id] = slices.Sorted(maps.Keys(ps))
+	}
+	d.ChangedConfigs = slices.SortedFunc(maps.Keys(b.configs), func(a, c ConfigResource) int {
+		return cmp.Or(cmp.Compare(a.Type, c.Type), cmp.Compare(a.Name, c.Name))
+	})
+	d.ChangedBrokers = slices.Sorted(maps.Keys(b.brokers))
+	return d
+}
+
+// fullDelta describes img as built from nothing.
+func fullDelta(img *Image) (*Delta, error) {
+	b := newBuilder(NewImage(img.ClusterID))
+	for _, r := range img.records() {
+		if err := b.apply(r); err != nil {
+			return nil, err
+		}
+	}
+	d := b.delta()
+	d.Full = true
+	for i, t := range d.CreatedTopics {
+		d.CreatedTopics[i] = img.topicsByID[t.ID] // the caller's pointers
+	}
+	return d, nil
+}

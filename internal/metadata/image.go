@@ -1,0 +1,148 @@
+package metadata
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+)
+
+// Image is the cluster metadata as of one log index. It is immutable once
+// published: callers must not modify anything reachable from it.
+type Image struct {
+	ClusterID string
+	// Offset is the raft index of the last entry applied into this image.
+	Offset uint64
+
+	topics     map[string]*TopicImage
+	topicsByID map[Uuid]*TopicImage
+	brokers    map[int32]BrokerImage
+	configs    map[ConfigResource]map[string]string
+	features   map[string]int16
+	// nextProducerID is the first producer id not yet handed out.
+	nextProducerID int64
+}
+
+// TopicImage is one topic; Partitions[i] is partition i.
+type TopicImage struct {
+	Name       string
+	ID         Uuid
+	Partitions []PartitionImage
+}
+
+// PartitionImage is one partition's replica assignment and leadership.
+type PartitionImage struct {
+	Partition      int32
+	Leader         int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	Replicas       []int32
+	ISR            []int32
+}
+
+// BrokerImage is one registered broker.
+type BrokerImage struct {
+	ID            int32
+	Epoch         int64
+	IncarnationID Uuid
+	Endpoints     []Endpoint
+	Rack          *string
+	Fenced        bool
+}
+
+// ConfigResource names a config owner (Kafka's ConfigResource).
+type ConfigResource struct {
+	Type int8
+	Name string
+}
+
+// NewImage returns the empty image of a cluster.
+func NewImage(clusterID string) *Image {
+	return &Image{
+		ClusterID:  clusterID,
+		topics:     map[string]*TopicImage{},
+		topicsByID: map[Uuid]*TopicImage{},
+		brokers:    map[int32]BrokerImage{},
+		configs:    map[ConfigResource]map[string]string{},
+		features:   map[string]int16{},
+	}
+}
+
+// Topic looks a topic up by name.
+func (m *Image) Topic(name string) (*TopicImage, bool) {
+	t, ok := m.topics[name]
+	return t, ok
+}
+
+// TopicByID looks a topic up by id.
+func (m *Image) TopicByID(id Uuid) (*TopicImage, bool) {
+	t, ok := m.topicsByID[id]
+	return t, ok
+}
+
+// Topics returns all topics sorted by name.
+func (m *Image) Topics() []*TopicImage {
+	ts := slices.Collect(maps.Values(m.topics))
+	slices.SortFunc(ts, func(a, b *TopicImage) int { return cmp.Compare(a.Name, b.Name) })
+	return ts
+}
+
+// Brokers returns all registered brokers sorted by id.
+func (m *Image) Brokers() []BrokerImage {
+	bs := slices.Collect(maps.Values(m.brokers))
+	slices.SortFunc(bs, func(a, b BrokerImage) int { return cmp.Compare(a.ID, b.ID) })
+	return bs
+}
+
+// Broker looks a broker up by id.
+func (m *Image) Broker(id int32) (BrokerImage, bool) {
+	b, ok := m.brokers[id]
+	return b, ok
+}
+
+// Configs returns a copy of the explicitly set configs of a resource.
+func (m *Image) Configs(resourceType int8, name string) map[string]string {
+	return maps.Clone(m.configs[ConfigResource{resourceType, name}])
+}
+
+// Features returns a copy of the finalized feature levels.
+func (m *Image) Features() map[string]int16 { return maps.Clone(m.features) }
+
+// NextProducerID is the first producer id not yet handed to any broker.
+func (m *Image) NextProducerID() int64 { return m.nextProducerID }
+
+// records returns records that rebuild m from an empty image, in an order
+// replay accepts (features, brokers, producer ids, topics with partitions,
+// configs), deterministic so snapshots of equal images are equal bytes.
+func (m *Image) records() []Record {
+	var recs []Record
+	for _, name := range slices.Sorted(maps.Keys(m.features)) {
+		recs = append(recs, &FeatureLevelRecord{Name: name, FeatureLevel: m.features[name]})
+	}
+	for _, b := range m.Brokers() {
+		recs = append(recs, &RegisterBrokerRecord{BrokerID: b.ID, IncarnationID: b.IncarnationID,
+			BrokerEpoch: b.Epoch, Endpoints: b.Endpoints, Rack: b.Rack, Fenced: b.Fenced})
+	}
+	if m.nextProducerID > 0 {
+		recs = append(recs, &ProducerIdsRecord{BrokerID: -1, BrokerEpoch: -1, NextProducerID: m.nextProducerID})
+	}
+	for _, t := range m.Topics() {
+		recs = append(recs, &TopicRecord{Name: t.Name, TopicID: t.ID})
+		for _, p := range t.Partitions {
+			recs = append(recs, &PartitionRecord{PartitionID: p.Partition, TopicID: t.ID,
+				Replicas: p.Replicas, ISR: p.ISR, Leader: p.Leader,
+				LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch})
+		}
+	}
+	res := slices.Collect(maps.Keys(m.configs))
+	slices.SortFunc(res, func(a, b ConfigResource) int {
+		return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.Name, b.Name))
+	})
+	for _, r := range res {
+		cfg := m.configs[r]
+		for _, k := range slices.Sorted(maps.Keys(cfg)) {
+			v := cfg[k]
+			recs = append(recs, &ConfigRecord{ResourceType: r.Type, ResourceName: r.Name, Name: k, Value: &v})
+		}
+	}
+	return recs
+}

@@ -1,0 +1,309 @@
+package metadata
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.golden")
+
+func uuidN(n byte) Uuid { return Uuid{15: n, 0: 0x10} }
+
+func ptr[T any](v T) *T { return &v }
+
+// dump renders an image and delta as stable text for golden files.
+func dump(w *strings.Builder, d *Delta, img *Image) {
+	fmt.Fprintf(w, "image offset=%d cluster=%s features=%v nextPid=%d\n", img.Offset, img.ClusterID, img.Features(), img.NextProducerID())
+	for _, b := range img.Brokers() {
+		fmt.Fprintf(w, "  broker %d epoch=%d fenced=%v endpoints=%v\n", b.ID, b.Epoch, b.Fenced, b.Endpoints)
+	}
+	for _, t := range img.Topics() {
+		fmt.Fprintf(w, "  topic %s id=%s configs=%v\n", t.Name, t.ID, img.Configs(ResourceTopic, t.Name))
+		for _, p := range t.Partitions {
+			fmt.Fprintf(w, "    p%d leader=%d epoch=%d pepoch=%d replicas=%v isr=%v\n", p.Partition, p.Leader, p.LeaderEpoch, p.PartitionEpoch, p.Replicas, p.ISR)
+		}
+	}
+	var created, deleted []string
+	for _, t := range d.CreatedTopics {
+		created = append(created, t.Name)
+	}
+	for _, t := range d.DeletedTopics {
+		deleted = append(deleted, fmt.Sprintf("%s(%d partitions)", t.Name, len(t.Partitions)))
+	}
+	parts := map[string][]int32{}
+	for id, ps := range d.ChangedPartitions {
+		name := "?"
+		if t, ok := img.TopicByID(id); ok {
+			name = t.Name
+		}
+		parts[name] = ps
+	}
+	fmt.Fprintf(w, "delta full=%v created=%v deleted=%v partitions=%v configs=%v brokers=%v features=%v pids=%v\n",
+		d.Full, created, deleted, parts, d.ChangedConfigs, d.ChangedBrokers, d.FeaturesChanged, d.ProducerIDsChanged)
+}
+
+type recorder struct {
+	out *strings.Builder
+}
+
+func (r recorder) Publish(d *Delta, img *Image) { dump(r.out, d, img) }
+
+func TestApplyGolden(t *testing.T) {
+	var out strings.Builder
+	l := NewLoader("clu", nil)
+	if err := l.Register(recorder{&out}); err != nil {
+		t.Fatal(err)
+	}
+	foo, bar := uuidN(1), uuidN(2)
+	steps := []struct {
+		name string
+		recs []Record
+	}{
+		{"bootstrap", []Record{&FeatureLevelRecord{Name: MetadataVersionFeature, FeatureLevel: 27},
+			&RegisterBrokerRecord{BrokerID: 1, BrokerEpoch: 2, IncarnationID: uuidN(9),
+				Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "localhost", Port: 9092}}}}},
+		{"create foo with 2 partitions and a config", []Record{&TopicRecord{Name: "foo", TopicID: foo},
+			&PartitionRecord{PartitionID: 0, TopicID: foo, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+			&PartitionRecord{PartitionID: 1, TopicID: foo, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+			&ConfigRecord{ResourceType: ResourceTopic, ResourceName: "foo", Name: "cleanup.policy", Value: ptr("compact")}}},
+		{"add a partition to foo, create bar", []Record{
+			&PartitionRecord{PartitionID: 2, TopicID: foo, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+			&TopicRecord{Name: "bar", TopicID: bar},
+			&PartitionRecord{PartitionID: 0, TopicID: bar, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}}},
+		{"leader change on bar-0", []Record{&PartitionChangeRecord{PartitionID: 0, TopicID: bar, Leader: ptr(int32(-1)), ISR: []int32{}}}},
+		{"set and delete configs", []Record{
+			&ConfigRecord{ResourceType: ResourceTopic, ResourceName: "foo", Name: "retention.ms", Value: ptr("1000")},
+			&ConfigRecord{ResourceType: ResourceTopic, ResourceName: "foo", Name: "cleanup.policy"}}},
+		{"delete foo", []Record{&RemoveTopicRecord{TopicID: foo}}},
+		{"recreate foo with a new id", []Record{&TopicRecord{Name: "foo", TopicID: uuidN(3)},
+			&PartitionRecord{PartitionID: 0, TopicID: uuidN(3), Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}}},
+		{"producer ids", []Record{&ProducerIdsRecord{BrokerID: 1, BrokerEpoch: 2, NextProducerID: 1000}}},
+	}
+	for i, s := range steps {
+		fmt.Fprintf(&out, "\n# %s\n", s.name)
+		data, err := EncodeBatch(s.recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Apply(uint64(i+2), data); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+	}
+	// Rejected batches leave the image alone (atomic) and publish nothing.
+	bad := []struct {
+		name string
+		recs []Record
+	}{
+		{"duplicate topic name", []Record{&TopicRecord{Name: "bar", TopicID: uuidN(7)}}},
+		{"partition gap", []Record{&PartitionRecord{PartitionID: 5, TopicID: bar}}},
+		{"half-valid batch", []Record{&TopicRecord{Name: "baz", TopicID: uuidN(8)}, &RemoveTopicRecord{TopicID: uuidN(99)}}},
+		{"producer ids going back", []Record{&ProducerIdsRecord{NextProducerID: 1000}}},
+	}
+	before := l.Image()
+	for i, s := range bad {
+		data, _ := EncodeBatch(s.recs)
+		err := l.Apply(uint64(100+i), data)
+		fmt.Fprintf(&out, "\n# rejected: %s\nerror: %v\n", s.name, err)
+		if err == nil {
+			t.Fatalf("%s: accepted", s.name)
+		}
+	}
+	if _, ok := l.Image().Topic("baz"); ok || len(l.Image().Topics()) != len(before.Topics()) {
+		t.Fatal("rejected batch changed the image")
+	}
+	if l.Image().Offset != 103 {
+		t.Fatalf("offset %d, want 103 (rejected entries still advance it)", l.Image().Offset)
+	}
+	checkGolden(t, "apply.golden", out.String())
+}
+
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *rewrite {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -rewrite)", err)
+	}
+	if !bytes.Equal(want, []byte(got)) {
+		t.Fatalf("%s differs (run with -rewrite to accept):\n--- got\n%s", path, got)
+	}
+}
+
+func TestImagesAreCopyOnWrite(t *testing.T) {
+	l := NewLoader("c", nil)
+	a, b := uuidN(1), uuidN(2)
+	apply(t, l, 2, &TopicRecord{Name: "a", TopicID: a}, &PartitionRecord{TopicID: a, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+		&TopicRecord{Name: "b", TopicID: b})
+	old := l.Image()
+	oldA, _ := old.Topic("a")
+	oldB, _ := old.Topic("b")
+	apply(t, l, 3, &PartitionChangeRecord{TopicID: a, PartitionID: 0, Leader: ptr(int32(2))})
+	newA, _ := l.Image().Topic("a")
+	newB, _ := l.Image().Topic("b")
+	if oldA.Partitions[0].Leader != 1 || oldA.Partitions[0].LeaderEpoch != 0 {
+		t.Fatalf("published image mutated: %+v", oldA.Partitions[0])
+	}
+	if newA.Partitions[0].Leader != 2 || newA.Partitions[0].LeaderEpoch != 1 || newA.Partitions[0].PartitionEpoch != 1 {
+		t.Fatalf("new partition %+v", newA.Partitions[0])
+	}
+	if oldB != newB {
+		t.Fatal("unchanged topic was copied")
+	}
+}
+
+func apply(t *testing.T, l *Loader, index uint64, recs ...Record) {
+	t.Helper()
+	data, err := EncodeBatch(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Apply(index, data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	l := NewLoader("clu", nil)
+	foo := uuidN(1)
+	apply(t, l, 5,
+		&FeatureLevelRecord{Name: MetadataVersionFeature, FeatureLevel: 27},
+		&RegisterBrokerRecord{BrokerID: 1, BrokerEpoch: 4, IncarnationID: uuidN(9), Rack: ptr("r1"),
+			Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "h", Port: 9092}}},
+		&TopicRecord{Name: "foo", TopicID: foo},
+		&PartitionRecord{PartitionID: 0, TopicID: foo, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 3, PartitionEpoch: 7},
+		&ConfigRecord{ResourceType: ResourceTopic, ResourceName: "foo", Name: "retention.ms", Value: ptr("5")},
+		&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "", Name: "log.retention.ms", Value: ptr("9")},
+		&ProducerIdsRecord{BrokerID: 1, BrokerEpoch: 4, NextProducerID: 2000})
+	snap, err := l.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2 := NewLoader("clu", nil)
+	var gotFull bool
+	l2.Register(PublisherFunc(func(d *Delta, img *Image) { gotFull = d.Full && len(d.CreatedTopics) == 1 }))
+	if err := l2.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	var want, got strings.Builder
+	dump(&want, &Delta{}, l.Image())
+	dump(&got, &Delta{}, l2.Image())
+	if want.String() != got.String() {
+		t.Fatalf("restored image differs:\n%s\nwant\n%s", got.String(), want.String())
+	}
+	img := l2.Image()
+	if img.Offset != 5 || img.NextProducerID() != 2000 || img.Configs(ResourceBroker, "")["log.retention.ms"] != "9" {
+		t.Fatalf("restored offset=%d pid=%d", img.Offset, img.NextProducerID())
+	}
+	if b, _ := img.Broker(1); b.Rack == nil || *b.Rack != "r1" || b.Epoch != 4 {
+		t.Fatalf("broker %+v", b)
+	}
+	if !gotFull {
+		t.Fatal("restore should publish a full delta with the topic")
+	}
+	snap2, _ := l2.Snapshot()
+	if !bytes.Equal(snap, snap2) {
+		t.Fatal("snapshot of restored image is not byte-identical")
+	}
+}
+
+func TestLateRegisterGetsFullImage(t *testing.T) {
+	l := NewLoader("c", nil)
+	apply(t, l, 2, &TopicRecord{Name: "x", TopicID: uuidN(1)})
+	var calls []string
+	l.Register(PublisherFunc(func(d *Delta, img *Image) {
+		calls = append(calls, fmt.Sprintf("full=%v created=%d offset=%d", d.Full, len(d.CreatedTopics), img.Offset))
+	}))
+	apply(t, l, 3, &TopicRecord{Name: "y", TopicID: uuidN(2)})
+	want := "[full=true created=1 offset=2 full=false created=1 offset=3]"
+	if fmt.Sprint(calls) != want {
+		t.Fatalf("calls %v, want %s", calls, want)
+	}
+}
+
+func TestWaitFor(t *testing.T) {
+	l := NewLoader("c", nil)
+	done := make(chan error, 1)
+	go func() { done <- l.WaitFor(context.Background(), 3) }()
+	apply(t, l, 2, &TopicRecord{Name: "x", TopicID: uuidN(1)})
+	select {
+	case <-done:
+		t.Fatal("WaitFor(3) returned at offset 2")
+	case <-time.After(20 * time.Millisecond):
+	}
+	apply(t, l, 3, &TopicRecord{Name: "y", TopicID: uuidN(2)})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := l.WaitFor(ctx, 10); err != context.Canceled {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestUuid(t *testing.T) {
+	// Kafka prints Uuid(0x0001020304050607, 0x08090a0b0c0d0e0f) like this.
+	u := Uuid{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+	if s := u.String(); s != "AAECAwQFBgcICQoLDA0ODw" {
+		t.Fatalf("String = %s", s)
+	}
+	p, err := ParseUuid("AAECAwQFBgcICQoLDA0ODw")
+	if err != nil || p != u {
+		t.Fatalf("parse = %v %v", p, err)
+	}
+	if _, err := ParseUuid("AAEC"); err == nil {
+		t.Fatal("short uuid accepted")
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	seen := map[Uuid]bool{}
+	for range 100 {
+		id, err := RandomUuid(readerFunc(func(b []byte) (int, error) {
+			for i := range b {
+				b[i] = byte(r.Uint32())
+			}
+			return len(b), nil
+		}))
+		if err != nil || id.IsZero() || seen[id] || id[6]>>4 != 4 || id.String()[0] == '-' {
+			t.Fatalf("bad random uuid %v %v", id, err)
+		}
+		seen[id] = true
+	}
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(b []byte) (int, error) { return f(b) }
+
+func FuzzDecodeBatch(f *testing.F) {
+	good, _ := EncodeBatch([]Record{&TopicRecord{Name: "a", TopicID: uuidN(1)}, &ConfigRecord{Name: "x"}})
+	f.Add(good)
+	f.Add([]byte{1, 5, 2, 0, 200})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		recs, err := DecodeBatch(b)
+		if err != nil {
+			return
+		}
+		again, err := EncodeBatch(recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := DecodeBatch(again); err != nil {
+			t.Fatalf("re-encoded batch does not decode: %v", err)
+		}
+	})
+}

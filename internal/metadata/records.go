@@ -1,0 +1,210 @@
+package metadata
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// RecordType is Kafka's api key of a metadata record.
+type RecordType uint8
+
+// Record types, numbered as Kafka numbers them.
+const (
+	TypeRegisterBroker  RecordType = 0
+	TypeTopic           RecordType = 2
+	TypePartition       RecordType = 3
+	TypeConfig          RecordType = 4
+	TypePartitionChange RecordType = 5
+	TypeRemoveTopic     RecordType = 9
+	TypeFeatureLevel    RecordType = 12
+	TypeProducerIds     RecordType = 15
+)
+
+// Config resource types (Kafka's ConfigResource.Type).
+const (
+	ResourceTopic  int8 = 2
+	ResourceBroker int8 = 4
+)
+
+// MetadataVersionFeature is the feature that versions the metadata log.
+const MetadataVersionFeature = "metadata.version"
+
+// Record is one metadata record.
+type Record interface {
+	Type() RecordType
+}
+
+// TopicRecord creates a topic (with no partitions yet).
+type TopicRecord struct {
+	Name    string
+	TopicID Uuid
+}
+
+// PartitionRecord creates a partition, or replaces it wholesale.
+type PartitionRecord struct {
+	PartitionID    int32
+	TopicID        Uuid
+	Replicas       []int32
+	ISR            []int32
+	Leader         int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+}
+
+// PartitionChangeRecord changes some fields of a partition; nil fields
+// are unchanged. Leader and ISR changes bump the epochs on replay as Kafka
+// does (leader epoch on a leader change, partition epoch on any change).
+type PartitionChangeRecord struct {
+	PartitionID int32
+	TopicID     Uuid
+	Leader      *int32 `json:",omitempty"`
+	// ISR and Replicas: nil means unchanged, empty means empty (so no
+	// omitempty: JSON null and [] must stay distinct).
+	ISR      []int32
+	Replicas []int32
+}
+
+// RemoveTopicRecord deletes a topic, its partitions and its configs.
+type RemoveTopicRecord struct {
+	TopicID Uuid
+}
+
+// ConfigRecord sets (Value non-nil) or deletes (nil) one config of a
+// resource. ResourceName "" with ResourceBroker is the cluster default.
+type ConfigRecord struct {
+	ResourceType int8
+	ResourceName string
+	Name         string
+	Value        *string
+}
+
+// Endpoint is a broker listener.
+type Endpoint struct {
+	Name             string
+	Host             string
+	Port             uint16
+	SecurityProtocol int16
+}
+
+// RegisterBrokerRecord registers (or re-registers) a broker.
+type RegisterBrokerRecord struct {
+	BrokerID      int32
+	IncarnationID Uuid
+	BrokerEpoch   int64
+	Endpoints     []Endpoint
+	Rack          *string
+	Fenced        bool
+}
+
+// FeatureLevelRecord sets a finalized feature level; 0 removes it.
+type FeatureLevelRecord struct {
+	Name         string
+	FeatureLevel int16
+}
+
+// ProducerIdsRecord hands a block of producer ids to a broker: every id
+// below NextProducerID has been handed out.
+type ProducerIdsRecord struct {
+	BrokerID       int32
+	BrokerEpoch    int64
+	NextProducerID int64
+}
+
+func (*TopicRecord) Type() RecordType           { return TypeTopic }
+func (*PartitionRecord) Type() RecordType       { return TypePartition }
+func (*PartitionChangeRecord) Type() RecordType { return TypePartitionChange }
+func (*RemoveTopicRecord) Type() RecordType     { return TypeRemoveTopic }
+func (*ConfigRecord) Type() RecordType          { return TypeConfig }
+func (*RegisterBrokerRecord) Type() RecordType  { return TypeRegisterBroker }
+func (*FeatureLevelRecord) Type() RecordType    { return TypeFeatureLevel }
+func (*ProducerIdsRecord) Type() RecordType     { return TypeProducerIds }
+
+const batchFormatV1 = 1
+
+func newRecord(t RecordType) (Record, error) {
+	switch t {
+	case TypeTopic:
+		return &TopicRecord{}, nil
+	case TypePartition:
+		return &PartitionRecord{}, nil
+	case TypePartitionChange:
+		return &PartitionChangeRecord{}, nil
+	case TypeRemoveTopic:
+		return &RemoveTopicRecord{}, nil
+	case TypeConfig:
+		return &ConfigRecord{}, nil
+	case TypeRegisterBroker:
+		return &RegisterBrokerRecord{}, nil
+	case TypeFeatureLevel:
+		return &FeatureLevelRecord{}, nil
+	case TypeProducerIds:
+		return &ProducerIdsRecord{}, nil
+	}
+	return nil, fmt.Errorf("unknown metadata record type %d", t)
+}
+
+// EncodeBatch encodes records as one log entry (see doc.go).
+func EncodeBatch(recs []Record) ([]byte, error) {
+	b := []byte{batchFormatV1}
+	b = binary.AppendUvarint(b, uint64(len(recs)))
+	for _, r := range recs {
+		body, err := json.Marshal(r)
+		if err != nil {
+			return nil, fmt.Errorf("encode %T: %w", r, err)
+		}
+		b = append(b, byte(r.Type()), 0)
+		b = binary.AppendUvarint(b, uint64(len(body)))
+		b = append(b, body...)
+	}
+	return b, nil
+}
+
+// DecodeBatch decodes a log entry written by EncodeBatch.
+func DecodeBatch(b []byte) ([]Record, error) {
+	recs, rest, err := decodeBatch(b)
+	if err == nil && len(rest) != 0 {
+		err = fmt.Errorf("%d trailing bytes after metadata batch", len(rest))
+	}
+	return recs, err
+}
+
+var errShort = errors.New("metadata batch truncated")
+
+func decodeBatch(b []byte) ([]Record, []byte, error) {
+	if len(b) == 0 || b[0] != batchFormatV1 {
+		return nil, nil, errors.New("unknown metadata batch format")
+	}
+	b = b[1:]
+	count, n := binary.Uvarint(b)
+	if n <= 0 || count > uint64(len(b)) {
+		return nil, nil, errShort
+	}
+	b = b[n:]
+	recs := make([]Record, 0, count)
+	for range count {
+		if len(b) < 2 {
+			return nil, nil, errShort
+		}
+		typ, ver := RecordType(b[0]), b[1]
+		size, n := binary.Uvarint(b[2:])
+		if n <= 0 || size > uint64(len(b)-2-n) {
+			return nil, nil, errShort
+		}
+		body := b[2+n : 2+n+int(size)]
+		b = b[2+n+int(size):]
+		if ver != 0 {
+			return nil, nil, fmt.Errorf("unsupported version %d of metadata record type %d", ver, typ)
+		}
+		r, err := newRecord(typ)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := json.Unmarshal(body, r); err != nil {
+			return nil, nil, fmt.Errorf("decode metadata record type %d: %w", typ, err)
+		}
+		recs = append(recs, r)
+	}
+	return recs, b, nil
+}

@@ -1,0 +1,11 @@
+// Package network is Samsa's socket server: it accepts connections on a
+// listener, reads size-prefixed request frames, hands each decoded request to
+// a Handler and writes the responses back in request order.
+//
+// Each connection has one goroutine that reads and handles requests one at a
+// time (Kafka processes a connection's requests in order, and idempotent
+// producers rely on it) and one writer goroutine that owns the socket's write
+// side, so reading the next request overlaps writing the previous response.
+// A frame larger than socket.request.max.bytes, or one that cannot be parsed,
+// closes only that connection.
+package network

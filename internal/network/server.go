@@ -1,0 +1,171 @@
+package network
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/wire"
+)
+
+// Handler answers requests. A nil response sends nothing (Produce with
+// acks=0); an error closes the connection.
+type Handler interface {
+	Handle(ctx context.Context, c *Conn, req wire.Request) (kmsg.Response, error)
+}
+
+// Config configures a Server.
+type Config struct {
+	// Listener is the name of the listener, e.g. PLAINTEXT; for logs and for
+	// handlers that answer differently per listener.
+	Listener string
+	// MaxRequestSize is socket.request.max.bytes: a larger frame closes the
+	// connection before anything is allocated for it.
+	MaxRequestSize int32
+	Handler        Handler
+	Versions       *wire.VersionTable
+	Logger         *slog.Logger
+}
+
+// Server serves one listener.
+type Server struct {
+	cfg Config
+	ln  net.Listener
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	conns map[*Conn]struct{}
+}
+
+// Conn is one client connection, as handlers see it.
+type Conn struct {
+	srv *Server
+	nc  net.Conn
+	out chan []byte
+}
+
+// Listener names the listener the connection arrived on.
+func (c *Conn) Listener() string { return c.srv.cfg.Listener }
+
+// RemoteAddr is the client's address.
+func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
+
+// Serve starts serving on ln and returns at once. Close stops it.
+func Serve(ln net.Listener, cfg Config) *Server {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{cfg: cfg, ln: ln, ctx: ctx, cancel: cancel, conns: make(map[*Conn]struct{})}
+	s.wg.Add(1)
+	go s.accept()
+	return s
+}
+
+// Name is the listener's name.
+func (s *Server) Name() string { return s.cfg.Listener }
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Close stops accepting, closes every connection and waits for all of the
+// server's goroutines to end.
+func (s *Server) Close() error {
+	s.cancel()
+	err := s.ln.Close()
+	s.mu.Lock()
+	for c := range s.conns {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			if s.ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+				s.cfg.Logger.Error("accept failed", "listener", s.cfg.Listener, "err", err)
+			}
+			return
+		}
+		c := &Conn{srv: s, nc: nc, out: make(chan []byte, 64)}
+		s.mu.Lock()
+		if s.ctx.Err() != nil {
+			s.mu.Unlock()
+			nc.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Add(2)
+		go c.write()
+		go c.read()
+	}
+}
+
+// read owns the read side: frames in, one request handled at a time,
+// responses queued for the writer in order.
+func (c *Conn) read() {
+	s := c.srv
+	defer s.wg.Done()
+	defer func() {
+		close(c.out) // the writer drains what is queued, then closes the socket
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+	}()
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	var buf []byte
+	for {
+		frame, err := wire.ReadFrame(c.nc, s.cfg.MaxRequestSize, buf)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
+				s.cfg.Logger.Info("closing connection", "remote", c.nc.RemoteAddr(), "err", err)
+			}
+			return
+		}
+		if cap(frame) <= 1<<20 {
+			buf = frame[:0] // reuse small buffers; let large ones go
+		}
+		req, err := wire.ParseRequest(frame, s.cfg.Versions)
+		if err != nil {
+			s.cfg.Logger.Info("closing connection", "remote", c.nc.RemoteAddr(), "err", err)
+			return
+		}
+		resp, err := s.cfg.Handler.Handle(ctx, c, req)
+		if err != nil {
+			s.cfg.Logger.Info("closing connection", "remote", c.nc.RemoteAddr(),
+				"api", kmsg.NameForKey(req.Header.APIKey), "version", req.Header.APIVersion, "err", err)
+			return
+		}
+		if resp == nil {
+			continue
+		}
+		c.out <- wire.AppendResponse(nil, req.Header.CorrelationID, resp)
+	}
+}
+
+// write owns the socket's write side. On a write error it closes the socket,
+// which ends the reader, and drains the queue so the reader never blocks.
+func (c *Conn) write() {
+	defer c.srv.wg.Done()
+	defer c.nc.Close()
+	for b := range c.out {
+		if _, err := c.nc.Write(b); err != nil {
+			c.nc.Close()
+			for range c.out {
+			}
+			return
+		}
+	}
+}

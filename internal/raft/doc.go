@@ -1,0 +1,50 @@
+// Package raft runs Samsa's metadata quorum: the replicated log that Kafka
+// calls __cluster_metadata. The consensus algorithm is go.etcd.io/raft/v3
+// (a RawNode driven by one goroutine owned by Node); this package supplies
+// the rest: durable storage, the apply loop, proposal tracking and a
+// transport seam for peers.
+//
+// # Contract
+//
+// Propose returns only after the entry is committed by a quorum, fsynced
+// locally and handed to the Applier, so a caller may read state that includes
+// it. Only the leader accepts proposals (ErrNotLeader otherwise): like Kafka's
+// active controller, the leader is the only writer. Applier methods are
+// called from the Node goroutine, one at a time, in log order.
+//
+// # On-disk layout (Kafka puts it at <metadata.log.dir>/__cluster_metadata-0/)
+//
+//	00000000000000000002.log              entry segment, named by first index
+//	00000000000000000002-0000000001.checkpoint  snapshot at index 2, term 1
+//	quorum-state                          HardState (term, vote, commit), JSON
+//
+// A segment is a sequence of frames, all integers big-endian:
+//
+//	+----------+----------+------------------------------------------+
+//	| len u32  | crc u32  | body: term u64 | index u64 | type u8 | data |
+//	+----------+----------+------------------------------------------+
+//
+// crc is CRC-32C (Castagnoli) of body; len is len(body). Recovery reads the
+// segments in order and truncates at the first frame that is short, fails its
+// CRC or breaks the index sequence: that is a torn tail from a crash during a
+// write that was never acknowledged (we fsync before acknowledging).
+//
+// A checkpoint file is
+//
+//	magic "SMSS" | version u8 | index u64 | term u64 | confLen u32 |
+//	ConfState (protobuf) | dataLen u64 | data | crc32c u32 (of all before)
+//
+// written to a temporary name, fsynced and renamed. After every
+// Config.SnapshotEvery applied entries the Node asks the Applier for a
+// snapshot, writes a checkpoint, rolls to a new segment and deletes the
+// segments and checkpoints the new one makes redundant.
+//
+// A fresh directory is bootstrapped with a checkpoint at index 1 holding the
+// initial voter set and no data, so the first real entry has index 2 (raft
+// index 0 means "none"). Entries with empty data (leader no-ops, barriers)
+// are never passed to the Applier.
+//
+// Each proposed entry is wrapped in a small envelope (format byte, a random
+// per-process nonce and a sequence number) so the proposer can recognise its
+// own entry when it is applied, whatever index raft gave it.
+package raft

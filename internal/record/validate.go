@@ -1,0 +1,148 @@
+package record
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+)
+
+// Summary is what validation learns from walking a batch's records. The
+// broker needs it to do what Kafka's LogValidator does after the checks:
+// correct a wrong MaxTimestamp in the header (SetMaxTimestamp), enforce
+// message.timestamp.before/after.max.ms (MinTimestamp, MaxTimestamp) and
+// refuse keyless records on compacted topics (NullKeys).
+type Summary struct {
+	// MinTimestamp and MaxTimestamp are the smallest and largest record
+	// timestamps, absolute. For LogAppendTime batches both are the
+	// header's MaxTimestamp. -1 when the batch has no records.
+	MinTimestamp, MaxTimestamp int64
+	// OffsetOfMaxTimestamp is the absolute offset (header BaseOffset plus
+	// delta) of the first record whose timestamp is MaxTimestamp.
+	OffsetOfMaxTimestamp int64
+	// NullKeys counts records with a null key.
+	NullKeys int
+	// UncompressedSize is the size of the records section after
+	// decompression (equal to its wire size for CodecNone).
+	UncompressedSize int
+}
+
+// Validate checks that b holds exactly one well-formed v2 record batch as a
+// producer must send it, and returns its header. It checks, in Kafka's
+// order: the header and magic (ErrUnsupportedMagic for v0/v1), that the
+// length field matches len(b) and the CRC-32C matches (ErrCorrupt, Kafka's
+// CORRUPT_MESSAGE), then that the batch has at least one record, that
+// LastOffsetDelta == NumRecords-1, that the (decompressed) records section
+// holds exactly NumRecords well-framed records with offset deltas 0..n-1
+// (ErrInvalid, Kafka's INVALID_RECORD). A records section that does not
+// decompress is ErrCorrupt.
+//
+// Validate does not apply the rules Kafka keeps for appends from clients
+// (base offset 0, no control batches, sequence set when a producer id is):
+// see CheckProduce. For CodecNone it allocates nothing.
+func Validate(b []byte) (Header, error) {
+	h, _, err := ValidateSummary(b)
+	return h, err
+}
+
+// ValidateSummary is Validate that also returns what it learned about the
+// records.
+func ValidateSummary(b []byte) (Header, Summary, error) {
+	return validate(b, walkProduce)
+}
+
+// ValidateStored is Validate for batches that have already been through a
+// log: read back from disk or fetched from a leader. Compaction leaves such
+// batches with gaps between offset deltas and possibly no records at all,
+// so it requires only that deltas increase and stay within LastOffsetDelta.
+func ValidateStored(b []byte) (Header, Summary, error) {
+	return validate(b, walkStored)
+}
+
+func validate(b []byte, mode walkMode) (Header, Summary, error) {
+	var s Summary
+	h, err := ParseHeader(b)
+	if err != nil {
+		return h, s, err
+	}
+	if h.Size() != len(b) {
+		return h, s, fmt.Errorf("%w: batch length field says %d bytes, have %d", ErrCorrupt, h.Size(), len(b))
+	}
+	if crc := ComputeCRC(b); crc != h.CRC {
+		return h, s, fmt.Errorf("%w: stored crc %d, computed crc %d", ErrCorrupt, h.CRC, crc)
+	}
+	if err := checkCounts(&h, mode); err != nil {
+		return h, s, err
+	}
+	data := b[HeaderSize:]
+	if c := h.Codec(); c != CodecNone {
+		buf := scratch.Get().(*[]byte)
+		defer putScratch(buf)
+		if *buf, err = decompress((*buf)[:0], c, data, MaxDecompressedSize); err != nil {
+			return h, s, err
+		}
+		data = *buf
+	}
+	return h, s, walk(data, &h, mode, &s)
+}
+
+// checkCounts applies Kafka's LogValidator.validateBatch offset/count rules.
+func checkCounts(h *Header, mode walkMode) error {
+	if mode == walkStored {
+		if h.NumRecords < 0 || int64(h.NumRecords) > int64(h.LastOffsetDelta)+1 {
+			return fmt.Errorf("%w: %d records do not fit offset range [%d, %d]",
+				ErrInvalid, h.NumRecords, h.BaseOffset, h.LastOffset())
+		}
+		return nil
+	}
+	if int64(h.LastOffsetDelta)+1 <= 0 {
+		return fmt.Errorf("%w: batch has an invalid offset range [%d, %d]", ErrInvalid, h.BaseOffset, h.LastOffset())
+	}
+	if h.NumRecords <= 0 {
+		return fmt.Errorf("%w: invalid reported count for record batch: %d", ErrInvalid, h.NumRecords)
+	}
+	if int64(h.LastOffsetDelta)+1 != int64(h.NumRecords) {
+		return fmt.Errorf("%w: inconsistent batch offset range [%d, %d] and count of records %d",
+			ErrInvalid, h.BaseOffset, h.LastOffset(), h.NumRecords)
+	}
+	return nil
+}
+
+// CheckProduce applies the rules Kafka enforces only on batches appended by
+// clients (UnifiedLog.analyzeAndValidateRecords and
+// LogValidator.validateBatch with origin CLIENT), all reported as
+// INVALID_RECORD: the base offset must be 0, clients may not write control
+// batches, and an idempotent batch must carry a base sequence.
+func CheckProduce(h Header) error {
+	if h.BaseOffset != 0 {
+		return fmt.Errorf("%w: the base offset of the record batch in a produce request should be 0, but it is %d", ErrInvalid, h.BaseOffset)
+	}
+	if h.Control() {
+		return fmt.Errorf("%w: clients are not allowed to write control records", ErrInvalid)
+	}
+	if h.ProducerID >= 0 && h.BaseSequence < 0 {
+		return fmt.Errorf("%w: invalid sequence number %d in record batch with producerId %d", ErrInvalid, h.BaseSequence, h.ProducerID)
+	}
+	return nil
+}
+
+// SetMaxTimestamp rewrites the max timestamp of the batch at the start of b
+// and recomputes the CRC. Kafka's broker does this for CreateTime batches
+// whose header disagrees with their records' largest timestamp.
+func SetMaxTimestamp(b []byte, ts int64) {
+	binary.BigEndian.PutUint64(b[maxTimestampOffset:], uint64(ts))
+	binary.BigEndian.PutUint32(b[crcOffset:], ComputeCRC(b))
+}
+
+// scratch holds buffers for decompressing during validation, so a steady
+// stream of compressed produce requests does not allocate per batch.
+var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// maxPooledScratch keeps one huge batch from pinning its buffer forever.
+const maxPooledScratch = 4 << 20
+
+func putScratch(b *[]byte) {
+	if cap(*b) <= maxPooledScratch {
+		*b = (*b)[:0]
+		scratch.Put(b)
+	}
+}

@@ -1,0 +1,14 @@
+// Package replica owns the partitions this node hosts: their logs, their
+// high watermarks and the producer state that makes idempotent produce
+// exactly-once per partition.
+//
+// A Partition serialises appends under one lock: validate the batch, check
+// the producer's sequence, assign offsets in the log, record the producer's
+// new state, advance the high watermark, and wake fetchers waiting for data.
+// Reads take no partition lock; the log allows them concurrently with
+// appends.
+//
+// Today every partition has one replica, this node, so the in-sync replica
+// set is {leader} and the high watermark follows the log end offset at once.
+// Followers, the ISR and acks=all waiting on them arrive with replication.
+package replica

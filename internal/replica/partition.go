@@ -1,0 +1,188 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/samsa-io/samsa/internal/record"
+	"github.com/samsa-io/samsa/internal/storage"
+)
+
+// PartitionConfig is what a partition enforces on produce, taken from its
+// topic's configuration.
+type PartitionConfig struct {
+	Log storage.LogConfig
+	// MaxMessageBytes is max.message.bytes: the largest batch accepted.
+	MaxMessageBytes int32
+	// LogAppendTime is message.timestamp.type=LogAppendTime.
+	LogAppendTime bool
+	// TimestampBeforeMaxMs and TimestampAfterMaxMs bound how far a
+	// CreateTime timestamp may lie before or after the broker's clock
+	// (message.timestamp.before.max.ms / after.max.ms).
+	TimestampBeforeMaxMs int64
+	TimestampAfterMaxMs  int64
+}
+
+// Partition is one hosted partition.
+type Partition struct {
+	Topic   string
+	TopicID [16]byte
+	Index   int32
+
+	now func() time.Time
+	log *storage.Log
+
+	mu struct {
+		sync.Mutex
+		cfg           PartitionConfig
+		leaderEpoch   int32
+		highWatermark int64
+		producers     producerState
+		appended      chan struct{} // closed and replaced on every append
+	}
+}
+
+// AppendResult describes a successful append.
+type AppendResult struct {
+	BaseOffset     int64
+	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
+	LogStartOffset int64
+}
+
+// Append validates one produced record batch and appends it. A batch an
+// idempotent producer already wrote is not written again; the result names
+// the offset it got the first time. Errors are kerr errors for the client.
+func (p *Partition) Append(batch []byte) (AppendResult, error) {
+	h, err := record.Validate(batch)
+	if err != nil {
+		return AppendResult{}, batchError(err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cfg := p.mu.cfg
+	if int64(len(batch)) > int64(cfg.MaxMessageBytes) {
+		return AppendResult{}, kerr.MessageTooLarge
+	}
+	if h.Transactional() || h.Control() {
+		// No transaction coordinator yet: nobody could have begun a
+		// transaction legitimately.
+		return AppendResult{}, kerr.InvalidTxnState
+	}
+	now := p.now().UnixMilli()
+	appendTime := int64(-1)
+	if cfg.LogAppendTime {
+		appendTime = now
+	} else if err := checkTimestamp(h, now, cfg); err != nil {
+		return AppendResult{}, err
+	}
+	if h.Idempotent() {
+		dup, err := p.mu.producers.check(h)
+		if err != nil {
+			return AppendResult{}, err
+		}
+		if dup != nil {
+			return AppendResult{BaseOffset: dup.firstOffset, LogAppendTime: appendTime, LogStartOffset: p.log.LogStartOffset()}, nil
+		}
+	}
+	if appendTime >= 0 {
+		record.SetLogAppendTime(batch, appendTime)
+	}
+	record.SetPartitionLeaderEpoch(batch, p.mu.leaderEpoch)
+	base, err := p.log.Append(batch)
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("append to %s-%d: %w", p.Topic, p.Index, err)
+	}
+	if h.Idempotent() {
+		p.mu.producers.update(h, base)
+	}
+	// One replica: the in-sync set is the leader alone, so everything
+	// appended is committed.
+	p.mu.highWatermark = p.log.LogEndOffset()
+	close(p.mu.appended)
+	p.mu.appended = make(chan struct{})
+	return AppendResult{BaseOffset: base, LogAppendTime: appendTime, LogStartOffset: p.log.LogStartOffset()}, nil
+}
+
+func checkTimestamp(h record.Header, now int64, cfg PartitionConfig) error {
+	if h.MaxTimestamp-now > cfg.TimestampAfterMaxMs || now-h.BaseTimestamp > cfg.TimestampBeforeMaxMs && h.BaseTimestamp >= 0 {
+		return kerr.InvalidTimestamp
+	}
+	return nil
+}
+
+// batchError maps a validation error to the code Kafka answers with.
+func batchError(err error) error {
+	switch {
+	case errors.Is(err, record.ErrUnsupportedMagic):
+		return kerr.UnsupportedForMessageFormat
+	case errors.Is(err, record.ErrInvalid):
+		return kerr.InvalidRecord
+	default:
+		return kerr.CorruptMessage
+	}
+}
+
+// Snapshot is a consistent view of a partition's offsets.
+type Snapshot struct {
+	LogStartOffset int64
+	HighWatermark  int64
+	LogEndOffset   int64
+	LeaderEpoch    int32
+}
+
+// Offsets returns the partition's current offsets.
+func (p *Partition) Offsets() Snapshot {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Snapshot{
+		LogStartOffset: p.log.LogStartOffset(),
+		HighWatermark:  p.mu.highWatermark,
+		LogEndOffset:   p.log.LogEndOffset(),
+		LeaderEpoch:    p.mu.leaderEpoch,
+	}
+}
+
+// Appended returns a channel closed at the next append, for fetches that
+// wait for data.
+func (p *Partition) Appended() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.appended
+}
+
+// Read returns whole batches from offset up to the high watermark, at most
+// maxBytes unless the first batch alone is larger and minOne is set.
+func (p *Partition) Read(offset int64, maxBytes int, minOne bool) ([]byte, Snapshot, error) {
+	s := p.Offsets()
+	if offset < s.LogStartOffset || offset > s.LogEndOffset {
+		return nil, s, kerr.OffsetOutOfRange
+	}
+	if offset >= s.HighWatermark {
+		return nil, s, nil
+	}
+	if !minOne && maxBytes <= 0 {
+		return nil, s, nil
+	}
+	b, err := p.log.Read(offset, maxBytes, s.HighWatermark)
+	if errors.Is(err, storage.ErrOffsetOutOfRange) {
+		return nil, s, kerr.OffsetOutOfRange
+	}
+	if !minOne && len(b) > maxBytes {
+		return nil, s, err // the log returned one batch larger than allowed
+	}
+	return b, s, err
+}
+
+// Config returns the partition's configuration.
+func (p *Partition) Config() PartitionConfig {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.cfg
+}
+
+// Log is the partition's log.
+func (p *Partition) Log() *storage.Log { return p.log }

@@ -1,0 +1,271 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/samsa-io/samsa/internal/broker"
+	"github.com/samsa-io/samsa/internal/config"
+	"github.com/samsa-io/samsa/internal/controller"
+	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/network"
+	"github.com/samsa-io/samsa/internal/raft"
+	"github.com/samsa-io/samsa/internal/replica"
+	"github.com/samsa-io/samsa/internal/storage"
+)
+
+// Server is a running node.
+type Server struct {
+	cfg    *config.Config
+	logger *slog.Logger
+
+	logs      *storage.LogManager
+	loader    *metadata.Loader
+	raft      *raft.Node
+	ctrl      *controller.Controller
+	replicas  *replica.Manager
+	broker    *broker.Broker
+	listeners []*network.Server
+	clusterID string
+}
+
+// Start formats the data directories if this is the first start, recovers
+// the logs, replays the metadata log, registers the broker and starts
+// serving clients. On error everything already started is closed.
+func Start(cfg *config.Config, logger *slog.Logger) (_ *Server, err error) {
+	s := &Server{cfg: cfg, logger: logger}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if err := s.format(); err != nil {
+		return nil, err
+	}
+	defaults, err := broker.PartitionConfig(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.logs, err = storage.NewLogManager(storage.ManagerConfig{
+		Dirs:               cfg.LogDirs,
+		DefaultLogConfig:   defaults.Log,
+		Logger:             logger,
+		CheckpointInterval: time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.logs.Load(); err != nil {
+		return nil, fmt.Errorf("load logs: %w", err)
+	}
+	s.replicas = replica.NewManager(replica.Config{NodeID: cfg.NodeID, Logs: s.logs, Logger: logger})
+
+	s.loader = metadata.NewLoader(s.clusterID, logger)
+	s.raft, err = raft.Open(raft.Config{
+		ID:      uint64(cfg.NodeID),
+		Dir:     filepath.Join(s.metadataDir(), storage.MetadataLogDirName),
+		Logger:  logger,
+		Applier: s.loader,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open metadata log: %w", err)
+	}
+	s.ctrl, err = controller.New(controller.Config{
+		NodeID:                   cfg.NodeID,
+		Raft:                     s.raft,
+		Loader:                   s.loader,
+		Logger:                   logger,
+		Rand:                     rand.Reader,
+		Now:                      time.Now,
+		DefaultNumPartitions:     cfg.NumPartitions,
+		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+		ValidateTopicConfig:      config.ValidateTopicConfig,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.broker = broker.New(broker.Config{
+		NodeID:     cfg.NodeID,
+		Static:     cfg,
+		Controller: s.ctrl,
+		Image:      s.loader.Image,
+		Replicas:   s.replicas,
+		Logger:     logger,
+	})
+	// The broker's publisher opens and deletes logs as metadata changes;
+	// registered now, it first catches up on the replayed image.
+	if err := s.loader.Register(s.broker); err != nil {
+		return nil, err
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.ctrl.Bootstrap(ctx); err != nil {
+		return nil, fmt.Errorf("bootstrap metadata: %w", err)
+	}
+	listeners, endpoints, err := s.bind()
+	if err != nil {
+		return nil, err
+	}
+	incarnation, err := metadata.RandomUuid(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	var rack *string
+	if cfg.BrokerRack != "" {
+		rack = &cfg.BrokerRack
+	}
+	epoch, err := s.ctrl.RegisterBroker(ctx, cfg.NodeID, incarnation, endpoints, rack)
+	if err != nil {
+		for _, ln := range listeners {
+			ln.Close()
+		}
+		return nil, fmt.Errorf("register broker: %w", err)
+	}
+	s.broker.SetEpoch(epoch)
+	for name, ln := range listeners {
+		s.listeners = append(s.listeners, network.Serve(ln, network.Config{
+			Listener:       name,
+			MaxRequestSize: cfg.SocketRequestMaxBytes,
+			Handler:        s.broker,
+			Versions:       s.broker.Versions(),
+			Logger:         logger,
+		}))
+		logger.Info("serving Kafka clients", "listener", name, "addr", ln.Addr().String())
+	}
+	return s, nil
+}
+
+// format makes sure every data directory has a meta.properties of one
+// cluster, generating the cluster id on the very first start.
+func (s *Server) format() error {
+	dirs := s.allDirs()
+	for _, d := range dirs {
+		mp, err := storage.ReadMetaProperties(d)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		s.clusterID = mp.ClusterID
+		break
+	}
+	if s.clusterID == "" {
+		id, err := metadata.RandomUuid(rand.Reader)
+		if err != nil {
+			return err
+		}
+		s.clusterID = id.String()
+		s.logger.Info("formatting data directories", "cluster.id", s.clusterID, "dirs", dirs)
+	}
+	return storage.FormatDirs(dirs, s.clusterID, s.cfg.NodeID)
+}
+
+func (s *Server) metadataDir() string {
+	if s.cfg.MetadataLogDir != "" {
+		return s.cfg.MetadataLogDir
+	}
+	return s.cfg.LogDirs[0]
+}
+
+func (s *Server) allDirs() []string {
+	dirs := slices.Clone(s.cfg.LogDirs)
+	if !slices.Contains(dirs, s.metadataDir()) {
+		dirs = append(dirs, s.metadataDir())
+	}
+	return dirs
+}
+
+// bind opens the client listeners (all but the controller listeners) and
+// returns them with the endpoints to register: advertised where set, else
+// the bound address (so port 0 registers the real port).
+func (s *Server) bind() (map[string]net.Listener, []metadata.Endpoint, error) {
+	listeners := make(map[string]net.Listener)
+	var endpoints []metadata.Endpoint
+	for _, l := range s.cfg.Listeners {
+		if slices.Contains(s.cfg.ControllerListenerNames, l.Name) {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(l.Host, strconv.Itoa(l.Port)))
+		if err != nil {
+			for _, open := range listeners {
+				open.Close()
+			}
+			return nil, nil, fmt.Errorf("listen on %s (%s): %w", l.Name, net.JoinHostPort(l.Host, strconv.Itoa(l.Port)), err)
+		}
+		listeners[l.Name] = ln
+		host, port := l.Host, ln.Addr().(*net.TCPAddr).Port
+		for _, a := range s.cfg.AdvertisedListeners {
+			if a.Name == l.Name && a.Port != 0 {
+				host, port = a.Host, a.Port
+			}
+		}
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "localhost"
+		}
+		endpoints = append(endpoints, metadata.Endpoint{
+			Name:             l.Name,
+			Host:             host,
+			Port:             uint16(port),
+			SecurityProtocol: securityProtocol(s.cfg, l.Name),
+		})
+	}
+	if len(listeners) == 0 {
+		return nil, nil, errors.New("no broker listener: every entry of listeners is a controller listener")
+	}
+	return listeners, endpoints, nil
+}
+
+// Addr returns the bound address of the named listener, e.g. PLAINTEXT.
+func (s *Server) Addr(listener string) string {
+	for _, l := range s.listeners {
+		if l.Name() == listener {
+			return l.Addr().String()
+		}
+	}
+	return ""
+}
+
+// ClusterID is the cluster id from meta.properties.
+func (s *Server) ClusterID() string { return s.clusterID }
+
+// Close stops serving, then the metadata quorum, then flushes and
+// checkpoints the logs. It is safe on a partly started server.
+func (s *Server) Close() error {
+	var errs []error
+	for _, l := range s.listeners {
+		errs = append(errs, l.Close())
+	}
+	if s.raft != nil {
+		errs = append(errs, s.raft.Close())
+	}
+	if s.logs != nil {
+		errs = append(errs, s.logs.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// securityProtocol is the wire number of a listener's security protocol
+// (Kafka's SecurityProtocol ids).
+func securityProtocol(cfg *config.Config, listener string) int16 {
+	switch cfg.ListenerSecurityProtocolMap[listener] {
+	case "SSL":
+		return 1
+	case "SASL_PLAINTEXT":
+		return 2
+	case "SASL_SSL":
+		return 3
+	default:
+		return 0 // PLAINTEXT
+	}
+}

@@ -1,0 +1,132 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/samsa-io/samsa/internal/config"
+)
+
+func testConfig(t *testing.T, dir string) *config.Config {
+	t.Helper()
+	cfg, warnings, err := config.Load("", []string{
+		"log.dirs=" + dir,
+		"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) > 0 {
+		t.Fatalf("warnings: %v", warnings)
+	}
+	return cfg
+}
+
+func quiet() *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func start(t *testing.T, cfg *config.Config) *Server {
+	t.Helper()
+	s, err := Start(cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func produce(t *testing.T, cl *kgo.Client, topic string, n, from int) []*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var recs []*kgo.Record
+	for i := from; i < from+n; i++ {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: 0, Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("v%d", i))})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+func consumeAll(t *testing.T, addr, topic string, want int) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var got []*kgo.Record
+	for len(got) < want {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d records: %v", len(got), want, err)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
+		got = append(got, fs.Records()...)
+	}
+	return got
+}
+
+// TestRestartKeepsRecordsAndOffsets: records and topics survive a clean
+// restart, and new records continue at the next offset.
+func TestRestartKeepsRecordsAndOffsets(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	s := start(t, cfg)
+	addr := s.Addr("PLAINTEXT")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
+	ctx := context.Background()
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "events"); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, cl, "events", 50, 0)
+	cl.Close()
+	clusterID := s.ClusterID()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = start(t, testConfig(t, dir))
+	defer s.Close()
+	if s.ClusterID() != clusterID {
+		t.Fatalf("cluster id changed across restart: %s → %s", clusterID, s.ClusterID())
+	}
+	addr = s.Addr("PLAINTEXT")
+	cl, err = kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	produce(t, cl, "events", 50, 50)
+	got := consumeAll(t, addr, "events", 100)
+	for i, r := range got {
+		if r.Offset != int64(i) || string(r.Key) != fmt.Sprintf("k%d", i) || string(r.Value) != fmt.Sprintf("v%d", i) {
+			t.Fatalf("record %d: offset %d key %q value %q", i, r.Offset, r.Key, r.Value)
+		}
+	}
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := ends.Lookup("events", 0); o.Offset != 100 {
+		t.Fatalf("end offset %d, want 100", o.Offset)
+	}
+}

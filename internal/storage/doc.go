@@ -1,0 +1,89 @@
+// Package storage keeps partition logs on disk in Apache Kafka's layout, so
+// that Kafka's own tools (kafka-dump-log.sh, DumpLogSegments) can read the
+// files Samsa writes and Samsa can open a Kafka log directory.
+//
+// # Layout
+//
+// A log directory (Kafka's log.dirs entry) holds one folder per partition,
+// named "<topic>-<partition>", plus a few bookkeeping files:
+//
+//	<logdir>/
+//	  meta.properties                     version=1, cluster.id, node.id, directory.id
+//	  recovery-point-offset-checkpoint    "0\n<count>\n<topic> <partition> <offset>\n..."
+//	  log-start-offset-checkpoint         same format
+//	  .kafka_cleanshutdown                present only while the broker is stopped cleanly
+//	  orders-0/
+//	    partition.metadata                "version: 0\ntopic_id: <base64url uuid>\n"
+//	    00000000000000000000.log          record batches, back to back
+//	    00000000000000000000.index        sparse offset index
+//	    00000000000000000000.timeindex    sparse time index
+//	    00000000000000031337.log          next segment: named by its base offset
+//	    ...
+//
+// # Segment (.log)
+//
+// Record batches (magic v2) exactly as a producer sent them, except that the
+// base offset was rewritten to the offset assigned by the log:
+//
+//	+------------+--------+----------------------------------------------+
+//	| baseOffset | length | rest of the batch (length bytes): epoch,     |
+//	|  int64     | int32  | magic, CRC-32C, attributes, ..., records     |
+//	+------------+--------+----------------------------------------------+
+//	  repeated; no per-file header, no padding
+//
+// # Offset index (.index)
+//
+// One 8-byte entry per index interval (index.interval.bytes, 4096 by default)
+// of log bytes; the entry names the last offset of a batch and where that
+// batch starts:
+//
+//	+-----------------------------+--------------------------+
+//	| relative offset int32       | file position int32      |  8 bytes
+//	| (batch last offset - base)  | (start of that batch)    |
+//	+-----------------------------+--------------------------+
+//
+// # Time index (.timeindex)
+//
+// Written at the same index intervals as the offset index, but only when the
+// largest timestamp seen in the segment has grown, plus a final entry when the
+// segment stops being active:
+//
+//	+-----------------------------+--------------------------------+
+//	| max timestamp so far int64  | relative offset int32 of the   |  12 bytes
+//	| (ms)                        | batch holding that timestamp   |
+//	+-----------------------------+--------------------------------+
+//
+// All integers are big-endian. Like Kafka, the index files of the active
+// segment are preallocated to segment.index.bytes and trimmed to their real
+// size when the segment rolls or the log closes; an index whose size is not a
+// multiple of its entry size, or whose entries make no sense, is rebuilt from
+// the segment.
+//
+// # Concurrency
+//
+// A Log has one mutex (mu) that serialises writers: appends, rolls, flushes.
+// Reads take no part in it: the list of segments is an immutable slice
+// swapped atomically, and each segment publishes its size and the log its end
+// offset with atomic stores after the bytes and index entries are written, so
+// a reader that sees an end offset also sees the bytes before it. Reads use
+// pread (os.File.ReadAt) and never move a shared file offset. Operations that
+// take bytes away (TruncateTo, Close, Delete) also hold a read/write lock
+// (structMu) exclusively; readers hold it shared, so a file is never closed
+// or shortened under a reader.
+//
+// # Durability
+//
+// Appends are write(2) calls into the page cache: a crash of the process
+// (kill -9) loses nothing that was acknowledged. fsync follows flush.messages
+// and flush.ms, happens for each segment when it rolls (in the background),
+// and on Close. The recovery point is the offset below which everything is
+// known to be on disk; on start, segments from the one holding the recovery
+// point onward are scanned batch by batch (length, magic, CRC-32C, offsets),
+// the first torn or corrupt batch and everything after it are cut off, and
+// their indexes are rebuilt. After a clean shutdown (marker present) that
+// scan is skipped.
+//
+// Batches are opaque to this package: it reads their headers but never
+// decodes records. Validating what a producer sent is internal/record's job,
+// done by the caller before Append.
+package storage

@@ -1,0 +1,633 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/samsa-io/samsa/internal/record"
+)
+
+// Errors returned by Log. Callers map them to Kafka error codes:
+// ErrOffsetOutOfRange → OFFSET_OUT_OF_RANGE, ErrOffsetsOutOfOrder → the
+// follower's fetch is broken (Kafka's UnexpectedAppendOffsetException),
+// ErrClosed → the partition is not (or no longer) hosted here
+// (NOT_LEADER_OR_FOLLOWER / KAFKA_STORAGE_ERROR).
+var (
+	ErrOffsetOutOfRange  = errors.New("offset out of range")
+	ErrOffsetsOutOfOrder = errors.New("batch offsets out of order")
+	ErrClosed            = errors.New("log is closed")
+)
+
+// OpenOptions carry what the LogManager knows about a log from its
+// checkpoints. The zero value (nothing known) makes Open recover every
+// segment.
+type OpenOptions struct {
+	// RecoveryPoint is the offset below which the log is known to be on
+	// disk. The segment holding it and every later one are scanned.
+	RecoveryPoint int64
+	// LogStartOffset from log-start-offset-checkpoint; it never goes below
+	// the first segment's base offset.
+	LogStartOffset int64
+	// CleanShutdown skips the scan: the log was flushed and closed. Indexes
+	// that fail their sanity checks are still rebuilt.
+	CleanShutdown bool
+}
+
+// Log is one partition's log: an ordered list of segments, the last of which
+// (the active segment) receives appends. See the package doc for the
+// concurrency design.
+type Log struct {
+	dir       string
+	topic     string
+	partition int32
+	logger    *slog.Logger
+
+	segs     atomic.Pointer[[]*segment] // immutable slice, ordered by base offset
+	leo      atomic.Int64               // log end offset: next offset to assign
+	logStart atomic.Int64
+	closed   atomic.Bool
+
+	// structMu is held exclusively (after mu) by operations that remove or
+	// shorten files; readers hold it shared.
+	structMu sync.RWMutex
+
+	mu struct {
+		sync.Mutex
+		cfg           LogConfig
+		recoveryPoint int64
+		lastFlush     time.Time
+		generation    int64 // bumped by truncation: invalidates background flushes
+		metas         []batchMeta
+		topicID       [16]byte
+		hasTopicID    bool
+	}
+	flushes sync.WaitGroup // background flushes started by roll
+}
+
+// SegmentInfo describes a segment, for tests and tools.
+type SegmentInfo struct {
+	BaseOffset       int64
+	NextOffset       int64 // offset after its last batch
+	Size             int64 // bytes
+	IndexEntries     int
+	TimeIndexEntries int
+	MaxTimestamp     int64 // -1 when no batch has a timestamp
+}
+
+// Open opens (creating if needed) the log in dir and recovers every segment.
+func Open(dir string, cfg LogConfig, logger *slog.Logger) (*Log, error) {
+	return OpenWithOptions(dir, cfg, logger, OpenOptions{})
+}
+
+// OpenWithOptions opens the log in dir, recovering the segments that
+// opts says may hold unflushed data.
+func OpenWithOptions(dir string, cfg LogConfig, logger *slog.Logger, opts OpenOptions) (*Log, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	l := &Log{dir: dir, partition: -1}
+	if topic, p, err := ParseLogDirName(filepath.Base(dir)); err == nil {
+		l.topic, l.partition = topic, p
+	}
+	l.logger = logger.With("dir", dir)
+	l.mu.cfg = cfg
+	l.mu.lastFlush = cfg.Now()
+	if id, err := readPartitionMetadata(dir); err == nil {
+		l.mu.topicID, l.mu.hasTopicID = id, true
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if err := l.load(opts); err != nil {
+		return nil, fmt.Errorf("open log %s: %w", dir, err)
+	}
+	return l, nil
+}
+
+// ParseLogDirName splits a partition directory name "<topic>-<partition>".
+// Topic names may contain '-', so the partition follows the last one.
+func ParseLogDirName(name string) (topic string, partition int32, err error) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return "", -1, fmt.Errorf("%q is not a <topic>-<partition> directory name", name)
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 {
+		return "", -1, fmt.Errorf("%q is not a <topic>-<partition> directory name", name)
+	}
+	return name[:i], int32(p), nil
+}
+
+// LogDirName is the directory name of a partition, Kafka's "<topic>-<p>".
+func LogDirName(topic string, partition int32) string {
+	return topic + "-" + strconv.Itoa(int(partition))
+}
+
+func (l *Log) segments() []*segment { return *l.segs.Load() }
+
+// Dir is the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// Topic and Partition come from the directory name; "" and -1 when it is
+// not of the form <topic>-<partition>.
+func (l *Log) Topic() string { return l.topic }
+
+// Partition is the partition number from the directory name.
+func (l *Log) Partition() int32 { return l.partition }
+
+// TopicID returns the id from partition.metadata, if there is one.
+func (l *Log) TopicID() ([16]byte, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.topicID, l.mu.hasTopicID
+}
+
+// SetTopicID records the topic id in partition.metadata.
+func (l *Log) SetTopicID(id [16]byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.hasTopicID && l.mu.topicID == id {
+		return nil
+	}
+	if err := writePartitionMetadata(l.dir, id); err != nil {
+		return err
+	}
+	l.mu.topicID, l.mu.hasTopicID = id, true
+	return nil
+}
+
+// Config returns the log's configuration with defaults filled in.
+func (l *Log) Config() LogConfig {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.cfg
+}
+
+// SetConfig changes the configuration (dynamic topic configs). A new
+// segment.index.bytes applies from the next segment.
+func (l *Log) SetConfig(cfg LogConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.cfg = cfg.withDefaults()
+	return nil
+}
+
+// LogStartOffset is the first offset a consumer may read.
+func (l *Log) LogStartOffset() int64 { return l.logStart.Load() }
+
+// LogEndOffset is the offset the next appended record will get.
+func (l *Log) LogEndOffset() int64 { return l.leo.Load() }
+
+// RecoveryPoint is the offset below which everything is fsynced.
+func (l *Log) RecoveryPoint() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.recoveryPoint
+}
+
+// Segments describes the segments, oldest first.
+func (l *Log) Segments() []SegmentInfo {
+	l.structMu.RLock()
+	defer l.structMu.RUnlock()
+	var out []SegmentInfo
+	for _, s := range l.segments() {
+		out = append(out, SegmentInfo{
+			BaseOffset:       s.baseOffset,
+			NextOffset:       s.nextOffset.Load(),
+			Size:             s.size.Load(),
+			IndexEntries:     s.index.entries(),
+			TimeIndexEntries: s.timeIndex.entries(),
+			MaxTimestamp:     s.maxTimestamp.Load(),
+		})
+	}
+	return out
+}
+
+// Append assigns offsets to one batch, from the log end offset on, by
+// rewriting its base offset in place, and appends it. The caller has
+// validated the batch (internal/record). It returns the batch's base offset.
+func (l *Log) Append(batch []byte) (baseOffset int64, err error) {
+	first, _, err := l.AppendBatches(batch)
+	return first, err
+}
+
+// AppendBatches is Append for several batches back to back. The batches get
+// consecutive offsets and go into one segment. It returns the first and last
+// offsets assigned.
+func (l *Log) AppendBatches(batches []byte) (first, last int64, err error) {
+	return l.append(batches, true)
+}
+
+// AppendAsFollower appends batches that already carry offsets (copied from
+// the leader). Offsets must increase and start at or after the log end
+// offset; gaps are allowed (compacted leaders have them).
+func (l *Log) AppendAsFollower(batches []byte) (first, last int64, err error) {
+	return l.append(batches, false)
+}
+
+func (l *Log) append(batches []byte, assign bool) (first, last int64, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return 0, 0, ErrClosed
+	}
+	metas, maxTs, err := l.scanLocked(batches, assign)
+	if err != nil {
+		return 0, 0, err
+	}
+	first = metas[0].baseOffset
+	last = metas[len(metas)-1].lastOffset
+	cfg := l.mu.cfg
+	segs := l.segments()
+	active := segs[len(segs)-1]
+	if active.shouldRoll(cfg, len(batches), last, maxTs) ||
+		active.size.Load() == 0 && last-active.baseOffset > math.MaxInt32 {
+		if active, err = l.rollLocked(first); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := active.append(batches, metas, cfg.IndexIntervalBytes); err != nil {
+		return 0, 0, err
+	}
+	l.leo.Store(last + 1)
+	if err := l.maybeFlushLocked(); err != nil {
+		return first, last, err
+	}
+	return first, last, nil
+}
+
+// scanLocked walks the headers of batches, checks them, assigns offsets if
+// asked, and returns one batchMeta per batch and the largest timestamp. It
+// changes nothing until every header has been checked.
+func (l *Log) scanLocked(batches []byte, assign bool) ([]batchMeta, int64, error) {
+	if len(batches) == 0 {
+		return nil, 0, fmt.Errorf("%w: empty append", record.ErrCorrupt)
+	}
+	metas := l.mu.metas[:0]
+	next := l.leo.Load()
+	maxTs := int64(noTimestamp)
+	for pos := 0; pos < len(batches); {
+		h, err := record.ParseHeader(batches[pos:])
+		if err != nil {
+			return nil, 0, err
+		}
+		if pos+h.Size() > len(batches) {
+			return nil, 0, fmt.Errorf("%w: batch at byte %d needs %d bytes, %d left", record.ErrCorrupt, pos, h.Size(), len(batches)-pos)
+		}
+		if h.LastOffsetDelta < 0 {
+			return nil, 0, fmt.Errorf("%w: last offset delta %d", record.ErrCorrupt, h.LastOffsetDelta)
+		}
+		base := h.BaseOffset
+		if assign {
+			base = next
+		} else if base < next {
+			return nil, 0, fmt.Errorf("%w: batch at offset %d, log end offset %d", ErrOffsetsOutOfOrder, base, next)
+		}
+		metas = append(metas, batchMeta{pos: pos, baseOffset: base, size: h.Size(), lastOffset: base + int64(h.LastOffsetDelta), maxTimestamp: h.MaxTimestamp})
+		maxTs = max(maxTs, h.MaxTimestamp)
+		next = base + int64(h.LastOffsetDelta) + 1
+		pos += h.Size()
+	}
+	if assign {
+		for _, m := range metas {
+			record.SetBaseOffset(batches[m.pos:], m.baseOffset)
+		}
+	}
+	l.mu.metas = metas
+	return metas, maxTs, nil
+}
+
+// rollLocked starts a new active segment at newBase. The old one is
+// finished (final time index entry, trimmed indexes) and flushed in the
+// background, as Kafka schedules flush-log on roll, so the append that
+// triggered the roll does not wait for an fsync of a whole segment.
+func (l *Log) rollLocked(newBase int64) (*segment, error) {
+	cfg := l.mu.cfg
+	segs := l.segments()
+	old := segs[len(segs)-1]
+	kept := segs
+	if old.size.Load() == 0 {
+		// Only reachable for a follower whose first batch is too far from
+		// the empty segment's base: replace the empty segment.
+		l.structMu.Lock()
+		err := old.remove()
+		l.structMu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		kept = segs[:len(segs)-1]
+	} else if err := old.finishActive(); err != nil {
+		return nil, err
+	}
+	s, err := createSegment(l.dir, newBase, cfg)
+	if err != nil {
+		return nil, err
+	}
+	next := append(slices.Clone(kept), s)
+	l.segs.Store(&next)
+	if len(kept) == len(segs) {
+		l.flushes.Add(1)
+		go func() {
+			defer l.flushes.Done()
+			if err := l.flushUpTo(newBase); err != nil {
+				l.logger.Error("flush after roll", "upTo", newBase, "err", err)
+			}
+		}()
+	}
+	l.logger.Info("rolled segment", "newBase", newBase, "oldSize", old.size.Load())
+	return s, nil
+}
+
+// flushUpTo fsyncs the segments below upTo, which no longer change, without
+// holding mu, then moves the recovery point.
+func (l *Log) flushUpTo(upTo int64) error {
+	l.mu.Lock()
+	rp, gen := l.mu.recoveryPoint, l.mu.generation
+	l.mu.Unlock()
+	if rp >= upTo {
+		return nil
+	}
+	l.structMu.RLock()
+	if l.closed.Load() {
+		l.structMu.RUnlock()
+		return nil
+	}
+	var err error
+	for _, s := range l.segments() {
+		if s.baseOffset < upTo && s.nextOffset.Load() > rp {
+			err = errors.Join(err, s.flush())
+		}
+	}
+	err = errors.Join(err, syncDir(l.dir))
+	l.structMu.RUnlock()
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	if l.mu.generation == gen && l.mu.recoveryPoint < upTo {
+		l.mu.recoveryPoint = upTo
+	}
+	l.mu.Unlock()
+	return nil
+}
+
+// maybeFlushLocked applies flush.messages and flush.ms.
+func (l *Log) maybeFlushLocked() error {
+	cfg := l.mu.cfg
+	unflushed := l.leo.Load() - l.mu.recoveryPoint
+	if unflushed <= 0 {
+		return nil
+	}
+	if unflushed >= cfg.FlushMessages || cfg.Now().Sub(l.mu.lastFlush).Milliseconds() >= cfg.FlushMs {
+		return l.flushLocked()
+	}
+	return nil
+}
+
+// flushIfDue is the periodic flush.ms check (Kafka's flush scheduler).
+func (l *Log) flushIfDue() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return nil
+	}
+	return l.maybeFlushLocked()
+}
+
+// Flush fsyncs everything appended so far.
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	return l.flushLocked()
+}
+
+func (l *Log) flushLocked() error {
+	leo := l.leo.Load()
+	var err error
+	for _, s := range l.segments() {
+		if s.nextOffset.Load() > l.mu.recoveryPoint || s.size.Load() == 0 {
+			err = errors.Join(err, s.flush())
+		}
+	}
+	if err = errors.Join(err, syncDir(l.dir)); err != nil {
+		return fmt.Errorf("flush %s: %w", l.dir, err)
+	}
+	l.mu.recoveryPoint = leo
+	l.mu.lastFlush = l.mu.cfg.Now()
+	return nil
+}
+
+// syncDir makes new and removed file names durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}
+
+// Read returns whole batches starting with the one that holds offset, all
+// below maxOffset (exclusive; the high watermark for consumers, or the log
+// end offset), together at most maxBytes long, except that the first batch
+// is returned whole however large it is (Kafka's minOneMessage) so a
+// consumer can always make progress. Reads come from one segment; an empty
+// result with a nil error means nothing is ready. An offset below the log
+// start offset or above the log end offset is ErrOffsetOutOfRange.
+//
+// Read is safe to call concurrently with appends and other reads.
+func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) ([]byte, error) {
+	l.structMu.RLock()
+	defer l.structMu.RUnlock()
+	if l.closed.Load() {
+		return nil, ErrClosed
+	}
+	leo, start := l.leo.Load(), l.logStart.Load()
+	if offset < start || offset > leo {
+		return nil, fmt.Errorf("%w: offset %d, log %s has %d..%d", ErrOffsetOutOfRange, offset, l.dir, start, leo)
+	}
+	maxOffset = min(maxOffset, leo)
+	if offset >= maxOffset {
+		return nil, nil
+	}
+	segs := l.segments()
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].baseOffset > offset }) - 1
+	for i = max(i, 0); i < len(segs) && segs[i].baseOffset < maxOffset; i++ {
+		b, err := segs[i].read(offset, maxBytes, maxOffset)
+		if err != nil || len(b) > 0 {
+			return b, err
+		}
+	}
+	return nil, nil
+}
+
+// OffsetForTimestamp finds the first batch whose max timestamp is >= ts and
+// returns its base offset (or the log start offset, if that is inside the
+// batch) and its max timestamp. The caller refines to the record within
+// the batch, and handles Kafka's special timestamps (-1 latest, -2
+// earliest, -3 max timestamp). found is false when every timestamp is < ts.
+func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool, err error) {
+	l.structMu.RLock()
+	defer l.structMu.RUnlock()
+	if l.closed.Load() {
+		return -1, -1, false, ErrClosed
+	}
+	start := l.logStart.Load()
+	for _, s := range l.segments() {
+		if s.maxTimestamp.Load() < ts || s.nextOffset.Load() <= start {
+			continue
+		}
+		h, ok, err := s.findByTimestamp(ts, start)
+		if err != nil || ok {
+			return max(h.BaseOffset, start), h.MaxTimestamp, ok, err
+		}
+	}
+	return -1, -1, false, nil
+}
+
+// IncrementLogStartOffset moves the log start offset forward (DeleteRecords);
+// offsets below it can no longer be read. It never moves backwards and
+// never past the log end offset.
+func (l *Log) IncrementLogStartOffset(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if offset > l.leo.Load() {
+		return fmt.Errorf("%w: log start offset %d is past the log end offset %d", ErrOffsetOutOfRange, offset, l.leo.Load())
+	}
+	if offset > l.logStart.Load() {
+		l.logStart.Store(offset)
+	}
+	return nil
+}
+
+// TruncateTo removes every batch whose last offset is >= offset, so that the
+// log ends at or before offset (a follower discarding what the new leader
+// does not have). A batch that straddles offset is removed whole, so the
+// new log end offset is that batch's base offset; Kafka would claim offset
+// itself, which leaves a hole a follower then cannot fill. Truncating below
+// the first segment empties the log and restarts it at offset.
+func (l *Log) TruncateTo(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.structMu.Lock()
+	defer l.structMu.Unlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if offset >= l.leo.Load() {
+		return nil
+	}
+	l.mu.generation++
+	cfg := l.mu.cfg
+	segs := l.segments()
+	if offset < segs[0].baseOffset {
+		return l.truncateFullyLocked(offset)
+	}
+	keep := sort.Search(len(segs), func(i int) bool { return segs[i].baseOffset > offset })
+	for _, s := range segs[keep:] {
+		if err := s.remove(); err != nil {
+			return err
+		}
+	}
+	kept := slices.Clone(segs[:keep])
+	l.segs.Store(&kept)
+	active := kept[len(kept)-1]
+	if _, err := active.truncateTo(offset, cfg.IndexIntervalBytes); err != nil {
+		return err
+	}
+	if err := active.resizeIndexes(cfg.SegmentIndexBytes); err != nil {
+		return err
+	}
+	l.resetOffsetsLocked(active.nextOffset.Load())
+	l.logger.Info("truncated log", "to", offset, "logEndOffset", l.leo.Load())
+	return nil
+}
+
+// truncateFullyLocked deletes every segment and restarts the log at offset.
+func (l *Log) truncateFullyLocked(offset int64) error {
+	for _, s := range l.segments() {
+		if err := s.remove(); err != nil {
+			return err
+		}
+	}
+	s, err := createSegment(l.dir, offset, l.mu.cfg)
+	if err != nil {
+		return err
+	}
+	segs := []*segment{s}
+	l.segs.Store(&segs)
+	l.leo.Store(offset)
+	l.logStart.Store(offset)
+	l.mu.recoveryPoint = offset
+	return nil
+}
+
+func (l *Log) resetOffsetsLocked(leo int64) {
+	l.leo.Store(leo)
+	l.logStart.Store(min(l.logStart.Load(), leo))
+	l.mu.recoveryPoint = min(l.mu.recoveryPoint, leo)
+}
+
+// Close flushes the log and closes its files. The active segment's indexes
+// are trimmed, so the directory is what Kafka leaves after a clean
+// shutdown. Close is idempotent.
+func (l *Log) Close() error {
+	return l.shutdown(true)
+}
+
+// Delete closes the log without flushing and removes its directory.
+func (l *Log) Delete() error {
+	if err := l.shutdown(false); err != nil && !errors.Is(err, ErrClosed) {
+		l.logger.Warn("closing log before delete", "err", err)
+	}
+	return os.RemoveAll(l.dir)
+}
+
+func (l *Log) shutdown(flush bool) error {
+	l.mu.Lock()
+	if l.closed.Load() {
+		l.mu.Unlock()
+		return nil
+	}
+	// Set under mu: no roll can start a background flush after this.
+	l.closed.Store(true)
+	l.mu.Unlock()
+	l.flushes.Wait()
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.structMu.Lock()
+	defer l.structMu.Unlock()
+	segs := l.segments()
+	var err error
+	if flush {
+		err = segs[len(segs)-1].finishActive()
+		err = errors.Join(err, l.flushLocked())
+	}
+	for _, s := range segs {
+		err = errors.Join(err, s.close())
+	}
+	return err
+}

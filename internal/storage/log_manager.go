@@ -1,0 +1,428 @@
+package storage
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultCheckpointInterval is Kafka's log.flush.offset.checkpoint.interval.ms.
+const DefaultCheckpointInterval = 60 * time.Second
+
+// ManagerConfig configures a LogManager.
+type ManagerConfig struct {
+	// Dirs are the log directories (log.dirs); at least one.
+	Dirs []string
+	// DefaultLogConfig fills the zero fields of per-topic configs and is
+	// used for logs found by Load.
+	DefaultLogConfig LogConfig
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Now is the clock for logs whose config has none. Default time.Now.
+	Now func() time.Time
+	// CheckpointInterval (log.flush.offset.checkpoint.interval.ms) is how
+	// often a background goroutine writes the checkpoints and applies
+	// flush.ms. Default 60 s; negative disables the goroutine, leaving
+	// CheckpointAll to the owner.
+	CheckpointInterval time.Duration
+}
+
+// LogManager owns the log directories and the partition logs in them
+// (Kafka's LogManager): it loads them at start, creates and deletes them,
+// and writes the checkpoints and the clean-shutdown marker.
+type LogManager struct {
+	cfg    ManagerConfig
+	logger *slog.Logger
+
+	mu struct {
+		sync.Mutex
+		logs   map[TopicPartition]*Log
+		dirOf  map[TopicPartition]string // log directory holding each log
+		closed bool
+	}
+	stop chan struct{}
+	done chan struct{}
+}
+
+// NewLogManager checks cfg; call Load next.
+func NewLogManager(cfg ManagerConfig) (*LogManager, error) {
+	if len(cfg.Dirs) == 0 {
+		return nil, errors.New("log.dirs: want at least one directory")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.DefaultLogConfig.Now == nil {
+		cfg.DefaultLogConfig.Now = cfg.Now
+	}
+	if err := cfg.DefaultLogConfig.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.CheckpointInterval == 0 {
+		cfg.CheckpointInterval = DefaultCheckpointInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := &LogManager{cfg: cfg, logger: cfg.Logger}
+	m.mu.logs = map[TopicPartition]*Log{}
+	m.mu.dirOf = map[TopicPartition]string{}
+	return m, nil
+}
+
+// Load opens every partition directory in every log directory, one
+// goroutine per log directory (Kafka's num.recovery.threads.per.data.dir
+// default), using the checkpoints and the clean-shutdown marker to skip
+// recovery where it can; then it removes the marker, since a crash from now
+// on must trigger recovery, and starts the checkpoint goroutine.
+func (m *LogManager) Load() error {
+	type result struct {
+		dir  string
+		logs map[TopicPartition]*Log
+		err  error
+	}
+	results := make(chan result, len(m.cfg.Dirs))
+	for _, dir := range m.cfg.Dirs {
+		go func() {
+			logs, err := m.loadDir(dir)
+			results <- result{dir, logs, err}
+		}()
+	}
+	var err error
+	m.mu.Lock()
+	for range m.cfg.Dirs {
+		r := <-results
+		err = errors.Join(err, r.err)
+		for tp, l := range r.logs {
+			if other, dup := m.mu.dirOf[tp]; dup {
+				err = errors.Join(err, fmt.Errorf("partition %s is in both %s and %s", tp, other, r.dir))
+				l.Close()
+				continue
+			}
+			m.mu.logs[tp], m.mu.dirOf[tp] = l, r.dir
+		}
+	}
+	m.mu.Unlock()
+	if err != nil {
+		m.closeLogs()
+		return err
+	}
+	for _, dir := range m.cfg.Dirs {
+		if err := os.Remove(filepath.Join(dir, CleanShutdownFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	if m.cfg.CheckpointInterval > 0 {
+		m.stop, m.done = make(chan struct{}), make(chan struct{})
+		go m.run()
+	}
+	return nil
+}
+
+// MetadataLogDirName is the folder of the cluster metadata log (Kafka's
+// __cluster_metadata-0). LogManager never opens it as a partition log.
+const MetadataLogDirName = "__cluster_metadata-0"
+
+func (m *LogManager) loadDir(dir string) (map[TopicPartition]*Log, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	_, err := os.Stat(filepath.Join(dir, CleanShutdownFile))
+	clean := err == nil
+	recoveryPoints, err := ReadCheckpoint(filepath.Join(dir, RecoveryPointCheckpointFile))
+	if err != nil {
+		return nil, err
+	}
+	startOffsets, err := ReadCheckpoint(filepath.Join(dir, LogStartOffsetCheckpointFile))
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	logs := map[TopicPartition]*Log{}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || name == MetadataLogDirName {
+			// The metadata log lives beside the partition logs but is
+			// the raft package's, in its own format.
+			continue
+		}
+		if strings.HasSuffix(name, "-delete") {
+			// A delete interrupted by a crash: finish it.
+			if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+				return logs, err
+			}
+			continue
+		}
+		topic, p, err := ParseLogDirName(name)
+		if err != nil || strings.HasSuffix(name, "-future") || strings.HasSuffix(name, "-stray") {
+			m.logger.Warn("ignoring directory that is not a partition log", "dir", filepath.Join(dir, name))
+			continue
+		}
+		tp := TopicPartition{topic, p}
+		rp, hasRP := recoveryPoints[tp]
+		opts := OpenOptions{RecoveryPoint: rp, LogStartOffset: startOffsets[tp], CleanShutdown: clean && hasRP}
+		l, err := OpenWithOptions(filepath.Join(dir, name), m.cfg.DefaultLogConfig, m.logger, opts)
+		if err != nil {
+			return logs, err
+		}
+		logs[tp] = l
+	}
+	m.logger.Info("loaded log directory", "dir", dir, "logs", len(logs), "cleanShutdown", clean)
+	return logs, nil
+}
+
+func (m *LogManager) run() {
+	defer close(m.done)
+	t := time.NewTicker(m.cfg.CheckpointInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+			for _, l := range m.Logs() {
+				if err := l.flushIfDue(); err != nil {
+					m.logger.Error("scheduled flush", "dir", l.Dir(), "err", err)
+				}
+			}
+			if err := m.CheckpointAll(); err != nil {
+				m.logger.Error("writing checkpoints", "err", err)
+			}
+		}
+	}
+}
+
+// Get returns the log of a partition hosted here.
+func (m *LogManager) Get(topic string, partition int32) (*Log, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.mu.logs[TopicPartition{topic, partition}]
+	return l, ok
+}
+
+// Logs returns every log, in no particular order.
+func (m *LogManager) Logs() []*Log {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*Log, 0, len(m.mu.logs))
+	for _, l := range m.mu.logs {
+		out = append(out, l)
+	}
+	return out
+}
+
+// GetOrCreate returns the partition's log, creating it in the log directory
+// with the fewest partitions. A non-zero topicID is recorded in
+// partition.metadata; an existing log with a different topic id is an error
+// (the topic was deleted and recreated while this broker missed it).
+// Zero fields of cfg take the manager's defaults.
+func (m *LogManager) GetOrCreate(topic string, partition int32, topicID [16]byte, cfg LogConfig) (*Log, error) {
+	if err := ValidateTopicName(topic); err != nil {
+		return nil, err
+	}
+	if partition < 0 {
+		return nil, fmt.Errorf("invalid partition %d", partition)
+	}
+	cfg = mergeConfig(cfg, m.cfg.DefaultLogConfig)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.closed {
+		return nil, ErrClosed
+	}
+	tp := TopicPartition{topic, partition}
+	if l, ok := m.mu.logs[tp]; ok {
+		if id, has := l.TopicID(); has && topicID != ([16]byte{}) && id != topicID {
+			return nil, fmt.Errorf("partition %s has topic id %s, not %s", tp, UUIDString(id), UUIDString(topicID))
+		}
+		if topicID != ([16]byte{}) {
+			if err := l.SetTopicID(topicID); err != nil {
+				return nil, err
+			}
+		}
+		return l, nil
+	}
+	logDir := m.leastLoadedDirLocked()
+	l, err := OpenWithOptions(filepath.Join(logDir, tp.String()), cfg, m.logger, OpenOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if topicID != ([16]byte{}) {
+		if err := l.SetTopicID(topicID); err != nil {
+			l.Delete()
+			return nil, err
+		}
+	}
+	m.mu.logs[tp], m.mu.dirOf[tp] = l, logDir
+	m.logger.Info("created log", "partition", tp.String(), "dir", logDir)
+	return l, nil
+}
+
+func (m *LogManager) leastLoadedDirLocked() string {
+	count := map[string]int{}
+	for _, d := range m.mu.dirOf {
+		count[d]++
+	}
+	best := m.cfg.Dirs[0]
+	for _, d := range m.cfg.Dirs[1:] {
+		if count[d] < count[best] {
+			best = d
+		}
+	}
+	return best
+}
+
+// mergeConfig fills the zero fields of cfg from def.
+func mergeConfig(cfg, def LogConfig) LogConfig {
+	fill := func(v *int64, d int64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	fill(&cfg.SegmentBytes, def.SegmentBytes)
+	fill(&cfg.FlushMessages, def.FlushMessages)
+	fill(&cfg.FlushMs, def.FlushMs)
+	fill(&cfg.RetentionMs, def.RetentionMs)
+	fill(&cfg.RetentionBytes, def.RetentionBytes)
+	if cfg.SegmentMs == 0 {
+		cfg.SegmentMs = def.SegmentMs
+	}
+	if cfg.SegmentIndexBytes == 0 {
+		cfg.SegmentIndexBytes = def.SegmentIndexBytes
+	}
+	if cfg.IndexIntervalBytes == 0 {
+		cfg.IndexIntervalBytes = def.IndexIntervalBytes
+	}
+	if cfg.Now == nil {
+		cfg.Now = def.Now
+	}
+	return cfg
+}
+
+// ValidateTopicName applies Kafka's rules (Topic.validate): 1..249
+// characters from [a-zA-Z0-9._-], not "." or "..". They also keep a
+// topic name from escaping its log directory.
+func ValidateTopicName(topic string) error {
+	if topic == "" || topic == "." || topic == ".." {
+		return fmt.Errorf("invalid topic name %q", topic)
+	}
+	if len(topic) > 249 {
+		return fmt.Errorf("invalid topic name %q: longer than 249 characters", topic)
+	}
+	for _, c := range topic {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("invalid topic name %q: only ASCII letters, digits, '.', '_' and '-' are allowed", topic)
+		}
+	}
+	return nil
+}
+
+// Delete removes a partition's log: it is renamed to
+// "<topic>-<partition>.<id>-delete", as Kafka does, so a crash in the middle
+// of removing the files leaves a name Load recognises and finishes deleting.
+func (m *LogManager) Delete(topic string, partition int32) error {
+	tp := TopicPartition{topic, partition}
+	m.mu.Lock()
+	l, ok := m.mu.logs[tp]
+	logDir := m.mu.dirOf[tp]
+	delete(m.mu.logs, tp)
+	delete(m.mu.dirOf, tp)
+	m.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	if err := l.shutdown(false); err != nil {
+		m.logger.Warn("closing log before delete", "partition", tp.String(), "err", err)
+	}
+	id := RandomUUID()
+	doomed := filepath.Join(logDir, fmt.Sprintf("%s.%s-delete", tp, hex.EncodeToString(id[:])))
+	if err := os.Rename(l.Dir(), doomed); err != nil {
+		return err
+	}
+	if err := syncDir(logDir); err != nil {
+		return err
+	}
+	return os.RemoveAll(doomed)
+}
+
+// CheckpointAll writes recovery-point-offset-checkpoint and
+// log-start-offset-checkpoint in every log directory. As in Kafka, a log
+// start offset is written only when it is past the first segment's base
+// offset, since otherwise the segments say it already.
+func (m *LogManager) CheckpointAll() error {
+	m.mu.Lock()
+	byDir := map[string]map[TopicPartition]*Log{}
+	for _, d := range m.cfg.Dirs {
+		byDir[d] = map[TopicPartition]*Log{}
+	}
+	for tp, l := range m.mu.logs {
+		byDir[m.mu.dirOf[tp]][tp] = l
+	}
+	m.mu.Unlock()
+	var err error
+	for dir, logs := range byDir {
+		rps, starts := map[TopicPartition]int64{}, map[TopicPartition]int64{}
+		for tp, l := range logs {
+			rps[tp] = l.RecoveryPoint()
+			if segs := l.segments(); l.LogStartOffset() > segs[0].baseOffset {
+				starts[tp] = l.LogStartOffset()
+			}
+		}
+		err = errors.Join(err,
+			WriteCheckpoint(filepath.Join(dir, RecoveryPointCheckpointFile), rps),
+			WriteCheckpoint(filepath.Join(dir, LogStartOffsetCheckpointFile), starts))
+	}
+	return err
+}
+
+// Close stops the checkpoint goroutine, flushes and closes every log,
+// writes the checkpoints, and marks each log directory whose logs all
+// closed cleanly with .kafka_cleanshutdown so the next Load skips recovery.
+func (m *LogManager) Close() error {
+	m.mu.Lock()
+	if m.mu.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.mu.closed = true
+	m.mu.Unlock()
+	if m.stop != nil {
+		close(m.stop)
+		<-m.done
+	}
+	failed := m.closeLogs()
+	err := m.CheckpointAll()
+	for _, dir := range m.cfg.Dirs {
+		if failed[dir] || err != nil {
+			continue
+		}
+		err = errors.Join(err, writeFileAtomic(filepath.Join(dir, CleanShutdownFile), nil))
+	}
+	if len(failed) > 0 {
+		err = errors.Join(err, fmt.Errorf("logs failed to close in %d log directories", len(failed)))
+	}
+	return err
+}
+
+// closeLogs closes every log and returns the log directories where one
+// failed.
+func (m *LogManager) closeLogs() map[string]bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	failed := map[string]bool{}
+	for tp, l := range m.mu.logs {
+		if err := l.Close(); err != nil {
+			m.logger.Error("closing log", "partition", tp.String(), "err", err)
+			failed[m.mu.dirOf[tp]] = true
+		}
+	}
+	return failed
+}

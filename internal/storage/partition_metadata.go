@@ -1,0 +1,60 @@
+package storage
+
+import (
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// partitionMetadataFile holds a partition's topic id, so a broker can tell
+// a recreated topic's partition from the old one (KIP-516).
+const partitionMetadataFile = "partition.metadata"
+
+// writePartitionMetadata writes Kafka's format:
+//
+//	version: 0
+//	topic_id: <base64url uuid>
+func writePartitionMetadata(dir string, topicID [16]byte) error {
+	content := fmt.Sprintf("version: 0\ntopic_id: %s\n", UUIDString(topicID))
+	return writeFileAtomic(filepath.Join(dir, partitionMetadataFile), []byte(content))
+}
+
+func readPartitionMetadata(dir string) ([16]byte, error) {
+	var id [16]byte
+	path := filepath.Join(dir, partitionMetadataFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return id, err
+	}
+	fields := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			fields[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	if fields["version"] != "0" {
+		return id, fmt.Errorf("%s: unsupported version %q", path, fields["version"])
+	}
+	id, err = ParseUUID(fields["topic_id"])
+	if err != nil {
+		return id, fmt.Errorf("%s: %w", path, err)
+	}
+	return id, nil
+}
+
+// UUIDString formats a 16-byte id as Kafka's Uuid.toString does: base64url
+// without padding (22 characters).
+func UUIDString(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// ParseUUID is the inverse of UUIDString.
+func ParseUUID(s string) ([16]byte, error) {
+	var id [16]byte
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != 16 {
+		return id, fmt.Errorf("invalid uuid %q: want 22 base64url characters", s)
+	}
+	copy(id[:], b)
+	return id, nil
+}

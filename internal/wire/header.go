@@ -1,0 +1,83 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ErrMalformed is returned for a request that cannot be parsed. Kafka closes
+// the connection on such a request; so do we.
+var ErrMalformed = errors.New("malformed request")
+
+// RequestHeader is the decoded header of a request.
+type RequestHeader struct {
+	APIKey        int16
+	APIVersion    int16
+	CorrelationID int32
+	ClientID      *string
+}
+
+// Request is a decoded request frame.
+type Request struct {
+	Header RequestHeader
+	Body   kmsg.Request // nil when the key or version is not served
+}
+
+// ParseRequest decodes the header of frame and, when the API key and version
+// are served by table, the body. An unknown key or an unserved version
+// yields a Request with a nil Body and no error, so the caller can answer
+// (ApiVersions) or close as Kafka does. The body may alias frame.
+func ParseRequest(frame []byte, table *VersionTable) (Request, error) {
+	r := kbin.Reader{Src: frame}
+	h := RequestHeader{
+		APIKey:        r.Int16(),
+		APIVersion:    r.Int16(),
+		CorrelationID: r.Int32(),
+	}
+	h.ClientID = r.NullableString()
+	if !r.Ok() {
+		return Request{Header: h}, fmt.Errorf("%w: truncated header", ErrMalformed)
+	}
+	if !table.Serves(h.APIKey, h.APIVersion) {
+		return Request{Header: h}, nil
+	}
+	body := kmsg.RequestForKey(h.APIKey)
+	body.SetVersion(h.APIVersion)
+	if body.IsFlexible() {
+		skipTags(&r)
+		if !r.Ok() {
+			return Request{Header: h}, fmt.Errorf("%w: truncated header tags", ErrMalformed)
+		}
+	}
+	if err := body.ReadFrom(r.Src); err != nil {
+		return Request{Header: h}, fmt.Errorf("%w: %s v%d: %v", ErrMalformed, kmsg.NameForKey(h.APIKey), h.APIVersion, err)
+	}
+	return Request{Header: h, Body: body}, nil
+}
+
+// skipTags skips a tagged-field section; request headers define no tags we
+// use.
+func skipTags(r *kbin.Reader) {
+	for n := r.Uvarint(); n > 0 && r.Ok(); n-- {
+		r.Uvarint()
+		r.Span(int(r.Uvarint()))
+	}
+}
+
+// AppendResponse appends a whole response frame (size, header, body) for
+// the request with the given key and correlation id to dst.
+func AppendResponse(dst []byte, correlationID int32, resp kmsg.Response) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = kbin.AppendInt32(dst, correlationID)
+	if resp.IsFlexible() && resp.Key() != int16(kmsg.ApiVersions) {
+		dst = append(dst, 0) // no tagged fields
+	}
+	dst = resp.AppendTo(dst)
+	size := uint32(len(dst) - start - 4)
+	dst[start], dst[start+1], dst[start+2], dst[start+3] = byte(size>>24), byte(size>>16), byte(size>>8), byte(size)
+	return dst
+}

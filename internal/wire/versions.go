@@ -1,0 +1,54 @@
+package wire
+
+import (
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// VersionRange is the inclusive range of versions served for one API key.
+type VersionRange struct {
+	Key      kmsg.Key
+	Min, Max int16
+}
+
+// VersionTable is the set of APIs a listener serves. It is built once, by
+// the broker, from the handlers it has; ApiVersions answers from it.
+type VersionTable struct {
+	ranges map[int16]VersionRange
+}
+
+// NewVersionTable builds a table. Each range's Max must be a version kmsg
+// can encode.
+func NewVersionTable(ranges ...VersionRange) *VersionTable {
+	t := &VersionTable{ranges: make(map[int16]VersionRange, len(ranges))}
+	for _, r := range ranges {
+		if max := kmsg.RequestForKey(int16(r.Key)).MaxVersion(); r.Max > max {
+			panic("wire: " + r.Key.Name() + " advertised beyond what kmsg encodes")
+		}
+		t.ranges[int16(r.Key)] = r
+	}
+	return t
+}
+
+// Serves reports whether key at version is served.
+func (t *VersionTable) Serves(key, version int16) bool {
+	r, ok := t.ranges[key]
+	return ok && version >= r.Min && version <= r.Max
+}
+
+// Range returns the served range of key.
+func (t *VersionTable) Range(key int16) (VersionRange, bool) {
+	r, ok := t.ranges[key]
+	return r, ok
+}
+
+// All returns every served range, sorted by key.
+func (t *VersionTable) All() []VersionRange {
+	out := make([]VersionRange, 0, len(t.ranges))
+	for _, r := range t.ranges {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
