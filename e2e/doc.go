@@ -18,12 +18,12 @@
 // equal keys (including null keys), values, headers and timestamps.
 // TestChecker proves the checker catches each kind of corruption.
 //
-// Until Samsa's server is wired in, startBroker runs franz-go's in-memory
-// kfake cluster. Checks that kfake is known to fail (real Kafka passes them)
-// are guarded by knownGap and run once brokerIsKfake is false:
+// startBroker runs a fresh in-process Samsa server per test. Checks of
+// features Samsa does not have yet are guarded by notYet, which names the
+// issue that brings them:
 //
-//   - DescribeProducers lists only transactional producers, so the
-//     idempotent producer's state is not checked (TestFranzIdempotent).
+//   - DescribeProducers (issue 4): the idempotent producer's state is not
+//     checked in TestFranzIdempotent.
 //
 // Known client quirks the checks allow for: librdkafka sends a zero-length
 // value as null, and values are compared by content; kadm caches metadata,
