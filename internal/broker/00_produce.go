@@ -9,6 +9,7 @@ package broker
 //   - Each partition's records must be exactly one v2 batch (Kafka's rule
 //     since v3); more than one is INVALID_RECORD. The batch stays bytes: it
 //     is validated, offsets are assigned in place, and it is appended as is.
+//   - zstd batches need produce v7+ (UNSUPPORTED_COMPRESSION_TYPE before).
 //   - acks must be -1, 0 or 1 (INVALID_REQUIRED_ACKS). With one replica
 //     acks=all is satisfied by the local append.
 //   - acks=0 sends no response; an error then closes the connection, which
@@ -56,6 +57,9 @@ func handleProduce(_ context.Context, b *Broker, _ *network.Conn, kreq kmsg.Requ
 			}
 			if err != nil {
 				sp.ErrorCode = b.errCode(err, "produce")
+				if sp.ErrorMessage == nil {
+					sp.ErrorMessage = errMessage(err)
+				}
 				if firstErr == nil {
 					firstErr = fmt.Errorf("produce to %s-%d: %w", rt.Topic, rp.Partition, err)
 				}
@@ -87,6 +91,8 @@ func (b *Broker) produceTo(topic string, records []byte, sp *kmsg.ProduceRespons
 	case err == nil && h.Size() < len(records):
 		sp.ErrorMessage = strPtr("a produce request must hold exactly one record batch per partition")
 		return kerr.InvalidRecord
+	case err == nil && h.Codec() == record.CodecZstd && version < 7:
+		return kerr.UnsupportedCompressionType // zstd came with produce v7
 	}
 	res, err := p.Append(records)
 	if err != nil {

@@ -123,3 +123,13 @@ func (b *Broker) errCode(err error, what string) int16 {
 	b.cfg.Logger.Error("request failed", "what", what, "err", err)
 	return kerr.UnknownServerError.Code
 }
+
+// errMessage is the text for a response's error message field: nil when
+// err is a bare Kafka error whose code says it all.
+func errMessage(err error) *string {
+	if _, bare := err.(*kerr.Error); bare || err == nil {
+		return nil
+	}
+	msg := err.Error()
+	return &msg
+}

@@ -143,6 +143,9 @@ func (c *Conn) read() {
 			return
 		}
 		resp, err := s.cfg.Handler.Handle(ctx, c, req)
+		if err != nil && ctx.Err() != nil {
+			return // shutting down
+		}
 		if err != nil {
 			s.cfg.Logger.Info("closing connection", "remote", c.nc.RemoteAddr(),
 				"api", kmsg.NameForKey(req.Header.APIKey), "version", req.Header.APIVersion, "err", err)

@@ -57,7 +57,10 @@ type AppendResult struct {
 // idempotent producer already wrote is not written again; the result names
 // the offset it got the first time. Errors are kerr errors for the client.
 func (p *Partition) Append(batch []byte) (AppendResult, error) {
-	h, err := record.Validate(batch)
+	h, sum, err := record.ValidateSummary(batch)
+	if err == nil {
+		err = record.CheckProduce(h)
+	}
 	if err != nil {
 		return AppendResult{}, batchError(err)
 	}
@@ -67,7 +70,7 @@ func (p *Partition) Append(batch []byte) (AppendResult, error) {
 	if int64(len(batch)) > int64(cfg.MaxMessageBytes) {
 		return AppendResult{}, kerr.MessageTooLarge
 	}
-	if h.Transactional() || h.Control() {
+	if h.Transactional() {
 		// No transaction coordinator yet: nobody could have begun a
 		// transaction legitimately.
 		return AppendResult{}, kerr.InvalidTxnState
@@ -76,8 +79,8 @@ func (p *Partition) Append(batch []byte) (AppendResult, error) {
 	appendTime := int64(-1)
 	if cfg.LogAppendTime {
 		appendTime = now
-	} else if err := checkTimestamp(h, now, cfg); err != nil {
-		return AppendResult{}, err
+	} else if now-sum.MinTimestamp > cfg.TimestampBeforeMaxMs || sum.MaxTimestamp-now > cfg.TimestampAfterMaxMs {
+		return AppendResult{}, kerr.InvalidTimestamp
 	}
 	if h.Idempotent() {
 		dup, err := p.mu.producers.check(h)
@@ -88,8 +91,13 @@ func (p *Partition) Append(batch []byte) (AppendResult, error) {
 			return AppendResult{BaseOffset: dup.firstOffset, LogAppendTime: appendTime, LogStartOffset: p.log.LogStartOffset()}, nil
 		}
 	}
-	if appendTime >= 0 {
+	switch {
+	case appendTime >= 0:
 		record.SetLogAppendTime(batch, appendTime)
+	case h.MaxTimestamp != sum.MaxTimestamp:
+		// Like Kafka, trust the records over the header, so the time
+		// index and ListOffsets see the real largest timestamp.
+		record.SetMaxTimestamp(batch, sum.MaxTimestamp)
 	}
 	record.SetPartitionLeaderEpoch(batch, p.mu.leaderEpoch)
 	base, err := p.log.Append(batch)
@@ -107,23 +115,17 @@ func (p *Partition) Append(batch []byte) (AppendResult, error) {
 	return AppendResult{BaseOffset: base, LogAppendTime: appendTime, LogStartOffset: p.log.LogStartOffset()}, nil
 }
 
-func checkTimestamp(h record.Header, now int64, cfg PartitionConfig) error {
-	if h.MaxTimestamp-now > cfg.TimestampAfterMaxMs || now-h.BaseTimestamp > cfg.TimestampBeforeMaxMs && h.BaseTimestamp >= 0 {
-		return kerr.InvalidTimestamp
-	}
-	return nil
-}
-
-// batchError maps a validation error to the code Kafka answers with.
+// batchError maps a validation error to the code Kafka answers with,
+// keeping the description for the response's error message.
 func batchError(err error) error {
+	code := kerr.CorruptMessage
 	switch {
 	case errors.Is(err, record.ErrUnsupportedMagic):
-		return kerr.UnsupportedForMessageFormat
+		code = kerr.UnsupportedForMessageFormat
 	case errors.Is(err, record.ErrInvalid):
-		return kerr.InvalidRecord
-	default:
-		return kerr.CorruptMessage
+		code = kerr.InvalidRecord
 	}
+	return fmt.Errorf("%w: %v", code, err)
 }
 
 // Snapshot is a consistent view of a partition's offsets.

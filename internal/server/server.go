@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/samsa-io/samsa/internal/broker"
@@ -42,6 +43,9 @@ type Server struct {
 // the logs, replays the metadata log, registers the broker and starts
 // serving clients. On error everything already started is closed.
 func Start(cfg *config.Config, logger *slog.Logger) (_ *Server, err error) {
+	if err := checkSupported(cfg); err != nil {
+		return nil, err
+	}
 	s := &Server{cfg: cfg, logger: logger}
 	defer func() {
 		if err != nil {
@@ -268,4 +272,21 @@ func securityProtocol(cfg *config.Config, listener string) int16 {
 	default:
 		return 0 // PLAINTEXT
 	}
+}
+
+// checkSupported refuses configurations that Kafka accepts but Samsa does
+// not run yet, rather than silently running something else.
+func checkSupported(cfg *config.Config) error {
+	if !cfg.HasRole("broker") || !cfg.HasRole("controller") {
+		return fmt.Errorf("process.roles=%s is not supported yet: Samsa runs combined broker,controller nodes only", strings.Join(cfg.ProcessRoles, ","))
+	}
+	if len(cfg.ControllerQuorumVoters) > 1 {
+		return fmt.Errorf("controller.quorum.voters lists %d voters: multi-node quorums are not supported yet, use one voter (this node)", len(cfg.ControllerQuorumVoters))
+	}
+	for _, v := range cfg.ControllerQuorumVoters {
+		if v.ID != cfg.NodeID {
+			return fmt.Errorf("controller.quorum.voters names node %d, but node.id is %d: the only voter must be this node", v.ID, cfg.NodeID)
+		}
+	}
+	return nil
 }

@@ -1,0 +1,328 @@
+package network
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/wire"
+)
+
+// fakeHandler answers ApiVersions with an empty table, Metadata with a
+// response naming the requested topic count in its throttle field (so a
+// test can tell answers apart), and Produce with nothing (acks=0). A
+// Produce with acks=2 is an error. blockFetch makes Fetch wait for the
+// context, to test that Close ends in-flight handlers.
+type fakeHandler struct {
+	handled atomic.Int32
+}
+
+func (h *fakeHandler) Handle(ctx context.Context, _ *Conn, req wire.Request) (kmsg.Response, error) {
+	h.handled.Add(1)
+	switch body := req.Body.(type) {
+	case *kmsg.ApiVersionsRequest:
+		resp := body.ResponseKind().(*kmsg.ApiVersionsResponse)
+		resp.Version = body.Version
+		return resp, nil
+	case *kmsg.MetadataRequest:
+		resp := body.ResponseKind().(*kmsg.MetadataResponse)
+		resp.Version = body.Version
+		resp.ThrottleMillis = int32(len(body.Topics))
+		return resp, nil
+	case *kmsg.ProduceRequest:
+		if body.Acks == 2 {
+			return nil, errors.New("bad acks")
+		}
+		return nil, nil
+	case *kmsg.FetchRequest:
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return nil, errors.New("unserved")
+}
+
+func startServer(t *testing.T, maxRequest int32) (*Server, *fakeHandler) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &fakeHandler{}
+	s := Serve(ln, Config{
+		Listener:       "PLAINTEXT",
+		MaxRequestSize: maxRequest,
+		Handler:        h,
+		Versions: wire.NewVersionTable(
+			wire.VersionRange{Key: kmsg.ApiVersions, Min: 0, Max: 4},
+			wire.VersionRange{Key: kmsg.Metadata, Min: 0, Max: 13},
+			wire.VersionRange{Key: kmsg.Produce, Min: 3, Max: 12},
+			wire.VersionRange{Key: kmsg.Fetch, Min: 4, Max: 17},
+		),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	t.Cleanup(func() { s.Close() })
+	return s, h
+}
+
+func dial(t *testing.T, s *Server) *net.TCPConn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", s.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c.(*net.TCPConn)
+}
+
+// frame encodes a whole request frame as a client would.
+func frame(req kmsg.Request, correlationID int32) []byte {
+	b := []byte{0, 0, 0, 0}
+	b = kbin.AppendInt16(b, req.Key())
+	b = kbin.AppendInt16(b, req.GetVersion())
+	b = kbin.AppendInt32(b, correlationID)
+	id := "test"
+	b = kbin.AppendNullableString(b, &id)
+	if req.IsFlexible() {
+		b = append(b, 0)
+	}
+	b = req.AppendTo(b)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b
+}
+
+func metadataReq(topics int) *kmsg.MetadataRequest {
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	for i := 0; i < topics; i++ {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr("t")
+		req.Topics = append(req.Topics, rt)
+	}
+	return req
+}
+
+func produceReq(acks int16) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 9
+	req.Acks = acks
+	return req
+}
+
+// readResponse reads one response frame and returns its correlation id
+// and the rest.
+func readResponse(t *testing.T, c net.Conn) (int32, []byte) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b, err := wire.ReadFrame(c, 1<<20, nil)
+	if err != nil {
+		t.Fatalf("read response: %v", err)
+	}
+	return int32(binary.BigEndian.Uint32(b)), b[4:]
+}
+
+// expectClosed fails unless the server closes c, sending nothing more.
+func expectClosed(t *testing.T, c net.Conn) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var buf [64]byte
+	n, err := c.Read(buf[:])
+	if n > 0 {
+		t.Fatalf("read %d bytes, want the connection closed", n)
+	}
+	if !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("read: %v, want EOF (connection closed)", err)
+	}
+}
+
+func TestPipelinedResponsesInOrder(t *testing.T) {
+	s, _ := startServer(t, 1<<20)
+	c := dial(t, s)
+	var out []byte
+	var want []int32
+	for i := 0; i < 30; i++ {
+		cid := int32(1000 - i*31) // not monotonic: order must come from the server
+		switch i % 3 {
+		case 0:
+			av := kmsg.NewPtrApiVersionsRequest()
+			av.Version = 3
+			out = append(out, frame(av, cid)...)
+			want = append(want, cid)
+		case 1:
+			out = append(out, frame(metadataReq(i), cid)...)
+			want = append(want, cid)
+		case 2:
+			out = append(out, frame(produceReq(0), cid)...) // no answer
+		}
+	}
+	if _, err := c.Write(out); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range want {
+		cid, body := readResponse(t, c)
+		if cid != w {
+			t.Fatalf("response %d: correlation id %d, want %d", i, cid, w)
+		}
+		if i%2 == 1 {
+			// Metadata v12 response: header tags, then throttle.
+			md := kmsg.NewPtrMetadataResponse()
+			md.Version = 12
+			if body[0] != 0 {
+				t.Fatalf("response %d: header tag count %d", i, body[0])
+			}
+			if err := md.ReadFrom(body[1:]); err != nil {
+				t.Fatal(err)
+			}
+			if want := int32(3*(i/2) + 1); md.ThrottleMillis != want {
+				t.Fatalf("response %d answers a request with %d topics, want %d", i, md.ThrottleMillis, want)
+			}
+		}
+	}
+}
+
+func TestHandlerErrorClosesAfterEarlierResponses(t *testing.T) {
+	s, _ := startServer(t, 1<<20)
+	c := dial(t, s)
+	out := frame(metadataReq(1), 1)
+	out = append(out, frame(produceReq(2), 2)...) // handler error
+	out = append(out, frame(metadataReq(1), 3)...)
+	if _, err := c.Write(out); err != nil {
+		t.Fatal(err)
+	}
+	// The answer queued before the failure still goes out; nothing after.
+	if cid, _ := readResponse(t, c); cid != 1 {
+		t.Fatalf("correlation id %d, want 1", cid)
+	}
+	expectClosed(t, c)
+}
+
+func TestFrameLimits(t *testing.T) {
+	s, h := startServer(t, 1024)
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"over socket.request.max.bytes", binary.BigEndian.AppendUint32(nil, 1025)},
+		{"2 GiB", []byte{0x7f, 0xff, 0xff, 0xff}},
+		{"negative", []byte{0xff, 0xff, 0xff, 0xfe}},
+		{"malformed header", []byte{0, 0, 0, 3, 0, 18, 0}},
+		{"unserved version", frame(produceReq(1), 1)[:4+8+2+4]}, // Produce v9 served; v0 below:
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dial(t, s)
+			data := tc.data
+			if tc.name == "unserved version" {
+				r := produceReq(1)
+				r.Version = 2 // the table serves Produce from v3
+				data = frame(r, 1)
+			}
+			if _, err := c.Write(data); err != nil {
+				t.Fatal(err)
+			}
+			expectClosed(t, c)
+		})
+	}
+	// A frame of exactly the limit is read and handled.
+	c := dial(t, s)
+	before := h.handled.Load()
+	req := metadataReq(0)
+	f := frame(req, 77)
+	pad := 1024 - (len(f) - 4)
+	// Pad with a client id long enough to reach exactly 1024 bytes.
+	b := []byte{0, 0, 0, 0}
+	b = kbin.AppendInt16(b, req.Key())
+	b = kbin.AppendInt16(b, req.GetVersion())
+	b = kbin.AppendInt32(b, 77)
+	id := string(make([]byte, 4+pad))
+	b = kbin.AppendNullableString(b, &id)
+	b = append(b, 0)
+	b = req.AppendTo(b)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	if len(b)-4 != 1024 {
+		t.Fatalf("frame of %d bytes, want 1024", len(b)-4)
+	}
+	if _, err := c.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if cid, _ := readResponse(t, c); cid != 77 {
+		t.Fatalf("correlation id %d", cid)
+	}
+	if h.handled.Load() != before+1 {
+		t.Fatalf("handled %d requests, want %d", h.handled.Load(), before+1)
+	}
+}
+
+func TestTruncatedFrameThenEOF(t *testing.T) {
+	s, h := startServer(t, 1<<20)
+	c := dial(t, s)
+	if _, err := c.Write([]byte{0, 0, 0, 100, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}); err != nil {
+		t.Fatal(err)
+	}
+	c.CloseWrite()
+	expectClosed(t, c)
+	if n := h.handled.Load(); n != 0 {
+		t.Fatalf("handler called %d times for a truncated frame", n)
+	}
+}
+
+func TestCloseEndsBlockedHandlersAndSlowReaders(t *testing.T) {
+	s, _ := startServer(t, 1<<20)
+	// One connection parked in a handler that waits for its context.
+	blocked := dial(t, s)
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.Version = 12
+	if _, err := blocked.Write(frame(fetch, 1)); err != nil {
+		t.Fatal(err)
+	}
+	// One connection that sends many requests and never reads, so the
+	// server's writer blocks on a full socket and its queue fills.
+	slow := dial(t, s)
+	go func() {
+		big := metadataReq(2000)
+		f := frame(big, 2)
+		for i := 0; i < 2000; i++ {
+			if _, err := slow.Write(f); err != nil {
+				return
+			}
+		}
+	}()
+	time.Sleep(200 * time.Millisecond) // let both reach their blocking points
+	done := make(chan error, 1)
+	go func() { done <- s.Close() }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return: a connection goroutine is stuck")
+	}
+	expectClosed(t, blocked)
+	// Accepting has stopped too.
+	if c, err := net.DialTimeout("tcp", s.Addr().String(), time.Second); err == nil {
+		c.Close()
+		t.Fatal("dial succeeded after Close")
+	}
+}
+
+func TestConnectionsAreIndependent(t *testing.T) {
+	s, _ := startServer(t, 1<<20)
+	good := dial(t, s)
+	bad := dial(t, s)
+	if _, err := bad.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	expectClosed(t, bad)
+	if _, err := good.Write(frame(metadataReq(1), 9)); err != nil {
+		t.Fatal(err)
+	}
+	if cid, _ := readResponse(t, good); cid != 9 {
+		t.Fatalf("correlation id %d", cid)
+	}
+}
