@@ -130,3 +130,74 @@ func TestRestartKeepsRecordsAndOffsets(t *testing.T) {
 		t.Fatalf("end offset %d, want 100", o.Offset)
 	}
 }
+
+// TestBrokerConfigsAndAutoCreate: DescribeConfigs reports the broker's
+// values with Kafka's sources, and auto-created topics take num.partitions.
+func TestBrokerConfigsAndAutoCreate(t *testing.T) {
+	dir := t.TempDir()
+	cfg, _, err := config.Load("", []string{
+		"log.dirs=" + dir,
+		"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"num.partitions=4",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, cfg)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr("PLAINTEXT")), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+
+	rcs, err := adm.DescribeBrokerConfigs(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On("1", nil)
+	if err != nil || rc.Err != nil {
+		t.Fatalf("describe broker 1: %v %v", err, rc.Err)
+	}
+	want := map[string]struct {
+		value  string
+		source string
+	}{
+		"num.partitions":    {"4", "STATIC_BROKER_CONFIG"},
+		"log.segment.bytes": {"1073741824", "DEFAULT_CONFIG"},
+		"message.max.bytes": {"1048588", "DEFAULT_CONFIG"},
+	}
+	found := 0
+	for _, c := range rc.Configs {
+		w, ok := want[c.Key]
+		if !ok {
+			continue
+		}
+		found++
+		if c.MaybeValue() != w.value || c.Source.String() != w.source {
+			t.Errorf("%s = %q (%s), want %q (%s)", c.Key, c.MaybeValue(), c.Source, w.value, w.source)
+		}
+	}
+	if found != len(want) {
+		t.Fatalf("found %d of %d broker configs", found, len(want))
+	}
+	if _, err := adm.DescribeBrokerConfigs(ctx, 7); err == nil {
+		t.Error("describing broker 7 on node 1 succeeded, want an error")
+	}
+
+	// Producing to an unknown topic with auto-creation allowed creates it
+	// with num.partitions.
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "auto", Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	td, err := adm.ListTopics(ctx, "auto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(td["auto"].Partitions); n != 4 {
+		t.Fatalf("auto-created topic has %d partitions, want 4", n)
+	}
+}
