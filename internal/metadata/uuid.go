@@ -29,8 +29,10 @@ func ParseUuid(s string) (Uuid, error) {
 	return u, nil
 }
 
-// RandomUuid reads a version-4 uuid from r. Like Kafka it never returns the
-// zero id, nor one whose string starts with '-' (awkward on command lines).
+// RandomUuid reads a version-4 uuid from r. Like Kafka's Uuid.randomUuid and
+// DirectoryId.random it never returns a reserved id (all zero but a last
+// byte below 100), nor one whose string starts with '-' (it would look like
+// a command-line flag).
 func RandomUuid(r io.Reader) (Uuid, error) {
 	for {
 		var u Uuid
@@ -39,7 +41,7 @@ func RandomUuid(r io.Reader) (Uuid, error) {
 		}
 		u[6] = u[6]&0x0f | 0x40
 		u[8] = u[8]&0x3f | 0x80
-		if !u.IsZero() && u.String()[0] != '-' {
+		if !u.reserved() && u.String()[0] != '-' {
 			return u, nil
 		}
 	}
@@ -56,4 +58,14 @@ func (u *Uuid) UnmarshalText(b []byte) error {
 	}
 	*u = v
 	return nil
+}
+
+// reserved reports whether u is one of the ids Kafka keeps for itself.
+func (u Uuid) reserved() bool {
+	for _, b := range u[:15] {
+		if b != 0 {
+			return false
+		}
+	}
+	return u[15] < 100
 }

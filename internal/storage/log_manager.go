@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/samsa-io/samsa/internal/metadata"
 )
 
 // DefaultCheckpointInterval is Kafka's log.flush.offset.checkpoint.interval.ms.
@@ -226,7 +228,7 @@ func (m *LogManager) Logs() []*Log {
 // (the topic was deleted and recreated while this broker missed it).
 // Zero fields of cfg take the manager's defaults.
 func (m *LogManager) GetOrCreate(topic string, partition int32, topicID [16]byte, cfg LogConfig) (*Log, error) {
-	if err := ValidateTopicName(topic); err != nil {
+	if err := metadata.ValidateTopicName(topic); err != nil {
 		return nil, err
 	}
 	if partition < 0 {
@@ -305,24 +307,6 @@ func mergeConfig(cfg, def LogConfig) LogConfig {
 		cfg.Now = def.Now
 	}
 	return cfg
-}
-
-// ValidateTopicName applies Kafka's rules (Topic.validate): 1..249
-// characters from [a-zA-Z0-9._-], not "." or "..". They also keep a
-// topic name from escaping its log directory.
-func ValidateTopicName(topic string) error {
-	if topic == "" || topic == "." || topic == ".." {
-		return fmt.Errorf("invalid topic name %q", topic)
-	}
-	if len(topic) > 249 {
-		return fmt.Errorf("invalid topic name %q: longer than 249 characters", topic)
-	}
-	for _, c := range topic {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("invalid topic name %q: only ASCII letters, digits, '.', '_' and '-' are allowed", topic)
-		}
-	}
-	return nil
 }
 
 // Delete removes a partition's log: it is renamed to

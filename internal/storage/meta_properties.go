@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/samsa-io/samsa/internal/metadata"
 )
 
 // MetaPropertiesFile identifies a formatted log directory: which cluster and
@@ -133,22 +135,13 @@ func FormatDirs(dirs []string, clusterID string, nodeID int32) error {
 	return nil
 }
 
-// RandomUUID returns a random id as Kafka's Uuid.randomUuid and
-// DirectoryId.random make them: never one of the reserved ids (all zero
-// but the last byte < 100) and never one whose string starts with '-',
-// which would look like a command-line flag.
+// RandomUUID returns a random id as Kafka makes them (metadata.RandomUuid).
 func RandomUUID() [16]byte {
-	for {
-		var id [16]byte
-		rand.Read(id[:])
-		reserved := id[15] < 100
-		for _, b := range id[:15] {
-			reserved = reserved && b == 0
-		}
-		if !reserved && UUIDString(id)[0] != '-' {
-			return id
-		}
+	id, err := metadata.RandomUuid(rand.Reader)
+	if err != nil {
+		panic(err) // crypto/rand does not fail on Linux
 	}
+	return id
 }
 
 // NewClusterID returns a fresh cluster id string (kafka-storage random-uuid).

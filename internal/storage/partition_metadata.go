@@ -1,11 +1,12 @@
 package storage
 
 import (
-	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/samsa-io/samsa/internal/metadata"
 )
 
 // partitionMetadataFile holds a partition's topic id, so a broker can tell
@@ -44,17 +45,8 @@ func readPartitionMetadata(dir string) ([16]byte, error) {
 	return id, nil
 }
 
-// UUIDString formats a 16-byte id as Kafka's Uuid.toString does: base64url
-// without padding (22 characters).
-func UUIDString(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+// UUIDString formats a 16-byte id as Kafka's Uuid.toString does.
+func UUIDString(id [16]byte) string { return metadata.Uuid(id).String() }
 
 // ParseUUID is the inverse of UUIDString.
-func ParseUUID(s string) ([16]byte, error) {
-	var id [16]byte
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) != 16 {
-		return id, fmt.Errorf("invalid uuid %q: want 22 base64url characters", s)
-	}
-	copy(id[:], b)
-	return id, nil
-}
+func ParseUUID(s string) ([16]byte, error) { return metadata.ParseUuid(s) }
