@@ -9,6 +9,7 @@ package broker
 //   - Each partition's records must be exactly one v2 batch (Kafka's rule
 //     since v3); more than one is INVALID_RECORD. The batch stays bytes: it
 //     is validated, offsets are assigned in place, and it is appended as is.
+//   - Clients may not write to internal topics (INVALID_TOPIC_EXCEPTION).
 //   - zstd batches need produce v7+ (UNSUPPORTED_COMPRESSION_TYPE before).
 //   - acks must be -1, 0 or 1 (INVALID_REQUIRED_ACKS). With one replica
 //     acks=all is satisfied by the local append.
@@ -52,6 +53,8 @@ func handleProduce(_ context.Context, b *Broker, _ *network.Conn, kreq kmsg.Requ
 				err = kerr.InvalidRequiredAcks
 			case !topicKnown:
 				err = kerr.UnknownTopicOrPartition
+			case isInternalTopic(rt.Topic):
+				err = fmt.Errorf("%w: cannot append to internal topic %s", kerr.InvalidTopicException, rt.Topic)
 			default:
 				err = b.produceTo(rt.Topic, rp.Records, &sp, req.Version)
 			}

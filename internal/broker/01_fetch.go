@@ -88,6 +88,10 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, []
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			// Records are nullable on the wire, but Kafka always sends a
+			// (possibly empty) record set, and librdkafka rejects a null
+			// one ("invalid MessageSetSize -1").
+			sp.RecordBatches = []byte{}
 			if !known {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				if req.Version >= 13 {
@@ -139,7 +143,9 @@ func (b *Broker) fetchPartition(p *replica.Partition, rp kmsg.FetchRequestTopicP
 		sp.ErrorCode = b.errCode(err, "fetch")
 		return 0
 	}
-	sp.RecordBatches = data
+	if len(data) > 0 {
+		sp.RecordBatches = data
+	}
 	return len(data)
 }
 

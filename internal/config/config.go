@@ -102,6 +102,10 @@ type Config struct {
 	GroupInitialRebalanceDelayMs                int64
 	GroupMinSessionTimeoutMs                    int64
 	GroupMaxSessionTimeoutMs                    int64
+	GroupMaxSize                                int32
+	OffsetsRetentionCheckIntervalMs             int64
+	OffsetMetadataMaxBytes                      int32
+	OffsetsTopicSegmentBytes                    int32
 	ShareCoordinatorStateTopicReplicationFactor int16
 	ShareCoordinatorStateTopicMinISR            int16
 
@@ -384,6 +388,10 @@ func (c *Config) fill() error {
 	c.GroupInitialRebalanceDelayMs = int64(c.i32("group.initial.rebalance.delay.ms"))
 	c.GroupMinSessionTimeoutMs = int64(c.i32("group.min.session.timeout.ms"))
 	c.GroupMaxSessionTimeoutMs = int64(c.i32("group.max.session.timeout.ms"))
+	c.GroupMaxSize = c.i32("group.max.size")
+	c.OffsetsRetentionCheckIntervalMs = c.i64("offsets.retention.check.interval.ms")
+	c.OffsetMetadataMaxBytes = c.i32("offset.metadata.max.bytes")
+	c.OffsetsTopicSegmentBytes = c.i32("offsets.topic.segment.bytes")
 	c.ShareCoordinatorStateTopicReplicationFactor = c.i16("share.coordinator.state.topic.replication.factor")
 	c.ShareCoordinatorStateTopicMinISR = c.i16("share.coordinator.state.topic.min.isr")
 

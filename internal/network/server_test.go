@@ -21,8 +21,8 @@ import (
 // fakeHandler answers ApiVersions with an empty table, Metadata with a
 // response naming the requested topic count in its throttle field (so a
 // test can tell answers apart), and Produce with nothing (acks=0). A
-// Produce with acks=2 is an error. blockFetch makes Fetch wait for the
-// context, to test that Close ends in-flight handlers.
+// Produce with acks=2 is an error. Fetch waits for the context, to test
+// that Close ends in-flight handlers.
 type fakeHandler struct {
 	handled atomic.Int32
 }
@@ -207,6 +207,8 @@ func TestHandlerErrorClosesAfterEarlierResponses(t *testing.T) {
 
 func TestFrameLimits(t *testing.T) {
 	s, h := startServer(t, 1024)
+	oldProduce := produceReq(1)
+	oldProduce.Version = 2 // the table serves Produce from v3
 	for _, tc := range []struct {
 		name string
 		data []byte
@@ -215,34 +217,31 @@ func TestFrameLimits(t *testing.T) {
 		{"2 GiB", []byte{0x7f, 0xff, 0xff, 0xff}},
 		{"negative", []byte{0xff, 0xff, 0xff, 0xfe}},
 		{"malformed header", []byte{0, 0, 0, 3, 0, 18, 0}},
-		{"unserved version", frame(produceReq(1), 1)[:4+8+2+4]}, // Produce v9 served; v0 below:
+		{"unserved version", frame(oldProduce, 1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := dial(t, s)
-			data := tc.data
-			if tc.name == "unserved version" {
-				r := produceReq(1)
-				r.Version = 2 // the table serves Produce from v3
-				data = frame(r, 1)
-			}
-			if _, err := c.Write(data); err != nil {
+			if _, err := c.Write(tc.data); err != nil {
 				t.Fatal(err)
 			}
 			expectClosed(t, c)
 		})
 	}
-	// A frame of exactly the limit is read and handled.
-	c := dial(t, s)
-	before := h.handled.Load()
+	if n := h.handled.Load(); n != 1 {
+		// Only the unserved version reaches the handler (to be refused
+		// there, as the broker does); the others never get that far.
+		t.Fatalf("handler called %d times, want 1", n)
+	}
+
+	// A frame of exactly the limit is read and handled: the client id pads
+	// a Metadata v12 request to 1024 bytes.
 	req := metadataReq(0)
-	f := frame(req, 77)
-	pad := 1024 - (len(f) - 4)
-	// Pad with a client id long enough to reach exactly 1024 bytes.
+	const fixed = 2 + 2 + 4 + 2 + 1 // key, version, correlation id, client id length, header tags
+	id := string(make([]byte, 1024-fixed-len(req.AppendTo(nil))))
 	b := []byte{0, 0, 0, 0}
 	b = kbin.AppendInt16(b, req.Key())
 	b = kbin.AppendInt16(b, req.GetVersion())
 	b = kbin.AppendInt32(b, 77)
-	id := string(make([]byte, 4+pad))
 	b = kbin.AppendNullableString(b, &id)
 	b = append(b, 0)
 	b = req.AppendTo(b)
@@ -250,14 +249,12 @@ func TestFrameLimits(t *testing.T) {
 	if len(b)-4 != 1024 {
 		t.Fatalf("frame of %d bytes, want 1024", len(b)-4)
 	}
+	c := dial(t, s)
 	if _, err := c.Write(b); err != nil {
 		t.Fatal(err)
 	}
 	if cid, _ := readResponse(t, c); cid != 77 {
-		t.Fatalf("correlation id %d", cid)
-	}
-	if h.handled.Load() != before+1 {
-		t.Fatalf("handled %d requests, want %d", h.handled.Load(), before+1)
+		t.Fatalf("correlation id %d, want 77", cid)
 	}
 }
 
