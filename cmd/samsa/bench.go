@@ -47,6 +47,7 @@ type benchOpts struct {
 	keep        bool
 	noConsume   bool
 	jsonOut     bool
+	tsvOut      bool
 }
 
 // benchSettings echoes what was measured, so a result never travels without
@@ -108,6 +109,7 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.keep, "keep", false, "keep the topic afterwards")
 	fs.BoolVar(&o.noConsume, "no-consume", false, "skip the consume phase")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the result as one JSON object")
+	fs.BoolVar(&o.tsvOut, "tsv", false, "print one tab-separated line for scripts: "+benchTSVHeader)
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -126,11 +128,14 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
-	if o.jsonOut {
+	switch {
+	case o.tsvOut:
+		res.printTSV(stdout)
+	case o.jsonOut:
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.Encode(res)
-	} else {
+	default:
 		res.print(stdout)
 	}
 	if res.Produce.Errors > 0 || (res.Consume != nil && res.Consume.Records != res.Produce.Records) {
@@ -454,4 +459,18 @@ func (r *benchResult) print(w io.Writer) {
 		phaseRow("consume", *r.Consume)
 	}
 	tw.Flush()
+}
+
+// benchTSVHeader names the columns of --tsv, which bench/run.sh reads
+// without needing a JSON tool.
+const benchTSVHeader = "produced errors produce_MB/s produce_records/s p50_ms p99_ms p99.9_ms max_ms consumed consume_MB/s"
+
+func (r *benchResult) printTSV(w io.Writer) {
+	p, l := r.Produce, r.Produce.Latency
+	c := benchPhase{}
+	if r.Consume != nil {
+		c = *r.Consume
+	}
+	fmt.Fprintf(w, "%d\t%d\t%.1f\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t%.1f\n",
+		p.Records, p.Errors, p.MBPerSec, p.RecsPerSec, l.P50, l.P99, l.P999, l.Max, c.Records, c.MBPerSec)
 }

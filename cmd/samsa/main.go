@@ -22,6 +22,7 @@ func commands() []command {
 		{"topic", "create, list, describe and delete topics", runTopic},
 		{"produce", "produce lines from stdin to a topic", runProduce},
 		{"consume", "print records of a topic", runConsume},
+		{"group", "list, describe, delete consumer groups and reset their offsets", runGroup},
 		{"bench", "measure produce and consume throughput and latency", runBench},
 	}
 }

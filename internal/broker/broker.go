@@ -35,8 +35,10 @@ type Config struct {
 	// Image returns the latest published metadata image.
 	Image    func() *metadata.Image
 	Replicas *replica.Manager
-	Logger   *slog.Logger
-	Now      func() time.Time
+	// Groups coordinates consumer groups; nil serves none.
+	Groups GroupCoordinator
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Broker dispatches requests to the handler of their API key.
@@ -46,6 +48,8 @@ type Broker struct {
 	handlers    map[kmsg.Key]handler
 	producerIDs producerIDBlock
 	epoch       atomic.Int64 // broker epoch from registration
+	// offsetsLoaded is owned by the metadata publisher.
+	offsetsLoaded offsetsLoader
 }
 
 // handler answers one API. It returns the response with its version set
@@ -85,6 +89,17 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.DescribeConfigs:  {1, 4, handleDescribeConfigs},
 		kmsg.CreatePartitions: {0, 3, handleCreatePartitions},
 		kmsg.DescribeCluster:  {0, 2, handleDescribeCluster},
+		kmsg.OffsetCommit:     {0, 9, handleOffsetCommit},
+		kmsg.OffsetFetch:      {0, 9, handleOffsetFetch},
+		kmsg.FindCoordinator:  {0, 6, handleFindCoordinator},
+		kmsg.JoinGroup:        {0, 9, handleJoinGroup},
+		kmsg.Heartbeat:        {0, 4, handleHeartbeat},
+		kmsg.LeaveGroup:       {0, 5, handleLeaveGroup},
+		kmsg.SyncGroup:        {0, 5, handleSyncGroup},
+		kmsg.DescribeGroups:   {0, 5, handleDescribeGroups},
+		kmsg.ListGroups:       {0, 5, handleListGroups},
+		kmsg.DeleteGroups:     {0, 2, handleDeleteGroups},
+		kmsg.OffsetDelete:     {0, 0, handleOffsetDelete},
 	}
 }
 

@@ -39,6 +39,7 @@ func (b *Broker) Publish(d *metadata.Delta, img *metadata.Image) {
 			}
 		}
 	}
+	b.publishOffsetsTopic(img)
 }
 
 // changedTopics lists the topics of img whose partitions or configs the

@@ -154,7 +154,7 @@ func (c *Conn) read() {
 		if resp == nil {
 			continue
 		}
-		c.out <- wire.AppendResponse(nil, req.Header.CorrelationID, resp)
+		c.out <- wire.AppendResponse(make([]byte, 0, wire.SizeHint(resp)), req.Header.CorrelationID, resp)
 	}
 }
 

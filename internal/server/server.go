@@ -17,6 +17,7 @@ import (
 	"github.com/samsa-io/samsa/internal/broker"
 	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/controller"
+	"github.com/samsa-io/samsa/internal/coordinator/group"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/raft"
@@ -35,6 +36,7 @@ type Server struct {
 	ctrl      *controller.Controller
 	replicas  *replica.Manager
 	broker    *broker.Broker
+	groups    *group.Coordinator
 	listeners []*network.Server
 	clusterID string
 }
@@ -97,12 +99,14 @@ func Start(cfg *config.Config, logger *slog.Logger) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	s.groups = group.New(groupConfig(cfg, s.loader, logger))
 	s.broker = broker.New(broker.Config{
 		NodeID:     cfg.NodeID,
 		Static:     cfg,
 		Controller: s.ctrl,
 		Image:      s.loader.Image,
 		Replicas:   s.replicas,
+		Groups:     s.groups,
 		Logger:     logger,
 	})
 	// The broker's publisher opens and deletes logs as metadata changes;
@@ -250,6 +254,9 @@ func (s *Server) Close() error {
 	for _, l := range s.listeners {
 		errs = append(errs, l.Close())
 	}
+	if s.groups != nil {
+		s.groups.Close()
+	}
 	if s.raft != nil {
 		errs = append(errs, s.raft.Close())
 	}
@@ -289,4 +296,43 @@ func checkSupported(cfg *config.Config) error {
 		}
 	}
 	return nil
+}
+
+// groupConfig maps the broker's group.* and offsets.* keys onto the group
+// coordinator.
+func groupConfig(cfg *config.Config, loader *metadata.Loader, logger *slog.Logger) group.Config {
+	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+	delay := ms(cfg.GroupInitialRebalanceDelayMs)
+	if delay == 0 {
+		delay = -1 // the coordinator reads 0 as "default"; the key says none
+	}
+	return group.Config{
+		NumPartitions:          cfg.OffsetsTopicNumPartitions,
+		MinSessionTimeout:      ms(cfg.GroupMinSessionTimeoutMs),
+		MaxSessionTimeout:      ms(cfg.GroupMaxSessionTimeoutMs),
+		InitialRebalanceDelay:  delay,
+		MaxGroupSize:           int(cfg.GroupMaxSize),
+		OffsetsRetention:       time.Duration(cfg.OffsetsRetentionMinutes) * time.Minute,
+		RetentionCheckInterval: ms(cfg.OffsetsRetentionCheckIntervalMs),
+		OffsetMetadataMaxBytes: int(cfg.OffsetMetadataMaxBytes),
+		Logger:                 logger,
+		PartitionExists: func(topic string, partition int32) bool {
+			t, ok := loader.Image().Topic(topic)
+			return ok && partition >= 0 && int(partition) < len(t.Partitions)
+		},
+		TopicName: func(id [16]byte) (string, bool) {
+			t, ok := loader.Image().TopicByID(metadata.Uuid(id))
+			if !ok {
+				return "", false
+			}
+			return t.Name, true
+		},
+		TopicID: func(name string) ([16]byte, bool) {
+			t, ok := loader.Image().Topic(name)
+			if !ok {
+				return [16]byte{}, false
+			}
+			return t.ID, true
+		},
+	}
 }

@@ -67,6 +67,22 @@ func skipTags(r *kbin.Reader) {
 	}
 }
 
+// SizeHint estimates the encoded size of resp, so the frame buffer can be
+// allocated once: a fetch response of several MiB would otherwise be copied
+// again at every doubling of the buffer.
+func SizeHint(resp kmsg.Response) int {
+	n := 256
+	if f, ok := resp.(*kmsg.FetchResponse); ok {
+		for _, t := range f.Topics {
+			n += len(t.Topic) + 32
+			for _, p := range t.Partitions {
+				n += len(p.RecordBatches) + 64 + 16*len(p.AbortedTransactions)
+			}
+		}
+	}
+	return n
+}
+
 // AppendResponse appends a whole response frame (size, header, body) for
 // the request with the given key and correlation id to dst.
 func AppendResponse(dst []byte, correlationID int32, resp kmsg.Response) []byte {

@@ -184,3 +184,26 @@ func FuzzReadFrame(f *testing.F) {
 		}
 	})
 }
+
+// TestSizeHintCoversFetch: a fetch response's frame fits in the hinted
+// buffer, so encoding it never reallocates.
+func TestSizeHintCoversFetch(t *testing.T) {
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = 16
+	for i := 0; i < 6; i++ {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = "bench"
+		for p := int32(0); p < 3; p++ {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = p
+			rp.RecordBatches = make([]byte, 100_000)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	buf := make([]byte, 0, SizeHint(resp))
+	frame := AppendResponse(buf, 1, resp)
+	if &frame[0] != &buf[:1][0] {
+		t.Fatalf("frame of %d bytes outgrew the hint of %d", len(frame), cap(buf))
+	}
+}

@@ -1,0 +1,82 @@
+package broker
+
+// FindCoordinator, versions 0-6.
+//
+// Behavior:
+//   - Group keys (type 0): the coordinator is the leader of the partition
+//     of __consumer_offsets the group id hashes to. The topic is created on
+//     the first request, as Kafka does, with offsets.topic.num.partitions
+//     and offsets.topic.replication.factor.
+//   - Transaction keys (type 1) answer COORDINATOR_NOT_AVAILABLE until the
+//     transaction coordinator exists; share keys (type 2) INVALID_REQUEST.
+//   - v4+ batches keys; earlier versions carry one key.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/network"
+)
+
+func handleFindCoordinator(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	resp.Version = req.Version
+	keys := req.CoordinatorKeys
+	if req.Version < 4 {
+		keys = []string{req.CoordinatorKey}
+	}
+	for _, key := range keys {
+		co := b.findCoordinator(ctx, c, req.CoordinatorType, key)
+		if req.Version < 4 {
+			resp.ErrorCode, resp.ErrorMessage = co.ErrorCode, co.ErrorMessage
+			resp.NodeID, resp.Host, resp.Port = co.NodeID, co.Host, co.Port
+			return resp, nil
+		}
+		resp.Coordinators = append(resp.Coordinators, co)
+	}
+	return resp, nil
+}
+
+func (b *Broker) findCoordinator(ctx context.Context, c *network.Conn, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+	co := kmsg.NewFindCoordinatorResponseCoordinator()
+	co.Key = key
+	co.NodeID, co.Port = -1, -1
+	fail := func(err *kerr.Error, msg string) kmsg.FindCoordinatorResponseCoordinator {
+		co.ErrorCode = err.Code
+		if msg != "" {
+			co.ErrorMessage = &msg
+		}
+		return co
+	}
+	switch {
+	case keyType == 1:
+		return fail(kerr.CoordinatorNotAvailable, "transactions are not supported yet")
+	case keyType != 0:
+		return fail(kerr.InvalidRequest, "unknown coordinator key type")
+	case key == "":
+		return fail(kerr.InvalidGroupID, "")
+	case b.cfg.Groups == nil:
+		return fail(kerr.CoordinatorNotAvailable, "")
+	}
+	t, err := b.ensureOffsetsTopic(ctx)
+	if err != nil {
+		return fail(kerr.CoordinatorNotAvailable, err.Error())
+	}
+	p := b.cfg.Groups.PartitionFor(key)
+	if int(p) >= len(t.Partitions) || t.Partitions[p].Leader < 0 {
+		return fail(kerr.CoordinatorNotAvailable, "")
+	}
+	leader, ok := b.cfg.Image().Broker(t.Partitions[p].Leader)
+	if !ok {
+		return fail(kerr.CoordinatorNotAvailable, "")
+	}
+	ep, ok := endpointFor(leader, c.Listener())
+	if !ok {
+		return fail(kerr.CoordinatorNotAvailable, "the coordinator has no endpoint on listener "+c.Listener())
+	}
+	co.NodeID, co.Host, co.Port = leader.ID, ep.Host, int32(ep.Port)
+	return co
+}

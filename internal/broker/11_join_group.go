@@ -1,0 +1,22 @@
+package broker
+
+// JoinGroup, versions 0-9.
+//
+// Behavior: The response is delayed until the group's rebalance completes (or
+// the rebalance timeout passes), as in Kafka. From v4 a first join without a
+// member id gets MEMBER_ID_REQUIRED and an id to rejoin with.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/network"
+)
+
+func handleJoinGroup(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.JoinGroupRequest)
+	resp := b.cfg.Groups.JoinGroup(ctx, req)
+	resp.Version = req.Version
+	return resp, nil
+}

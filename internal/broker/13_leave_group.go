@@ -1,0 +1,21 @@
+package broker
+
+// LeaveGroup, versions 0-5.
+//
+// Behavior: Removes members (batched from v3, by member id or group instance
+// id) and starts a rebalance for the rest.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/network"
+)
+
+func handleLeaveGroup(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.LeaveGroupRequest)
+	resp := b.cfg.Groups.LeaveGroup(ctx, req)
+	resp.Version = req.Version
+	return resp, nil
+}

@@ -1,0 +1,189 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/coordinator/group"
+	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/record"
+	"github.com/samsa-io/samsa/internal/replica"
+)
+
+// offsetsTopic is the internal topic holding consumer groups and offsets.
+const offsetsTopic = "__consumer_offsets"
+
+// GroupCoordinator serves consumer groups; the broker routes group APIs to
+// it and tells it which partitions of __consumer_offsets this node leads.
+type GroupCoordinator interface {
+	PartitionFor(groupID string) int32
+	Load(partition int32, log group.PartitionLog)
+	Unload(partition int32)
+
+	JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse
+	SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse
+	Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse
+	LeaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse
+	OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse
+	OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse
+	DescribeGroups(ctx context.Context, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse
+	ListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse
+	DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse
+	OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse
+}
+
+// ensureOffsetsTopic creates __consumer_offsets on first use, as Kafka does
+// when the first FindCoordinator for a group arrives.
+func (b *Broker) ensureOffsetsTopic(ctx context.Context) (*metadata.TopicImage, error) {
+	if t, ok := b.cfg.Image().Topic(offsetsTopic); ok {
+		return t, nil
+	}
+	st := b.cfg.Static
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version = 7
+	req.TimeoutMillis = 30000
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic = offsetsTopic
+	ct.NumPartitions = st.OffsetsTopicNumPartitions
+	ct.ReplicationFactor = st.OffsetsTopicReplicationFactor
+	for k, v := range map[string]string{
+		"cleanup.policy":   "compact",
+		"compression.type": "producer",
+		"segment.bytes":    strconv.Itoa(int(st.OffsetsTopicSegmentBytes)),
+	} {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, kmsg.StringPtr(v)
+		ct.Configs = append(ct.Configs, c)
+	}
+	req.Topics = append(req.Topics, ct)
+	resp := b.cfg.Controller.CreateTopics(ctx, req)
+	if len(resp.Topics) == 1 {
+		if code := resp.Topics[0].ErrorCode; code != 0 && code != kerr.TopicAlreadyExists.Code {
+			msg := ""
+			if resp.Topics[0].ErrorMessage != nil {
+				msg = *resp.Topics[0].ErrorMessage
+			}
+			b.cfg.Logger.Error("cannot create "+offsetsTopic, "err", kerr.ErrorForCode(code), "message", msg)
+			return nil, kerr.ErrorForCode(code)
+		}
+	}
+	t, ok := b.cfg.Image().Topic(offsetsTopic)
+	if !ok {
+		return nil, errors.New(offsetsTopic + " missing after creation")
+	}
+	return t, nil
+}
+
+// offsetsLoader tracks which partitions of __consumer_offsets this node
+// has handed to the group coordinator. Only the metadata publisher uses
+// it, from the apply path, so the lock just documents that ownership.
+type offsetsLoader struct {
+	mu     sync.Mutex
+	loaded map[int32]bool
+}
+
+// publishOffsetsTopic loads partitions of __consumer_offsets this node
+// leads into the group coordinator and unloads the rest.
+func (b *Broker) publishOffsetsTopic(img *metadata.Image) {
+	if b.cfg.Groups == nil {
+		return
+	}
+	l := &b.offsetsLoaded
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.loaded == nil {
+		l.loaded = make(map[int32]bool)
+	}
+	lead := make(map[int32]bool)
+	if t, ok := img.Topic(offsetsTopic); ok {
+		for _, p := range t.Partitions {
+			if p.Leader == b.cfg.NodeID {
+				lead[p.Partition] = true
+			}
+		}
+	}
+	for p := range lead {
+		if l.loaded[p] {
+			continue
+		}
+		part, ok := b.cfg.Replicas.Partition(offsetsTopic, p)
+		if !ok {
+			continue // its log failed to open; logged by Publish
+		}
+		l.loaded[p] = true
+		b.cfg.Groups.Load(p, &partitionLog{p: part, now: b.cfg.Now})
+	}
+	for p := range l.loaded {
+		if !lead[p] {
+			delete(l.loaded, p)
+			b.cfg.Groups.Unload(p)
+		}
+	}
+}
+
+// partitionLog lets a coordinator write to and replay one partition of an
+// internal topic.
+type partitionLog struct {
+	p   *replica.Partition
+	now func() time.Time
+}
+
+// Append writes kvs as one uncompressed batch. With one replica the append
+// is committed when it returns.
+func (l *partitionLog) Append(_ context.Context, kvs []group.KV) error {
+	ts := l.now().UnixMilli()
+	recs := make([]record.Record, len(kvs))
+	for i, kv := range kvs {
+		recs[i] = record.Record{Timestamp: ts, Key: kv.Key, Value: kv.Value}
+	}
+	_, err := l.p.Append(record.Build(record.BuildOptions{PartitionLeaderEpoch: -1}, recs))
+	return err
+}
+
+// Replay reads the partition from its start to its current end and hands
+// every data record to fn; control batches are skipped.
+func (l *partitionLog) Replay(fn func(group.KV) error) error {
+	off := l.p.Offsets().LogStartOffset
+	for {
+		data, snap, err := l.p.Read(off, 1<<20, true)
+		if err != nil {
+			return err
+		}
+		if len(data) == 0 {
+			if off < snap.HighWatermark {
+				return errors.New("replay stalled below the high watermark")
+			}
+			return nil
+		}
+		for len(data) > 0 {
+			batch, rest, err := record.NextBatch(data)
+			if err != nil {
+				return err
+			}
+			data = rest
+			h, err := record.ParseHeader(batch)
+			if err != nil {
+				return err
+			}
+			off = h.NextOffset()
+			if h.Control() {
+				continue
+			}
+			recs, err := record.Records(batch)
+			if err != nil {
+				return err
+			}
+			for _, r := range recs {
+				if err := fn(group.KV{Key: r.Key, Value: r.Value}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,123 @@
+package group
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+)
+
+// Config configures a Coordinator. Zero fields take Kafka's defaults
+// (see withDefaults); the Kafka property each field mirrors is named beside it.
+type Config struct {
+	// NumPartitions is offsets.topic.num.partitions (50). It must match the
+	// partition count of __consumer_offsets, or groups land on the wrong broker.
+	NumPartitions int32
+	// MinSessionTimeout and MaxSessionTimeout bound a member's session timeout:
+	// group.min.session.timeout.ms (6 s) and group.max.session.timeout.ms (30 min).
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// InitialRebalanceDelay is group.initial.rebalance.delay.ms (3 s): how long
+	// the first rebalance of an empty group waits for more members. Set it
+	// negative for no delay (0 means the default).
+	InitialRebalanceDelay time.Duration
+	// MaxGroupSize is group.max.size (MaxInt32).
+	MaxGroupSize int
+	// OffsetsRetention is offsets.retention.minutes (7 days).
+	OffsetsRetention time.Duration
+	// RetentionCheckInterval is offsets.retention.check.interval.ms (10 min).
+	RetentionCheckInterval time.Duration
+	// OffsetMetadataMaxBytes is offset.metadata.max.bytes (4096).
+	OffsetMetadataMaxBytes int
+	// PartitionExists reports whether a topic partition exists; commits to
+	// partitions it rejects get UNKNOWN_TOPIC_OR_PARTITION. Nil accepts all.
+	PartitionExists func(topic string, partition int32) bool
+	// TopicName and TopicID translate topic IDs for OffsetCommit and
+	// OffsetFetch v10+. Nil means such requests get UNKNOWN_TOPIC_ID.
+	TopicName func(id [16]byte) (string, bool)
+	TopicID   func(name string) ([16]byte, bool)
+	// Now is the clock for record timestamps and offset expiry (time.Now).
+	// Timers use the runtime clock, so tests use testing/synctest.
+	Now func() time.Time
+	// Logger receives state changes worth an operator's attention.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.NumPartitions == 0 {
+		c.NumPartitions = 50
+	}
+	if c.MinSessionTimeout == 0 {
+		c.MinSessionTimeout = 6 * time.Second
+	}
+	if c.MaxSessionTimeout == 0 {
+		c.MaxSessionTimeout = 30 * time.Minute
+	}
+	if c.InitialRebalanceDelay == 0 {
+		c.InitialRebalanceDelay = 3 * time.Second
+	} else if c.InitialRebalanceDelay < 0 {
+		c.InitialRebalanceDelay = 0
+	}
+	if c.MaxGroupSize == 0 {
+		c.MaxGroupSize = math.MaxInt32
+	}
+	if c.OffsetsRetention == 0 {
+		c.OffsetsRetention = 7 * 24 * time.Hour
+	}
+	if c.RetentionCheckInterval == 0 {
+		c.RetentionCheckInterval = 10 * time.Minute
+	}
+	if c.OffsetMetadataMaxBytes == 0 {
+		c.OffsetMetadataMaxBytes = 4096
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports the first invalid field, naming Kafka's property.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.NumPartitions < 1:
+		return fmt.Errorf("invalid value %d for offsets.topic.num.partitions: want at least 1", c.NumPartitions)
+	case c.MinSessionTimeout < 0 || c.MaxSessionTimeout < c.MinSessionTimeout:
+		return fmt.Errorf("invalid group.min.session.timeout.ms %v / group.max.session.timeout.ms %v: want 0 <= min <= max",
+			c.MinSessionTimeout, c.MaxSessionTimeout)
+	case c.MaxGroupSize < 1:
+		return fmt.Errorf("invalid value %d for group.max.size: want at least 1", c.MaxGroupSize)
+	case c.OffsetsRetention < 0:
+		return fmt.Errorf("invalid value %v for offsets.retention.minutes: want at least 1 minute", c.OffsetsRetention)
+	case c.RetentionCheckInterval < 0:
+		return fmt.Errorf("invalid value %v for offsets.retention.check.interval.ms: want a positive duration", c.RetentionCheckInterval)
+	case c.OffsetMetadataMaxBytes < 0:
+		return fmt.Errorf("invalid value %d for offset.metadata.max.bytes: want at least 0", c.OffsetMetadataMaxBytes)
+	}
+	return nil
+}
+
+// javaStringHashCode is Java's String.hashCode: s[0]*31^(n-1) + ... over
+// UTF-16 code units, with int32 overflow. Placement must agree with Kafka's
+// so clients and tools find the same coordinator partition.
+func javaStringHashCode(s string) int32 {
+	var h int32
+	for _, r := range s {
+		if r >= 0x10000 {
+			r -= 0x10000
+			h = 31*h + int32(0xD800+(r>>10))
+			h = 31*h + int32(0xDC00+(r&0x3FF))
+			continue
+		}
+		h = 31*h + int32(r)
+	}
+	return h
+}
+
+// partitionFor is Kafka's Utils.abs(hash) % n; Utils.abs masks the sign bit
+// rather than negating, so MinInt32 maps to 0.
+func partitionFor(groupID string, n int32) int32 {
+	return (javaStringHashCode(groupID) & 0x7fffffff) % n
+}

@@ -1,0 +1,455 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// commitErrorCode maps a failed offset append to Kafka's answer.
+func commitErrorCode(err error) int16 {
+	if errors.Is(err, ErrRecordTooLarge) {
+		return kerr.InvalidCommitOffsetSize.Code
+	}
+	return appendErrorCode(err)
+}
+
+// OffsetCommit serves OffsetCommit v0-v10. A commit with generation -1 and
+// no member id is a simple (standalone) commit, allowed while the group has
+// no members; otherwise the member and generation must be current.
+func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	r := kmsg.NewPtrOffsetCommitResponse()
+	// codes[i][j] answers req.Topics[i].Partitions[j]; 0 until decided.
+	codes := make([][]int16, len(req.Topics))
+	names := make([]string, len(req.Topics))
+	for i, t := range req.Topics {
+		codes[i] = make([]int16, len(t.Partitions))
+		names[i] = t.Topic
+		if req.Version >= 10 {
+			names[i] = ""
+			if c.cfg.TopicName != nil {
+				names[i], _ = c.cfg.TopicName(t.TopicID)
+			}
+		}
+	}
+	setAll := func(code int16) {
+		for i := range codes {
+			for j := range codes[i] {
+				codes[i][j] = code
+			}
+		}
+	}
+	s, code := c.shardFor(req.Group)
+	if code != 0 {
+		setAll(code)
+	} else if !s.write(ctx, func() ([]KV, func(error)) { return s.decideCommitLocked(req, names, codes) }) {
+		setAll(kerr.NotCoordinator.Code)
+	}
+	for i, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for j, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.ErrorCode = codes[i][j]
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		r.Topics = append(r.Topics, rt)
+	}
+	return r
+}
+
+func (s *shard) decideCommitLocked(req *kmsg.OffsetCommitRequest, names []string, codes [][]int16) ([]KV, func(error)) {
+	setAll := func(code int16) ([]KV, func(error)) {
+		for i := range codes {
+			for j := range codes[i] {
+				codes[i][j] = code
+			}
+		}
+		return nil, nil
+	}
+	generation, memberID := req.Generation, req.MemberID
+	if req.Version == 0 {
+		generation, memberID = -1, "" // v0 has neither field
+	}
+	instanceID := ""
+	if req.InstanceID != nil {
+		instanceID = *req.InstanceID
+	}
+	g := s.mu.groups[req.Group]
+	var created bool
+	if g == nil {
+		if generation >= 0 {
+			// Kafka: a generation for a group it does not know is stale.
+			return setAll(kerr.IllegalGeneration.Code)
+		}
+		g, created = newGroup(req.Group, s.c.cfg.Now()), true
+	}
+	if code := g.validateCommit(generation, memberID, instanceID); code != 0 {
+		return setAll(code)
+	}
+
+	now := s.c.cfg.Now()
+	expireMs := int64(-1)
+	if req.Version >= 2 && req.Version <= 4 && req.RetentionTimeMillis >= 0 {
+		expireMs = now.UnixMilli() + req.RetentionTimeMillis
+	}
+	var kvs []KV
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			md := ""
+			if p.Metadata != nil {
+				md = *p.Metadata
+			}
+			switch {
+			case names[i] == "":
+				codes[i][j] = kerr.UnknownTopicID.Code
+			case len(md) > s.c.cfg.OffsetMetadataMaxBytes:
+				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
+			case s.c.cfg.PartitionExists != nil && !s.c.cfg.PartitionExists(names[i], p.Partition):
+				codes[i][j] = kerr.UnknownTopicOrPartition.Code
+			default:
+				e := offsetEntry{offset: p.Offset, leaderEpoch: -1, metadata: md, commitMs: now.UnixMilli(), expireMs: expireMs}
+				if req.Version >= 6 {
+					e.leaderEpoch = p.LeaderEpoch
+				}
+				if req.Version == 1 && p.Timestamp >= 0 {
+					// v1 carried the commit time; expiry is from it.
+					e.commitMs = p.Timestamp
+					e.expireMs = p.Timestamp + s.c.cfg.OffsetsRetention.Milliseconds()
+				}
+				kvs = append(kvs, offsetRecord(req.Group, tp{names[i], p.Partition}, e))
+			}
+		}
+	}
+	if m := g.members[memberID]; m != nil && g.state == stateStable {
+		// A commit from a live member proves it is alive (Kafka counts it as
+		// a heartbeat).
+		s.scheduleSessionLocked(g, m)
+	}
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	return kvs, func(err error) {
+		if err != nil {
+			code := commitErrorCode(err)
+			for i := range codes {
+				for j := range codes[i] {
+					if codes[i][j] == 0 {
+						codes[i][j] = code
+					}
+				}
+			}
+			return
+		}
+		if created && s.mu.groups[req.Group] == nil {
+			s.mu.groups[req.Group] = g
+		}
+		for _, kv := range kvs {
+			_ = s.replayLocked(kv, false) // records we just encoded always parse
+		}
+	}
+}
+
+// validateCommit is Kafka's ClassicGroup.validateOffsetCommit.
+func (g *group) validateCommit(generation int32, memberID, instanceID string) int16 {
+	switch {
+	case g.state == stateDead:
+		return kerr.CoordinatorNotAvailable.Code
+	case generation < 0 && memberID == "" && instanceID == "" && g.state == stateEmpty:
+		return 0 // simple commit
+	}
+	if instanceID != "" {
+		if id, ok := g.static[instanceID]; ok && id != memberID {
+			return kerr.FencedInstanceID.Code
+		}
+	}
+	switch {
+	case g.state == stateCompletingRebalance:
+		return kerr.RebalanceInProgress.Code
+	case g.members[memberID] == nil:
+		return kerr.UnknownMemberID.Code
+	case generation != g.generation:
+		return kerr.IllegalGeneration.Code
+	}
+	return 0
+}
+
+// OffsetFetch serves OffsetFetch v0-v10 (v8+ batches groups). Partitions
+// without a commit answer offset -1; null topics (v2+) mean every committed
+// partition of the group.
+func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+	r := kmsg.NewPtrOffsetFetchResponse()
+	if req.Version >= 8 {
+		for _, rg := range req.Groups {
+			r.Groups = append(r.Groups, c.fetchGroup(rg, req.Version))
+		}
+		return r
+	}
+	rg := kmsg.NewOffsetFetchRequestGroup()
+	rg.Group = req.Group
+	if req.Topics != nil {
+		rg.Topics = []kmsg.OffsetFetchRequestGroupTopic{}
+		for _, t := range req.Topics {
+			rg.Topics = append(rg.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
+		}
+	}
+	g := c.fetchGroup(rg, req.Version)
+	for _, t := range g.Topics {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode
+			if req.Version < 2 && g.ErrorCode != 0 {
+				rp.ErrorCode = g.ErrorCode // no top-level error before v2
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		r.Topics = append(r.Topics, rt)
+	}
+	if req.Version >= 2 {
+		r.ErrorCode = g.ErrorCode
+	}
+	return r
+}
+
+func (c *Coordinator) fetchGroup(rg kmsg.OffsetFetchRequestGroup, version int16) kmsg.OffsetFetchResponseGroup {
+	out := kmsg.NewOffsetFetchResponseGroup()
+	out.Group = rg.Group
+	type want struct {
+		name  string
+		id    [16]byte
+		parts []int32
+	}
+	var wants []want
+	for _, t := range rg.Topics {
+		w := want{name: t.Topic, id: t.TopicID, parts: t.Partitions}
+		if version >= 10 {
+			w.name = ""
+			if c.cfg.TopicName != nil {
+				w.name, _ = c.cfg.TopicName(t.TopicID)
+			}
+		}
+		wants = append(wants, w)
+	}
+	s, code := c.shardFor(rg.Group)
+	offsets := map[tp]offsetEntry{}
+	if code == 0 {
+		s.mu.Lock()
+		if s.mu.unloaded {
+			code = kerr.NotCoordinator.Code
+		} else if g := s.mu.groups[rg.Group]; g != nil {
+			for k, e := range g.offsets {
+				offsets[k] = e
+			}
+		}
+		s.mu.Unlock()
+	}
+	if rg.Topics == nil && code == 0 {
+		// All committed partitions, grouped by topic in name order.
+		byTopic := map[string][]int32{}
+		for k := range offsets {
+			byTopic[k.topic] = append(byTopic[k.topic], k.partition)
+		}
+		for t, ps := range byTopic {
+			slices.Sort(ps)
+			w := want{name: t, parts: ps}
+			if version >= 10 && c.cfg.TopicID != nil {
+				w.id, _ = c.cfg.TopicID(t)
+			}
+			wants = append(wants, w)
+		}
+		slices.SortFunc(wants, func(a, b want) int { return strings.Compare(a.name, b.name) })
+	}
+	out.ErrorCode = code
+	for _, w := range wants {
+		rt := kmsg.NewOffsetFetchResponseGroupTopic()
+		rt.Topic, rt.TopicID = w.name, w.id
+		for _, p := range w.parts {
+			rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+			rp.Partition = p
+			rp.Offset = -1
+			rp.Metadata = ptr("")
+			switch e, ok := offsets[tp{w.name, p}]; {
+			case w.name == "" && version >= 10:
+				rp.ErrorCode = kerr.UnknownTopicID.Code
+			case ok:
+				rp.Offset, rp.LeaderEpoch, rp.Metadata = e.offset, e.leaderEpoch, ptr(e.metadata)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out.Topics = append(out.Topics, rt)
+	}
+	return out
+}
+
+// OffsetDelete serves OffsetDelete v0: it removes committed offsets of
+// partitions the group no longer consumes.
+func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
+	r := kmsg.NewPtrOffsetDeleteResponse()
+	codes := make([][]int16, len(req.Topics))
+	for i, t := range req.Topics {
+		codes[i] = make([]int16, len(t.Partitions))
+	}
+	s, code := c.shardFor(req.Group)
+	if code == 0 && !s.write(ctx, func() ([]KV, func(error)) {
+		return s.decideOffsetDeleteLocked(req, codes, &code)
+	}) {
+		code = kerr.NotCoordinator.Code
+	}
+	r.ErrorCode = code
+	if code != 0 {
+		return r
+	}
+	for i, t := range req.Topics {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		for j, p := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		r.Topics = append(r.Topics, rt)
+	}
+	return r
+}
+
+func (s *shard) decideOffsetDeleteLocked(req *kmsg.OffsetDeleteRequest, codes [][]int16, top *int16) ([]KV, func(error)) {
+	g := s.mu.groups[req.Group]
+	if g == nil || g.state == stateDead {
+		*top = kerr.GroupIDNotFound.Code
+		return nil, nil
+	}
+	if g.state != stateEmpty && g.protocolType != consumerProtocolType {
+		// Without the consumer protocol Kafka cannot tell what is consumed.
+		*top = kerr.NonEmptyGroup.Code
+		return nil, nil
+	}
+	var kvs []KV
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			k := tp{t.Topic, p.Partition}
+			switch {
+			case s.c.cfg.PartitionExists != nil && !s.c.cfg.PartitionExists(t.Topic, p.Partition):
+				codes[i][j] = kerr.UnknownTopicOrPartition.Code
+			case g.state != stateEmpty && g.isSubscribed(t.Topic):
+				codes[i][j] = kerr.GroupSubscribedToTopic.Code
+			default:
+				if _, ok := g.offsets[k]; ok {
+					kvs = append(kvs, KV{Key: offsetKey(g.id, k)})
+				}
+			}
+		}
+	}
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	return kvs, func(err error) {
+		if err != nil {
+			*top = commitErrorCode(err)
+			return
+		}
+		for _, kv := range kvs {
+			_ = s.replayLocked(kv, false)
+		}
+	}
+}
+
+// expireLoop runs offset expiry every RetentionCheckInterval until Close.
+func (c *Coordinator) expireLoop() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.cfg.RetentionCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			c.mu.Lock()
+			shards := make([]*shard, 0, len(c.mu.shards))
+			for _, s := range c.mu.shards {
+				shards = append(shards, s)
+			}
+			c.mu.Unlock()
+			for _, s := range shards {
+				select {
+				case <-s.loaded:
+					s.expire()
+				default:
+				}
+			}
+		}
+	}
+}
+
+// expire writes tombstones for expired offsets and for empty groups left
+// without offsets (Kafka's cleanupGroupMetadata).
+func (s *shard) expire() {
+	s.write(s.ctx, func() ([]KV, func(error)) {
+		now := s.c.cfg.Now()
+		var kvs []KV
+		for _, g := range s.mu.groups {
+			expired := g.expiredOffsets(now, s.c.cfg.OffsetsRetention)
+			for _, k := range expired {
+				kvs = append(kvs, KV{Key: offsetKey(g.id, k)})
+			}
+			if g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == len(expired) {
+				kvs = append(kvs, KV{Key: groupKey(g.id)})
+			}
+		}
+		if len(kvs) == 0 {
+			return nil, nil
+		}
+		return kvs, func(err error) {
+			if err != nil {
+				s.c.cfg.Logger.Warn("writing offset expiry tombstones failed", "partition", s.partition, "err", err)
+				return
+			}
+			for _, kv := range kvs {
+				_ = s.replayLocked(kv, false)
+			}
+			s.c.cfg.Logger.Info("expired group metadata", "partition", s.partition, "tombstones", len(kvs))
+		}
+	})
+}
+
+// expiredOffsets is Kafka's GroupMetadata.removeExpiredOffsets (KIP-211):
+// an empty group's offsets expire retention after it became empty; a stable
+// consumer group's offsets of topics it no longer subscribes expire by
+// commit time; a simple group's offsets expire by commit time; explicit
+// expire timestamps (old clients) win.
+func (g *group) expiredOffsets(now time.Time, retention time.Duration) []tp {
+	var base func(e offsetEntry) int64
+	var skipSubscribed bool
+	switch {
+	case g.protocolType != "" && g.state == stateEmpty:
+		base = func(offsetEntry) int64 { return g.stateTime.UnixMilli() }
+	case g.protocolType == consumerProtocolType && g.subscribedTopics != nil && g.state == stateStable:
+		base, skipSubscribed = func(e offsetEntry) int64 { return e.commitMs }, true
+	case g.protocolType == "":
+		base = func(e offsetEntry) int64 { return e.commitMs }
+	default:
+		return nil
+	}
+	nowMs := now.UnixMilli()
+	var out []tp
+	for k, e := range g.offsets {
+		if skipSubscribed && g.subscribedTopics[k.topic] {
+			continue
+		}
+		if e.expireMs >= 0 {
+			if nowMs >= e.expireMs {
+				out = append(out, k)
+			}
+		} else if nowMs-base(e) >= retention.Milliseconds() {
+			out = append(out, k)
+		}
+	}
+	return out
+}
