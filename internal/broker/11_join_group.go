@@ -8,15 +8,22 @@ package broker
 
 import (
 	"context"
+	"net"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/coordinator/group"
 	"github.com/samsa-io/samsa/internal/network"
 )
 
-func handleJoinGroup(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleJoinGroup(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.JoinGroupRequest)
-	resp := b.cfg.Groups.JoinGroup(ctx, req)
+	clientID := ""
+	if id := requestHeader(ctx).ClientID; id != nil {
+		clientID = *id
+	}
+	host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+	resp := b.cfg.Groups.JoinGroup(group.WithClient(ctx, clientID, "/"+host), req)
 	resp.Version = req.Version
 	return resp, nil
 }

@@ -122,7 +122,17 @@ func (b *Broker) Handle(ctx context.Context, c *network.Conn, req wire.Request) 
 		return nil, fmt.Errorf("unsupported API %s version %d", kmsg.NameForKey(int16(key)), req.Header.APIVersion)
 	}
 	h := b.handlers[key]
-	return h.fn(ctx, b, c, req.Body)
+	return h.fn(context.WithValue(ctx, headerKey{}, req.Header), b, c, req.Body)
+}
+
+// headerKey carries the request header in a handler's context, for the
+// few handlers that need the client id.
+type headerKey struct{}
+
+// requestHeader returns the header of the request being handled.
+func requestHeader(ctx context.Context) wire.RequestHeader {
+	h, _ := ctx.Value(headerKey{}).(wire.RequestHeader)
+	return h
 }
 
 // errCode turns an error into a Kafka error code: kerr errors keep their

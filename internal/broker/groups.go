@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/replica"
+	"github.com/samsa-io/samsa/internal/storage"
 )
 
 // offsetsTopic is the internal topic holding consumer groups and offsets.
@@ -143,6 +145,13 @@ func (l *partitionLog) Append(_ context.Context, kvs []group.KV) error {
 		recs[i] = record.Record{Timestamp: ts, Key: kv.Key, Value: kv.Value}
 	}
 	_, err := l.p.Append(record.Build(record.BuildOptions{PartitionLeaderEpoch: -1}, recs))
+	switch {
+	case errors.Is(err, kerr.MessageTooLarge):
+		return fmt.Errorf("%w: %v", group.ErrRecordTooLarge, err)
+	case errors.Is(err, storage.ErrClosed):
+		// The partition was removed under us: no longer its leader.
+		return fmt.Errorf("%w: %v", group.ErrNotLeader, err)
+	}
 	return err
 }
 

@@ -201,3 +201,65 @@ func TestBrokerConfigsAndAutoCreate(t *testing.T) {
 		t.Fatalf("auto-created topic has %d partitions, want 4", n)
 	}
 }
+
+// TestGroupOffsetsSurviveRestart: offsets committed to a group are read
+// back from __consumer_offsets after a restart.
+func TestGroupOffsetsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	s := start(t, testConfig(t, dir))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr("PLAINTEXT")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	offsets := kadm.Offsets{}
+	for p := int32(0); p < 3; p++ {
+		offsets.Add(kadm.Offset{Topic: "orders", Partition: p, At: int64(10 * (p + 1)), LeaderEpoch: -1, Metadata: fmt.Sprintf("m%d", p)})
+	}
+	resp, err := adm.CommitOffsets(ctx, "billing", offsets)
+	if err != nil || resp.Error() != nil {
+		t.Fatalf("commit: %v %v", err, resp.Error())
+	}
+	cl.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = start(t, testConfig(t, dir))
+	defer s.Close()
+	cl, err = kgo.NewClient(kgo.SeedBrokers(s.Addr("PLAINTEXT")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm = kadm.NewClient(cl)
+	var fetched kadm.OffsetResponses
+	for { // the coordinator loads its partition in the background
+		fetched, err = adm.FetchOffsets(ctx, "billing")
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 3; p++ {
+		o, ok := fetched.Lookup("orders", p)
+		if !ok || o.Err != nil || o.At != int64(10*(p+1)) || o.Metadata != fmt.Sprintf("m%d", p) {
+			t.Fatalf("partition %d after restart: %+v (found %v)", p, o, ok)
+		}
+	}
+	groups, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := groups["billing"]; !ok {
+		t.Fatalf("group billing not listed after restart: %v", groups.Groups())
+	}
+}
