@@ -314,3 +314,55 @@ func TestServerConfigErrors(t *testing.T) {
 		t.Fatalf("exit: %v", err)
 	}
 }
+
+// TestKill9KeepsGroupOffsets: offsets a group committed are still there
+// after the server is killed with SIGKILL and restarted.
+func TestKill9KeepsGroupOffsets(t *testing.T) {
+	dir := t.TempDir()
+	srv := startServerProc(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "paid"); err != nil {
+		t.Fatal(err)
+	}
+	for round := int64(1); round <= 20; round++ {
+		offs := kadm.Offsets{}
+		offs.Add(kadm.Offset{Topic: "paid", Partition: 0, At: round, LeaderEpoch: -1})
+		offs.Add(kadm.Offset{Topic: "paid", Partition: 1, At: 100 + round, LeaderEpoch: -1})
+		resp, err := adm.CommitOffsets(ctx, "ledger", offs)
+		if err != nil || resp.Error() != nil {
+			t.Fatalf("commit round %d: %v %v", round, err, resp.Error())
+		}
+	}
+	cl.Close()
+	srv.kill()
+
+	srv = startServerProc(t, dir)
+	cl, err = kgo.NewClient(kgo.SeedBrokers(srv.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm = kadm.NewClient(cl)
+	var got kadm.OffsetResponses
+	for {
+		got, err = adm.FetchOffsets(ctx, "ledger")
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // the coordinator is loading
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[int32]int64{0: 20, 1: 120} {
+		if o, ok := got.Lookup("paid", p); !ok || o.At != want {
+			t.Fatalf("partition %d: committed offset %+v after kill -9, want %d", p, o, want)
+		}
+	}
+}
