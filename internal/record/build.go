@@ -29,6 +29,26 @@ type BuildOptions struct {
 	// encoded from Record.Timestamp, as Kafka leaves them.
 	LogAppendTime bool
 	AppendTime    int64
+	// KeepOffsets encodes each record's offset delta as Record.Offset -
+	// BaseOffset instead of 0..n-1, and LastOffsetDelta as the last
+	// record's: how the log cleaner rewrites a batch with records removed
+	// (offsets must not change, gaps are allowed). Offsets must increase.
+	KeepOffsets bool
+	// DeleteHorizonMs, when HasDeleteHorizon is set, marks the batch with
+	// attribute bit 6 and stores the horizon in the base timestamp field
+	// (KIP-534): the cleaner may drop its tombstones once its clock passes
+	// it. Record timestamps stay exact (deltas are relative to the field).
+	HasDeleteHorizon bool
+	DeleteHorizonMs  int64
+}
+
+// DeleteHorizon returns the delete horizon of a batch written by the log
+// cleaner (KIP-534: attribute bit 6, horizon in the base timestamp field).
+func (h Header) DeleteHorizon() (int64, bool) {
+	if h.Attributes&deleteHorizonBit == 0 {
+		return 0, false
+	}
+	return h.BaseTimestamp, true
 }
 
 // Build encodes recs as one v2 batch. Records get offset deltas 0..n-1 in
@@ -66,6 +86,14 @@ func AppendBuild(dst []byte, opts BuildOptions, recs []Record) ([]byte, error) {
 	if opts.Control {
 		attrs |= controlBit
 	}
+	if opts.HasDeleteHorizon {
+		attrs |= deleteHorizonBit
+		baseTS = opts.DeleteHorizonMs
+	}
+	lastDelta := int32(len(recs) - 1)
+	if opts.KeepOffsets && len(recs) > 0 {
+		lastDelta = int32(recs[len(recs)-1].Offset - opts.BaseOffset)
+	}
 	p := ProducerInfo{ID: -1, Epoch: -1, BaseSequence: -1}
 	if opts.Producer != nil {
 		p = *opts.Producer
@@ -78,7 +106,7 @@ func AppendBuild(dst []byte, opts BuildOptions, recs []Record) ([]byte, error) {
 	binary.BigEndian.PutUint32(hdr[leaderEpochOffset:], uint32(opts.PartitionLeaderEpoch))
 	hdr[magicOffset] = CurrentMagic
 	binary.BigEndian.PutUint16(hdr[attributesOffset:], uint16(attrs))
-	binary.BigEndian.PutUint32(hdr[lastOffsetDeltaOff:], uint32(int32(len(recs)-1)))
+	binary.BigEndian.PutUint32(hdr[lastOffsetDeltaOff:], uint32(lastDelta))
 	binary.BigEndian.PutUint64(hdr[baseTimestampOffset:], uint64(baseTS))
 	binary.BigEndian.PutUint64(hdr[maxTimestampOffset:], uint64(maxTS))
 	binary.BigEndian.PutUint64(hdr[producerIDOffset:], uint64(p.ID))
@@ -86,14 +114,20 @@ func AppendBuild(dst []byte, opts BuildOptions, recs []Record) ([]byte, error) {
 	binary.BigEndian.PutUint32(hdr[baseSequenceOffset:], uint32(p.BaseSequence))
 	binary.BigEndian.PutUint32(hdr[recordCountOffset:], uint32(len(recs)))
 
+	delta := func(i int) int32 {
+		if opts.KeepOffsets {
+			return int32(recs[i].Offset - opts.BaseOffset)
+		}
+		return int32(i)
+	}
 	if opts.Codec == CodecNone {
 		for i := range recs {
-			dst = appendRecord(dst, &recs[i], int32(i), baseTS)
+			dst = appendRecord(dst, &recs[i], delta(i), baseTS)
 		}
 	} else {
 		var raw []byte
 		for i := range recs {
-			raw = appendRecord(raw, &recs[i], int32(i), baseTS)
+			raw = appendRecord(raw, &recs[i], delta(i), baseTS)
 		}
 		var err error
 		if dst, err = appendCompressed(dst, opts.Codec, raw); err != nil {

@@ -188,3 +188,32 @@ func (p *Partition) Config() PartitionConfig {
 
 // Log is the partition's log.
 func (p *Partition) Log() *storage.Log { return p.log }
+
+// DeleteRecords moves the partition's log start offset to offset (Kafka's
+// DeleteRecords; -1 means the high watermark) and returns the new log start
+// offset, the response's low watermark. An offset past the high watermark
+// is OFFSET_OUT_OF_RANGE; a topic whose cleanup.policy does not include
+// delete refuses with POLICY_VIOLATION, as Kafka does. The segments wholly
+// below the new start are removed by the next retention check.
+func (p *Partition) DeleteRecords(offset int64) (lowWatermark int64, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.log.Config().CleanupPolicy.Delete() {
+		return -1, fmt.Errorf("%w: records of %s-%d cannot be deleted while cleanup.policy=compact", kerr.PolicyViolation, p.Topic, p.Index)
+	}
+	hw := p.mu.highWatermark
+	if offset == -1 {
+		offset = hw
+	}
+	if offset < 0 || offset > hw {
+		return -1, fmt.Errorf("%w: offset %d, high watermark %d", kerr.OffsetOutOfRange, offset, hw)
+	}
+	lso, err := p.log.DeleteRecordsBefore(offset)
+	if errors.Is(err, storage.ErrOffsetOutOfRange) {
+		return -1, kerr.OffsetOutOfRange
+	}
+	if err != nil {
+		return -1, fmt.Errorf("delete records of %s-%d: %w", p.Topic, p.Index, err)
+	}
+	return lso, nil
+}

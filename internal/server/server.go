@@ -61,12 +61,7 @@ func Start(cfg *config.Config, logger *slog.Logger) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s.logs, err = storage.NewLogManager(storage.ManagerConfig{
-		Dirs:               cfg.LogDirs,
-		DefaultLogConfig:   defaults.Log,
-		Logger:             logger,
-		CheckpointInterval: time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
-	})
+	s.logs, err = storage.NewLogManager(managerConfig(cfg, defaults.Log, logger))
 	if err != nil {
 		return nil, err
 	}
@@ -334,5 +329,24 @@ func groupConfig(cfg *config.Config, loader *metadata.Loader, logger *slog.Logge
 			}
 			return t.ID, true
 		},
+	}
+}
+
+// managerConfig maps the broker's log.* keys onto the log manager.
+func managerConfig(cfg *config.Config, defaults storage.LogConfig, logger *slog.Logger) storage.ManagerConfig {
+	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+	threads := int(cfg.MustInt32("log.cleaner.threads"))
+	if !cfg.LogCleanerEnable || threads == 0 {
+		threads = -1 // the log manager reads 0 as its default of one thread
+	}
+	return storage.ManagerConfig{
+		Dirs:                    cfg.LogDirs,
+		DefaultLogConfig:        defaults,
+		Logger:                  logger,
+		CheckpointInterval:      ms(cfg.LogFlushOffsetCheckpointIntervalMs),
+		RetentionCheckInterval:  ms(cfg.LogRetentionCheckIntervalMs),
+		CleanerThreads:          threads,
+		CleanerDedupeBufferSize: cfg.MustInt64("log.cleaner.dedupe.buffer.size"),
+		CleanerBackoff:          ms(cfg.MustInt64("log.cleaner.backoff.ms")),
 	}
 }

@@ -11,6 +11,7 @@
 //	  meta.properties                     version=1, cluster.id, node.id, directory.id
 //	  recovery-point-offset-checkpoint    "0\n<count>\n<topic> <partition> <offset>\n..."
 //	  log-start-offset-checkpoint         same format
+//	  cleaner-offset-checkpoint           same format: first dirty offset of compacted logs
 //	  .kafka_cleanshutdown                present only while the broker is stopped cleanly
 //	  orders-0/
 //	    partition.metadata                "version: 0\ntopic_id: <base64url uuid>\n"
@@ -83,7 +84,21 @@
 // their indexes are rebuilt. After a clean shutdown (marker present) that
 // scan is skipped.
 //
-// Batches are opaque to this package: it reads their headers but never
-// decodes records. Validating what a producer sent is internal/record's job,
-// done by the caller before Append.
+// # Retention and compaction
+//
+// The LogManager runs a retention task (log.retention.check.interval.ms)
+// that deletes whole old segments by retention.ms, retention.bytes and the
+// log start offset (DeleteRecords), and log cleaner goroutines
+// (log.cleaner.threads) that compact logs with cleanup.policy=compact,
+// keeping the latest record of each key. Segments leave the list under
+// structMu; their files are renamed to *.deleted and removed after
+// file.delete.delay.ms. The cleaner writes *.cleaned files, commits by
+// renaming them to *.swap (the .log file last), and installs them under
+// the log's locks; Open completes a committed swap and drops the rest.
+// retention.go and cleaner.go describe the rules.
+//
+// Batches are opaque to this package on the append and read paths: it
+// reads their headers but never decodes records. Validating what a
+// producer sent is internal/record's job, done by the caller before
+// Append. Only the cleaner decodes and re-encodes batches.
 package storage

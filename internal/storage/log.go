@@ -73,6 +73,12 @@ type Log struct {
 		hasTopicID    bool
 	}
 	flushes sync.WaitGroup // background flushes started by roll
+
+	hw          atomic.Int64   // high watermark for retention; -1: use the log end offset
+	deletes     sync.WaitGroup // goroutines removing *.deleted files (retention.go)
+	stopDeletes chan struct{}  // closed by shutdown: remove pending files now
+
+	testHook func(step string) // tests: called at each step of a cleaner swap
 }
 
 // SegmentInfo describes a segment, for tests and tools.
@@ -103,7 +109,8 @@ func OpenWithOptions(dir string, cfg LogConfig, logger *slog.Logger, opts OpenOp
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, partition: -1}
+	l := &Log{dir: dir, partition: -1, stopDeletes: make(chan struct{})}
+	l.hw.Store(-1)
 	if topic, p, err := ParseLogDirName(filepath.Base(dir)); err == nil {
 		l.topic, l.partition = topic, p
 	}
@@ -513,6 +520,9 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool,
 func (l *Log) IncrementLogStartOffset(offset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
 	if offset > l.leo.Load() {
 		return fmt.Errorf("%w: log start offset %d is past the log end offset %d", ErrOffsetOutOfRange, offset, l.leo.Load())
 	}
@@ -615,6 +625,8 @@ func (l *Log) shutdown(flush bool) error {
 	l.closed.Store(true)
 	l.mu.Unlock()
 	l.flushes.Wait()
+	close(l.stopDeletes)
+	l.deletes.Wait()
 
 	l.mu.Lock()
 	defer l.mu.Unlock()

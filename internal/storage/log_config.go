@@ -3,6 +3,7 @@ package storage
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -13,6 +14,9 @@ const (
 	DefaultSegmentIndexBytes  = 10 << 20                                     // segment.index.bytes
 	DefaultIndexIntervalBytes = 4096                                         // index.interval.bytes
 	DefaultRetentionMs        = int64(7 * 24 * time.Hour / time.Millisecond) // retention.ms
+	DefaultFileDeleteDelayMs  = 60_000                                       // file.delete.delay.ms
+	DefaultDeleteRetentionMs  = int64(24 * time.Hour / time.Millisecond)     // delete.retention.ms
+	DefaultMinCleanableRatio  = 0.5                                          // min.cleanable.dirty.ratio
 	noFlush                   = math.MaxInt64
 )
 
@@ -50,12 +54,42 @@ type LogConfig struct {
 	// this old, checked on append and by LogManager. Default math.MaxInt64.
 	FlushMs int64
 
-	// RetentionMs (retention.ms) and RetentionBytes (retention.bytes) are
-	// carried for the retention task; this package does not enforce them
-	// yet. Defaults 7 days and -1 (unlimited). A zero RetentionBytes means
-	// the default, so use -1 explicitly only for clarity.
+	// RetentionMs (retention.ms) and RetentionBytes (retention.bytes) bound
+	// a log whose CleanupPolicy includes delete: the retention task deletes
+	// whole segments whose largest timestamp is older than RetentionMs, and
+	// the oldest segments while the log is larger than RetentionBytes.
+	// Defaults 7 days and -1; -1 means unlimited for both. A zero
+	// RetentionBytes means the default, so use -1 explicitly only for
+	// clarity.
 	RetentionMs    int64
 	RetentionBytes int64
+
+	// CleanupPolicy (cleanup.policy) is delete, compact or both. Zero means
+	// Kafka's default, delete.
+	CleanupPolicy CleanupPolicy
+
+	// FileDeleteDelayMs (file.delete.delay.ms) is how long a deleted
+	// segment's files stay on disk, renamed to *.deleted, before they are
+	// removed. Default 60000.
+	FileDeleteDelayMs int64
+
+	// DeleteRetentionMs (delete.retention.ms) is how long the cleaner keeps
+	// a tombstone after it first rewrote the batch holding it, so that
+	// consumers reading from the start see the deletion. Default 1 day.
+	DeleteRetentionMs int64
+
+	// MinCleanableDirtyRatio (min.cleanable.dirty.ratio) is the share of
+	// uncleaned bytes a compacted log needs before the cleaner picks it.
+	// Default 0.5; zero means the default, so use a tiny positive value
+	// to clean whenever anything is dirty.
+	MinCleanableDirtyRatio float64
+
+	// MinCompactionLagMs (min.compaction.lag.ms) keeps records younger
+	// than this out of cleaning; default 0. MaxCompactionLagMs
+	// (max.compaction.lag.ms) forces cleaning once the oldest uncleaned
+	// record is this old, whatever the dirty ratio; default MaxInt64.
+	MinCompactionLagMs int64
+	MaxCompactionLagMs int64
 
 	// Now is the clock used for segment.ms and flush.ms. Default time.Now.
 	Now func() time.Time
@@ -90,10 +124,70 @@ func (c LogConfig) withDefaults() LogConfig {
 	if c.RetentionBytes == 0 {
 		c.RetentionBytes = -1
 	}
+	if c.CleanupPolicy == 0 {
+		c.CleanupPolicy = CleanupDelete
+	}
+	if c.FileDeleteDelayMs == 0 {
+		c.FileDeleteDelayMs = DefaultFileDeleteDelayMs
+	}
+	if c.DeleteRetentionMs == 0 {
+		c.DeleteRetentionMs = DefaultDeleteRetentionMs
+	}
+	if c.MinCleanableDirtyRatio == 0 {
+		c.MinCleanableDirtyRatio = DefaultMinCleanableRatio
+	}
+	if c.MaxCompactionLagMs == 0 {
+		c.MaxCompactionLagMs = math.MaxInt64
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
 	return c
+}
+
+// CleanupPolicy is Kafka's cleanup.policy: a set of delete and compact.
+type CleanupPolicy uint8
+
+// Cleanup policies; CleanupDelete|CleanupCompact is "compact,delete".
+const (
+	CleanupDelete  CleanupPolicy = 1 << 0
+	CleanupCompact CleanupPolicy = 1 << 1
+)
+
+// Delete reports whether retention deletes old segments.
+func (p CleanupPolicy) Delete() bool { return p&CleanupDelete != 0 }
+
+// Compact reports whether the log cleaner compacts the log.
+func (p CleanupPolicy) Compact() bool { return p&CleanupCompact != 0 }
+
+func (p CleanupPolicy) String() string {
+	switch p {
+	case CleanupDelete:
+		return "delete"
+	case CleanupCompact:
+		return "compact"
+	case CleanupDelete | CleanupCompact:
+		return "compact,delete"
+	}
+	return fmt.Sprintf("CleanupPolicy(%d)", uint8(p))
+}
+
+// ParseCleanupPolicy reads a cleanup.policy value: a comma-separated list
+// of "delete" and "compact" (Kafka's spelling; order and spaces do not
+// matter).
+func ParseCleanupPolicy(v string) (CleanupPolicy, error) {
+	var p CleanupPolicy
+	for _, f := range strings.Split(v, ",") {
+		switch strings.TrimSpace(f) {
+		case "delete":
+			p |= CleanupDelete
+		case "compact":
+			p |= CleanupCompact
+		default:
+			return 0, fmt.Errorf("invalid value %q for cleanup.policy: want delete, compact or compact,delete", v)
+		}
+	}
+	return p, nil
 }
 
 // Validate reports the first invalid field, named by its Kafka config key.
@@ -117,6 +211,20 @@ func (c LogConfig) Validate() error {
 		return fmt.Errorf("invalid value %d for flush.ms: want >= 0", c.FlushMs)
 	case c.RetentionMs < -1:
 		return fmt.Errorf("invalid value %d for retention.ms: want >= -1", c.RetentionMs)
+	case c.RetentionBytes < -1:
+		return fmt.Errorf("invalid value %d for retention.bytes: want >= -1", c.RetentionBytes)
+	case c.CleanupPolicy > CleanupDelete|CleanupCompact:
+		return fmt.Errorf("invalid value %v for cleanup.policy: want delete, compact or compact,delete", c.CleanupPolicy)
+	case c.FileDeleteDelayMs < 0:
+		return fmt.Errorf("invalid value %d for file.delete.delay.ms: want >= 0", c.FileDeleteDelayMs)
+	case c.DeleteRetentionMs < 0:
+		return fmt.Errorf("invalid value %d for delete.retention.ms: want >= 0", c.DeleteRetentionMs)
+	case c.MinCleanableDirtyRatio < 0 || c.MinCleanableDirtyRatio > 1:
+		return fmt.Errorf("invalid value %v for min.cleanable.dirty.ratio: want 0..1", c.MinCleanableDirtyRatio)
+	case c.MinCompactionLagMs < 0:
+		return fmt.Errorf("invalid value %d for min.compaction.lag.ms: want >= 0", c.MinCompactionLagMs)
+	case c.MaxCompactionLagMs < 1:
+		return fmt.Errorf("invalid value %d for max.compaction.lag.ms: want >= 1", c.MaxCompactionLagMs)
 	}
 	return nil
 }

@@ -33,7 +33,31 @@ type ManagerConfig struct {
 	// flush.ms. Default 60 s; negative disables the goroutine, leaving
 	// CheckpointAll to the owner.
 	CheckpointInterval time.Duration
+
+	// RetentionCheckInterval (log.retention.check.interval.ms) is how often
+	// a background goroutine applies retention to every log
+	// (Log.DeleteOldSegments). Default 5 min; negative disables it.
+	RetentionCheckInterval time.Duration
+
+	// CleanerThreads (log.cleaner.threads) is the number of log cleaner
+	// goroutines compacting logs whose cleanup.policy includes compact.
+	// Default 1; negative disables the cleaner (log.cleaner.enable=false).
+	CleanerThreads int
+	// CleanerDedupeBufferSize (log.cleaner.dedupe.buffer.size) is the
+	// memory of the cleaners' offset maps, shared among the threads: 24
+	// bytes per distinct key per pass. Default 128 MiB.
+	CleanerDedupeBufferSize int64
+	// CleanerBackoff (log.cleaner.backoff.ms) is how long a cleaner
+	// sleeps when no log needs cleaning. Default 15 s.
+	CleanerBackoff time.Duration
 }
+
+// Defaults of the retention and cleaner settings.
+const (
+	DefaultRetentionCheckInterval  = 5 * time.Minute  // log.retention.check.interval.ms
+	DefaultCleanerDedupeBufferSize = 128 << 20        // log.cleaner.dedupe.buffer.size
+	DefaultCleanerBackoff          = 15 * time.Second // log.cleaner.backoff.ms
+)
 
 // LogManager owns the log directories and the partition logs in them
 // (Kafka's LogManager): it loads them at start, creates and deletes them,
@@ -47,9 +71,18 @@ type LogManager struct {
 		logs   map[TopicPartition]*Log
 		dirOf  map[TopicPartition]string // log directory holding each log
 		closed bool
+
+		cleanerCheckpoints map[TopicPartition]int64 // cleaner-offset-checkpoint of every dir
+		cleaning           map[TopicPartition]bool  // a cleaner is on it
+		uncleanable        map[TopicPartition]bool  // a pass failed: skipped until restart
+		cleaningDone       *sync.Cond               // on mu: signalled when a pass ends
 	}
 	stop chan struct{}
 	done chan struct{}
+	// background holds the retention task and the cleaner threads, which
+	// stop on stopBackground; Close joins them before closing the logs.
+	background     sync.WaitGroup
+	stopBackground chan struct{}
 }
 
 // NewLogManager checks cfg; call Load next.
@@ -69,12 +102,31 @@ func NewLogManager(cfg ManagerConfig) (*LogManager, error) {
 	if cfg.CheckpointInterval == 0 {
 		cfg.CheckpointInterval = DefaultCheckpointInterval
 	}
+	if cfg.RetentionCheckInterval == 0 {
+		cfg.RetentionCheckInterval = DefaultRetentionCheckInterval
+	}
+	if cfg.CleanerThreads == 0 {
+		cfg.CleanerThreads = 1
+	}
+	if cfg.CleanerDedupeBufferSize == 0 {
+		cfg.CleanerDedupeBufferSize = DefaultCleanerDedupeBufferSize
+	}
+	if cfg.CleanerDedupeBufferSize < 1<<10 {
+		return nil, fmt.Errorf("invalid value %d for log.cleaner.dedupe.buffer.size: want at least 1024", cfg.CleanerDedupeBufferSize)
+	}
+	if cfg.CleanerBackoff <= 0 {
+		cfg.CleanerBackoff = DefaultCleanerBackoff
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	m := &LogManager{cfg: cfg, logger: cfg.Logger}
 	m.mu.logs = map[TopicPartition]*Log{}
 	m.mu.dirOf = map[TopicPartition]string{}
+	m.mu.cleanerCheckpoints = map[TopicPartition]int64{}
+	m.mu.cleaning = map[TopicPartition]bool{}
+	m.mu.uncleanable = map[TopicPartition]bool{}
+	m.mu.cleaningDone = sync.NewCond(&m.mu.Mutex)
 	return m, nil
 }
 
@@ -111,6 +163,7 @@ func (m *LogManager) Load() error {
 		}
 	}
 	m.mu.Unlock()
+	err = errors.Join(err, m.loadCleanerCheckpoints())
 	if err != nil {
 		m.closeLogs()
 		return err
@@ -124,6 +177,7 @@ func (m *LogManager) Load() error {
 		m.stop, m.done = make(chan struct{}), make(chan struct{})
 		go m.run()
 	}
+	m.startBackground()
 	return nil
 }
 
@@ -145,6 +199,7 @@ func (m *LogManager) loadDir(dir string) (map[TopicPartition]*Log, error) {
 	if err != nil {
 		return nil, err
 	}
+
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -294,6 +349,16 @@ func mergeConfig(cfg, def LogConfig) LogConfig {
 	fill(&cfg.FlushMs, def.FlushMs)
 	fill(&cfg.RetentionMs, def.RetentionMs)
 	fill(&cfg.RetentionBytes, def.RetentionBytes)
+	fill(&cfg.FileDeleteDelayMs, def.FileDeleteDelayMs)
+	fill(&cfg.DeleteRetentionMs, def.DeleteRetentionMs)
+	fill(&cfg.MinCompactionLagMs, def.MinCompactionLagMs)
+	fill(&cfg.MaxCompactionLagMs, def.MaxCompactionLagMs)
+	if cfg.CleanupPolicy == 0 {
+		cfg.CleanupPolicy = def.CleanupPolicy
+	}
+	if cfg.MinCleanableDirtyRatio == 0 {
+		cfg.MinCleanableDirtyRatio = def.MinCleanableDirtyRatio
+	}
 	if cfg.SegmentMs == 0 {
 		cfg.SegmentMs = def.SegmentMs
 	}
@@ -326,6 +391,8 @@ func (m *LogManager) Delete(topic string, partition int32) error {
 	if err := l.shutdown(false); err != nil {
 		m.logger.Warn("closing log before delete", "partition", tp.String(), "err", err)
 	}
+	// A cleaner pass on the log aborts once it sees it closed.
+	m.forgetCleaning(tp, logDir)
 	id := RandomUUID()
 	doomed := filepath.Join(logDir, fmt.Sprintf("%s.%s-delete", tp, hex.EncodeToString(id[:])))
 	if err := os.Rename(l.Dir(), doomed); err != nil {
@@ -382,6 +449,7 @@ func (m *LogManager) Close() error {
 		close(m.stop)
 		<-m.done
 	}
+	m.stopBackgroundTasks()
 	failed := m.closeLogs()
 	err := m.CheckpointAll()
 	for _, dir := range m.cfg.Dirs {

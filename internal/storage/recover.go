@@ -141,7 +141,7 @@ func checkBatch(b []byte, next, baseOffset int64) (record.Header, error) {
 
 // listSegments returns the base offsets of the .log files in dir, deleting
 // leftovers of interrupted deletes and cleanings and index files without a
-// log, as Kafka's LogLoader does.
+// log, and completing committed cleaner swaps, as Kafka's LogLoader does.
 func (l *Log) listSegments() ([]int64, error) {
 	entries, err := os.ReadDir(l.dir)
 	if err != nil {
@@ -149,6 +149,7 @@ func (l *Log) listSegments() ([]int64, error) {
 	}
 	logs := map[int64]bool{}
 	var indexes []string
+	var swaps []int64
 	for _, e := range entries {
 		name := e.Name()
 		switch {
@@ -156,8 +157,16 @@ func (l *Log) listSegments() ([]int64, error) {
 			if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
 				return nil, err
 			}
+		case strings.HasSuffix(name, logSuffix+swapSuffix):
+			if base, ok := parseBaseOffset(strings.TrimSuffix(name, swapSuffix), logSuffix); ok {
+				swaps = append(swaps, base)
+			}
 		case strings.HasSuffix(name, swapSuffix):
-			l.logger.Warn("ignoring swap file left by an interrupted compaction", "file", name)
+			// An index renamed before its .log: the swap either did
+			// not commit, or did and the index is rebuilt below.
+			if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
+				return nil, err
+			}
 		case strings.HasSuffix(name, logSuffix):
 			if base, ok := parseBaseOffset(name, logSuffix); ok {
 				logs[base] = true
@@ -166,11 +175,17 @@ func (l *Log) listSegments() ([]int64, error) {
 			indexes = append(indexes, name)
 		}
 	}
+	slices.Sort(swaps)
+	for _, base := range swaps {
+		if err := l.completeSwap(base, logs); err != nil {
+			return nil, err
+		}
+	}
 	for _, name := range indexes {
 		base, ok := parseBaseOffset(name, filepath.Ext(name))
 		if ok && !logs[base] {
 			l.logger.Warn("deleting index file without a segment", "file", name)
-			if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
+			if err := os.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return nil, err
 			}
 		}
@@ -181,6 +196,69 @@ func (l *Log) listSegments() ([]int64, error) {
 	}
 	slices.Sort(bases)
 	return bases, nil
+}
+
+// completeSwap finishes a cleaner swap that committed (its .log.swap file
+// exists) but did not finish: the segments the cleaned one replaces, those
+// starting inside its offset range, are deleted, and it takes its live
+// name. Its indexes are deleted so that Open rebuilds them (Kafka's
+// LogLoader does the same with swap files).
+func (l *Log) completeSwap(base int64, logs map[int64]bool) error {
+	swap := segmentFileName(l.dir, base, logSuffix) + swapSuffix
+	next, err := scanNextOffset(swap, base)
+	if err != nil {
+		return err
+	}
+	for b := range logs {
+		if b < base || b >= next && b != base {
+			continue
+		}
+		for _, ext := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			if err := os.Remove(segmentFileName(l.dir, b, ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+		delete(logs, b)
+	}
+	for _, ext := range []string{indexSuffix, timeIndexSuffix} {
+		if err := os.Remove(segmentFileName(l.dir, base, ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	if err := os.Rename(swap, segmentFileName(l.dir, base, logSuffix)); err != nil {
+		return err
+	}
+	logs[base] = true
+	l.logger.Warn("completed a log cleaner swap interrupted by a crash", "segment", base, "nextOffset", next)
+	return syncDir(l.dir)
+}
+
+// scanNextOffset returns the offset after the last whole batch of a
+// segment file (base when it has none).
+func scanNextOffset(path string, base int64) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	r := bufio.NewReaderSize(f, 64<<10)
+	next := base
+	var buf []byte
+	for pos := int64(0); pos < st.Size(); pos += int64(len(buf)) {
+		if buf, err = readBatch(r, buf, st.Size()-pos); err != nil {
+			break // fsynced before the commit: cannot happen but is harmless
+		}
+		h, err := record.ParseHeader(buf)
+		if err != nil {
+			break
+		}
+		next = h.NextOffset()
+	}
+	return next, nil
 }
 
 func parseBaseOffset(name, suffix string) (int64, bool) {

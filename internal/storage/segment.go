@@ -33,6 +33,7 @@ func segmentFileName(dir string, baseOffset int64, suffix string) string {
 // published after the bytes they describe, for lock-free readers.
 type segment struct {
 	baseOffset int64
+	path       string // of the .log file; changes when renameFiles renames it
 	log        *os.File
 	index      *offsetIndex
 	timeIndex  *timeIndex
@@ -58,24 +59,31 @@ type batchMeta struct {
 
 // createSegment makes a new, empty segment with preallocated indexes.
 func createSegment(dir string, baseOffset int64, cfg LogConfig) (*segment, error) {
+	return createSegmentFiles(dir, baseOffset, cfg, "", cfg.SegmentIndexBytes)
+}
+
+// createSegmentFiles is createSegment with a suffix after each file's
+// extension (the cleaner writes "<base>.log.cleaned" and so on) and an
+// explicit preallocated index size.
+func createSegmentFiles(dir string, baseOffset int64, cfg LogConfig, suffix string, indexBytes int) (*segment, error) {
 	// O_EXCL: a leftover file with this name means our bookkeeping is wrong,
 	// and overwriting it could destroy data.
-	f, err := os.OpenFile(segmentFileName(dir, baseOffset, logSuffix), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(segmentFileName(dir, baseOffset, logSuffix)+suffix, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
-		if err := os.Remove(segmentFileName(dir, baseOffset, suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	for _, ext := range []string{indexSuffix, timeIndexSuffix} {
+		if err := os.Remove(segmentFileName(dir, baseOffset, ext) + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 			f.Close()
 			return nil, err
 		}
 	}
-	s, _, err := openSegmentFiles(dir, baseOffset, f)
+	s, _, err := openSegmentFiles(dir, baseOffset, f, suffix)
 	if err != nil {
 		return nil, err
 	}
 	s.created = cfg.Now()
-	if err := s.resizeIndexes(cfg.SegmentIndexBytes); err != nil {
+	if err := s.resizeIndexes(indexBytes); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -95,7 +103,7 @@ func openSegment(dir string, baseOffset int64, cfg LogConfig) (s *segment, index
 			missing = fmt.Errorf("%w: %s is missing", errCorruptIndex, segmentFileName(dir, baseOffset, suffix))
 		}
 	}
-	s, indexErr, err = openSegmentFiles(dir, baseOffset, f)
+	s, indexErr, err = openSegmentFiles(dir, baseOffset, f, "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -119,18 +127,18 @@ func openSegment(dir string, baseOffset int64, cfg LogConfig) (s *segment, index
 	return s, indexErr, nil
 }
 
-func openSegmentFiles(dir string, baseOffset int64, f *os.File) (*segment, error, error) {
-	s := &segment{baseOffset: baseOffset, log: f, firstBatchTimestamp: noTimestamp}
+func openSegmentFiles(dir string, baseOffset int64, f *os.File, suffix string) (*segment, error, error) {
+	s := &segment{baseOffset: baseOffset, path: f.Name(), log: f, firstBatchTimestamp: noTimestamp}
 	s.nextOffset.Store(baseOffset)
 	s.maxTimestamp.Store(noTimestamp)
 	var indexErr error
 	var err error
-	if s.index, err = openOffsetIndex(segmentFileName(dir, baseOffset, indexSuffix), baseOffset); s.index == nil {
+	if s.index, err = openOffsetIndex(segmentFileName(dir, baseOffset, indexSuffix)+suffix, baseOffset); s.index == nil {
 		f.Close()
 		return nil, nil, err
 	}
 	indexErr = err
-	if s.timeIndex, err = openTimeIndex(segmentFileName(dir, baseOffset, timeIndexSuffix), baseOffset); s.timeIndex == nil {
+	if s.timeIndex, err = openTimeIndex(segmentFileName(dir, baseOffset, timeIndexSuffix)+suffix, baseOffset); s.timeIndex == nil {
 		f.Close()
 		s.index.close()
 		return nil, nil, err
@@ -415,10 +423,47 @@ func (s *segment) close() error {
 // remove closes and deletes the segment's files.
 func (s *segment) remove() error {
 	err := s.close()
-	for _, f := range []string{s.log.Name(), s.index.path, s.timeIndex.path} {
+	for _, f := range []string{s.path, s.index.path, s.timeIndex.path} {
 		if e := os.Remove(f); e != nil && !errors.Is(e, os.ErrNotExist) {
 			err = errors.Join(err, e)
 		}
 	}
 	return err
+}
+
+// renameFiles renames the segment's three files to Kafka's names for its
+// base offset followed by suffix ("" for the live names, ".deleted",
+// ".swap"), keeping them open: readers and the writer keep their file
+// descriptors. The index files go first and the .log file last, so the
+// .log name is the commit point that recovery looks at.
+func (s *segment) renameFiles(suffix string) error {
+	dir := filepath.Dir(s.path)
+	for _, f := range []struct {
+		path *string
+		ext  string
+	}{{&s.index.path, indexSuffix}, {&s.timeIndex.path, timeIndexSuffix}, {&s.path, logSuffix}} {
+		to := segmentFileName(dir, s.baseOffset, f.ext) + suffix
+		if *f.path == to {
+			continue
+		}
+		if err := os.Rename(*f.path, to); err != nil {
+			return fmt.Errorf("rename segment file: %w", err)
+		}
+		*f.path = to
+	}
+	return nil
+}
+
+// largestTimestamp is what retention.ms compares with (Kafka's
+// LogSegment.largestTimestamp): the largest record timestamp, or the file's
+// modification time when no batch has a timestamp.
+func (s *segment) largestTimestamp() int64 {
+	if ts := s.maxTimestamp.Load(); ts >= 0 {
+		return ts
+	}
+	st, err := os.Stat(s.path)
+	if err != nil {
+		return noTimestamp
+	}
+	return st.ModTime().UnixMilli()
 }
