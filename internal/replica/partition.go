@@ -70,6 +70,9 @@ func (p *Partition) Append(batch []byte) (AppendResult, error) {
 	if int64(len(batch)) > int64(cfg.MaxMessageBytes) {
 		return AppendResult{}, kerr.MessageTooLarge
 	}
+	if sum.NullKeys > 0 && cfg.Log.CleanupPolicy.Compact() {
+		return AppendResult{}, fmt.Errorf("%w: compacted topic cannot accept message without key in topic partition %s-%d", kerr.InvalidRecord, p.Topic, p.Index)
+	}
 	if h.Transactional() {
 		// No transaction coordinator yet: nobody could have begun a
 		// transaction legitimately.
