@@ -164,6 +164,9 @@ func describeGroup(adm *kadm.Client, cf *clientFlags, name string, w io.Writer) 
 	if l.DescribeErr != nil {
 		return groupError(name, l.DescribeErr)
 	}
+	if errors.Is(l.FetchErr, kerr.GroupIDNotFound) {
+		return groupError(name, l.FetchErr)
+	}
 	if l.FetchErr != nil {
 		return fmt.Errorf("fetch committed offsets of group %q: %w", name, l.FetchErr)
 	}

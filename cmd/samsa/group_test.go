@@ -10,23 +10,16 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/samsa-io/samsa/internal/servertest"
 )
 
-// startGroupCluster starts a broker with a group coordinator and returns its
-// bootstrap address. It is the one place that picks the broker for the group
-// tests: franz-go's in-memory kfake until Samsa's coordinator lands, then
-// servertest.Start(t, "group.initial.rebalance.delay.ms=0"). Nothing else in
-// this file depends on which broker runs.
+// startGroupCluster starts a Samsa server (no initial rebalance delay) for
+// the group CLI tests and returns its bootstrap address.
 func startGroupCluster(t *testing.T) string {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(0))
-	if err != nil {
-		t.Fatalf("start kfake: %v", err)
-	}
-	t.Cleanup(c.Close)
-	return c.ListenAddrs()[0]
+	return servertest.Addr(servertest.Start(t, "group.initial.rebalance.delay.ms=0"))
 }
 
 // groupCtx bounds one group test's client calls.

@@ -23,6 +23,7 @@ func commands() []command {
 		{"produce", "produce lines from stdin to a topic", runProduce},
 		{"consume", "print records of a topic", runConsume},
 		{"group", "list, describe, delete consumer groups and reset their offsets", runGroup},
+		{"config", "show and change dynamic topic and broker configs", runConfig},
 		{"bench", "measure produce and consume throughput and latency", runBench},
 	}
 }

@@ -38,7 +38,7 @@ func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "samsa server: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	var level slog.Level
+	level := new(slog.LevelVar)
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		fmt.Fprintf(stderr, "samsa server: invalid --log-level %q\n", *logLevel)
 		return 2
@@ -57,7 +57,7 @@ func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
 	// still shuts down cleanly.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	srv, err := server.Start(cfg, logger)
+	srv, err := server.Start(cfg, logger, level)
 	if err != nil {
 		fmt.Fprintf(stderr, "samsa server: %v\n", err)
 		return 1

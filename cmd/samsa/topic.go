@@ -17,12 +17,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-const topicUsage = `usage: samsa topic <create|list|describe|delete> [flags]
+const topicUsage = `usage: samsa topic <create|list|describe|delete|trim> [flags]
 
   create NAME     create a topic
   list            list topics with their partition count and replication factor
   describe NAME…  show a topic's id, non-default configs and partitions
   delete NAME…    delete topics
+  trim NAME       delete a partition's records before an offset (DeleteRecords)
 
 Run "samsa topic <subcommand> -h" for the flags of each.
 `
@@ -37,6 +38,7 @@ func runTopic(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"list":     topicList,
 		"describe": topicDescribe,
 		"delete":   topicDelete,
+		"trim":     topicTrim,
 	}
 	sub, ok := subs[args[0]]
 	if !ok {
@@ -292,4 +294,52 @@ func topicDelete(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return rc
+}
+
+// topicTrim moves a partition's log start offset forward, deleting the
+// records before it (kafka-delete-records.sh), and prints the new low
+// watermark.
+func topicTrim(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("topic trim", "samsa topic trim NAME --partition P --offset N [flags]", stderr)
+	var cf clientFlags
+	cf.register(fs)
+	partition := fs.Int("partition", -1, "the partition to trim (required)")
+	offset := fs.Int64("offset", -2, "delete records before this `offset`; -1 means the high watermark (everything readable)")
+	fs.Int64Var(offset, "before-offset", -2, "same as --offset")
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageError(fs, stderr, "want exactly one topic name, got %d", len(pos))
+	}
+	if *partition < 0 {
+		return usageError(fs, stderr, "--partition is required")
+	}
+	if *offset < -1 {
+		return usageError(fs, stderr, "--offset is required: an offset, or -1 for the high watermark")
+	}
+	adm, err := cf.admin()
+	if err != nil {
+		return fail(stderr, err)
+	}
+	defer adm.Close()
+	ctx, cancel := cf.ctx()
+	defer cancel()
+	name := pos[0]
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: name, Partition: int32(*partition), At: *offset})
+	resps, err := adm.DeleteRecords(ctx, os)
+	if err != nil {
+		return fail(stderr, topicError(name, err, ""))
+	}
+	r, ok := resps.Lookup(name, int32(*partition))
+	if !ok {
+		return fail(stderr, fmt.Errorf("no answer for %s-%d", name, *partition))
+	}
+	if r.Err != nil {
+		return fail(stderr, fmt.Errorf("trim %s-%d: %w", name, *partition, r.Err))
+	}
+	fmt.Fprintf(stdout, "trimmed %s-%d: low watermark %d\n", name, *partition, r.LowWatermark)
+	return exitOK
 }

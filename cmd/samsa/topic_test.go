@@ -53,7 +53,8 @@ func TestTopicDescribe(t *testing.T) {
 	b := startTestCluster(t)
 	mustRun(t, "", "topic", "create", "logs", "--partitions", "2", "--bootstrap", b,
 		"--config", "cleanup.policy=compact", "--config", "retention.ms=60000")
-	mustRun(t, "a\nb\nc\n", "produce", "logs", "--partition", "1", "--bootstrap", b)
+	// Keyed: a compacted topic refuses records without keys.
+	mustRun(t, "k1:a\nk2:b\nk3:c\n", "produce", "logs", "--partition", "1", "--key-separator", ":", "--bootstrap", b)
 
 	r := mustRun(t, "", "topic", "describe", "logs", "--bootstrap", b)
 	rows := fields(r.stdout)

@@ -5,12 +5,15 @@ package broker
 // Behavior:
 //   - Topic resources (type 2): every topic config with its value and
 //     source — DYNAMIC_TOPIC_CONFIG for overrides set on the topic, else the
-//     broker setting it inherits (STATIC_BROKER_CONFIG) or DEFAULT_CONFIG.
-//     Unknown topics get UNKNOWN_TOPIC_OR_PARTITION.
-//   - Broker resources (type 4): this broker's configs when the name is its
-//     node id, or the cluster-wide defaults when the name is empty; another
+//     broker setting it inherits (DYNAMIC_BROKER_CONFIG,
+//     DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG) or
+//     DEFAULT_CONFIG. Unknown topics get UNKNOWN_TOPIC_OR_PARTITION.
+//   - Broker resources (type 4): this broker's configs, dynamic ones
+//     included, when the name is its node id; only the cluster-default
+//     dynamic configs when the name is empty, as Kafka answers; another
 //     broker's id is INVALID_REQUEST (ask that broker).
-//   - BROKER_LOGGER (type 8) and other types are INVALID_REQUEST for now.
+//   - BROKER_LOGGER (type 8) for this node: the "root" logger and its
+//     level, source DYNAMIC_BROKER_LOGGER_CONFIG.
 //   - config_names filters; synonyms (v1+) and documentation (v3+) are sent
 //     only when asked for.
 
@@ -44,14 +47,30 @@ func handleDescribeConfigs(_ context.Context, b *Broker, _ *network.Conn, kreq k
 				sr.ErrorMessage = strPtr("topic " + rr.ResourceName + " does not exist")
 				break
 			}
-			entries = b.cfg.Static.DescribeTopic(img.Configs(metadata.ResourceTopic, rr.ResourceName))
+			entries = b.config().DescribeTopic(img.Configs(metadata.ResourceTopic, rr.ResourceName))
 		case kmsg.ConfigResourceTypeBroker:
-			if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(b.cfg.NodeID)) {
+			if rr.ResourceName == "" {
+				entries = b.config().DescribeDefaults()
+				break
+			}
+			if rr.ResourceName != strconv.Itoa(int(b.cfg.NodeID)) {
 				sr.ErrorCode = kerr.InvalidRequest.Code
 				sr.ErrorMessage = strPtr("broker " + rr.ResourceName + " is not this broker (node " + strconv.Itoa(int(b.cfg.NodeID)) + "); ask it directly")
 				break
 			}
-			entries = b.cfg.Static.Describe()
+			entries = b.config().Describe()
+		case kmsg.ConfigResourceTypeBrokerLogger:
+			if rr.ResourceName != strconv.Itoa(int(b.cfg.NodeID)) {
+				sr.ErrorCode = kerr.InvalidRequest.Code
+				sr.ErrorMessage = strPtr("broker " + rr.ResourceName + " is not this broker (node " + strconv.Itoa(int(b.cfg.NodeID)) + "); ask it directly")
+				break
+			}
+			entries = []config.Entry{{
+				Name:   rootLogger,
+				Value:  strPtr(levelName(b.currentLogLevel())),
+				Source: kmsg.ConfigSourceDynamicBrokerLoggerConfig,
+				Type:   kmsg.ConfigTypeString,
+			}}
 		default:
 			sr.ErrorCode = kerr.InvalidRequest.Code
 			sr.ErrorMessage = strPtr("describing resource type " + rr.ResourceType.String() + " is not supported yet")

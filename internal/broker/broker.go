@@ -25,6 +25,8 @@ type Controller interface {
 	DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse
 	CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse
 	AllocateProducerIDs(ctx context.Context, brokerID int32, brokerEpoch int64) (first int64, count int32, err error)
+	AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse
+	IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse
 }
 
 // Config configures a Broker.
@@ -48,6 +50,7 @@ type Broker struct {
 	handlers    map[kmsg.Key]handler
 	producerIDs producerIDBlock
 	epoch       atomic.Int64 // broker epoch from registration
+	dyn         dynamicState // dynamic broker configs and log level (publisher.go)
 	// offsetsLoaded is owned by the metadata publisher.
 	offsetsLoaded offsetsLoader
 }
@@ -78,28 +81,33 @@ func New(cfg Config) *Broker {
 // what is handled.
 func handlers() map[kmsg.Key]handler {
 	return map[kmsg.Key]handler{
-		kmsg.Produce:          {0, 12, handleProduce},
-		kmsg.Fetch:            {4, 17, handleFetch},
-		kmsg.ListOffsets:      {1, 10, handleListOffsets},
-		kmsg.Metadata:         {0, 13, handleMetadata},
-		kmsg.ApiVersions:      {0, 4, handleAPIVersions},
-		kmsg.CreateTopics:     {2, 7, handleCreateTopics},
-		kmsg.DeleteTopics:     {1, 6, handleDeleteTopics},
-		kmsg.InitProducerID:   {0, 5, handleInitProducerID},
-		kmsg.DescribeConfigs:  {1, 4, handleDescribeConfigs},
-		kmsg.CreatePartitions: {0, 3, handleCreatePartitions},
-		kmsg.DescribeCluster:  {0, 2, handleDescribeCluster},
-		kmsg.OffsetCommit:     {0, 9, handleOffsetCommit},
-		kmsg.OffsetFetch:      {0, 9, handleOffsetFetch},
-		kmsg.FindCoordinator:  {0, 6, handleFindCoordinator},
-		kmsg.JoinGroup:        {0, 9, handleJoinGroup},
-		kmsg.Heartbeat:        {0, 4, handleHeartbeat},
-		kmsg.LeaveGroup:       {0, 5, handleLeaveGroup},
-		kmsg.SyncGroup:        {0, 5, handleSyncGroup},
-		kmsg.DescribeGroups:   {0, 5, handleDescribeGroups},
-		kmsg.ListGroups:       {0, 5, handleListGroups},
-		kmsg.DeleteGroups:     {0, 2, handleDeleteGroups},
-		kmsg.OffsetDelete:     {0, 0, handleOffsetDelete},
+		kmsg.Produce:                 {0, 12, handleProduce},
+		kmsg.Fetch:                   {4, 17, handleFetch},
+		kmsg.ListOffsets:             {1, 10, handleListOffsets},
+		kmsg.Metadata:                {0, 13, handleMetadata},
+		kmsg.ApiVersions:             {0, 4, handleAPIVersions},
+		kmsg.CreateTopics:            {2, 7, handleCreateTopics},
+		kmsg.DeleteTopics:            {1, 6, handleDeleteTopics},
+		kmsg.InitProducerID:          {0, 5, handleInitProducerID},
+		kmsg.DescribeConfigs:         {1, 4, handleDescribeConfigs},
+		kmsg.CreatePartitions:        {0, 3, handleCreatePartitions},
+		kmsg.DescribeCluster:         {0, 2, handleDescribeCluster},
+		kmsg.OffsetCommit:            {0, 9, handleOffsetCommit},
+		kmsg.OffsetFetch:             {0, 9, handleOffsetFetch},
+		kmsg.FindCoordinator:         {0, 6, handleFindCoordinator},
+		kmsg.JoinGroup:               {0, 9, handleJoinGroup},
+		kmsg.Heartbeat:               {0, 4, handleHeartbeat},
+		kmsg.LeaveGroup:              {0, 5, handleLeaveGroup},
+		kmsg.SyncGroup:               {0, 5, handleSyncGroup},
+		kmsg.DescribeGroups:          {0, 5, handleDescribeGroups},
+		kmsg.ListGroups:              {0, 5, handleListGroups},
+		kmsg.DeleteGroups:            {0, 2, handleDeleteGroups},
+		kmsg.OffsetDelete:            {0, 0, handleOffsetDelete},
+		kmsg.ConsumerGroupHeartbeat:  {0, 1, handleConsumerGroupHeartbeat},
+		kmsg.ConsumerGroupDescribe:   {0, 1, handleConsumerGroupDescribe},
+		kmsg.AlterConfigs:            {0, 2, handleAlterConfigs},
+		kmsg.IncrementalAlterConfigs: {0, 1, handleIncrementalAlterConfigs},
+		kmsg.DeleteRecords:           {0, 2, handleDeleteRecords},
 	}
 }
 

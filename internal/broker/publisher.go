@@ -2,6 +2,8 @@ package broker
 
 import (
 	"fmt"
+	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/samsa-io/samsa/internal/config"
@@ -12,8 +14,9 @@ import (
 
 // Publish implements metadata.Publisher: it makes the partitions this node
 // leads match the image — opening logs for new ones, applying changed
-// topic configs, and deleting the logs of removed topics. It runs in the
-// metadata apply path, so a request answered after a commit sees its effect.
+// topic and broker configs, and deleting the logs of removed topics. It runs
+// in the metadata apply path, so a request answered after a commit sees its
+// effect.
 func (b *Broker) Publish(d *metadata.Delta, img *metadata.Image) {
 	for _, old := range d.DeletedTopics {
 		for _, p := range old.Partitions {
@@ -22,13 +25,21 @@ func (b *Broker) Publish(d *metadata.Delta, img *metadata.Image) {
 			}
 		}
 	}
-	for _, t := range changedTopics(d, img) {
-		pcfg, err := PartitionConfig(b.cfg.Static, img.Configs(metadata.ResourceTopic, t.Name))
+	topics := changedTopics(d, img)
+	if b.brokerConfigsChanged(d) {
+		b.applyBrokerConfigs(img)
+		// Every topic inherits broker defaults, so every hosted partition
+		// is resolved again (Kafka's DynamicLogConfig.reconfigure).
+		topics = img.Topics()
+	}
+	eff := b.config()
+	for _, t := range topics {
+		pcfg, err := PartitionConfig(eff, img.Configs(metadata.ResourceTopic, t.Name))
 		if err != nil {
 			// The controller validated these configs; a bad one here means
 			// the defaults changed under it. Keep serving on defaults.
 			b.cfg.Logger.Error("invalid topic config, using defaults", "topic", t.Name, "err", err)
-			pcfg, _ = PartitionConfig(b.cfg.Static, nil)
+			pcfg, _ = PartitionConfig(eff, nil)
 		}
 		for _, p := range t.Partitions {
 			if p.Leader != b.cfg.NodeID {
@@ -40,6 +51,54 @@ func (b *Broker) Publish(d *metadata.Delta, img *metadata.Image) {
 		}
 	}
 	b.publishOffsetsTopic(img)
+}
+
+// dynamicState is the broker's view of its dynamic configuration. The
+// publisher writes it; handlers read it without locks.
+type dynamicState struct {
+	// effective is the static config with the dynamic broker configs of
+	// the latest image layered on; nil until the first publish.
+	effective atomic.Pointer[config.Config]
+	// logLevel is the level of the node's logger, when the node made it
+	// adjustable (SetLogLevel); BROKER_LOGGER changes need it.
+	logLevel atomic.Pointer[slog.LevelVar]
+}
+
+// config is the broker's configuration in effect: static plus dynamic.
+func (b *Broker) config() *config.Config {
+	if c := b.dyn.effective.Load(); c != nil {
+		return c
+	}
+	return b.cfg.Static
+}
+
+// SetLogLevel gives the broker the level of the node's logger, so that
+// IncrementalAlterConfigs on BROKER_LOGGER can change it at runtime.
+func (b *Broker) SetLogLevel(v *slog.LevelVar) { b.dyn.logLevel.Store(v) }
+
+// brokerConfigsChanged reports whether the delta touched the dynamic
+// configs of this broker or the cluster defaults.
+func (b *Broker) brokerConfigsChanged(d *metadata.Delta) bool {
+	if d.Full || b.dyn.effective.Load() == nil {
+		return true
+	}
+	self := config.BrokerResourceName(b.cfg.NodeID)
+	for _, r := range d.ChangedConfigs {
+		if r.Type == metadata.ResourceBroker && (r.Name == "" || r.Name == self) {
+			return true
+		}
+	}
+	return false
+}
+
+// applyBrokerConfigs recomputes the effective configuration from img.
+func (b *Broker) applyBrokerConfigs(img *metadata.Image) {
+	perBroker := img.Configs(metadata.ResourceBroker, config.BrokerResourceName(b.cfg.NodeID))
+	eff, err := b.cfg.Static.WithDynamic(perBroker, img.Configs(metadata.ResourceBroker, ""))
+	if err != nil {
+		b.cfg.Logger.Warn("ignoring invalid dynamic broker configs", "err", err)
+	}
+	b.dyn.effective.Store(eff)
 }
 
 // changedTopics lists the topics of img whose partitions or configs the
@@ -77,16 +136,29 @@ func PartitionConfig(static *config.Config, overrides map[string]string) (replic
 	if err != nil {
 		return replica.PartitionConfig{}, fmt.Errorf("topic config: %w", err)
 	}
+	var policy storage.CleanupPolicy
+	if tc.Delete {
+		policy |= storage.CleanupDelete
+	}
+	if tc.Compact {
+		policy |= storage.CleanupCompact
+	}
 	return replica.PartitionConfig{
 		Log: storage.LogConfig{
-			SegmentBytes:       tc.SegmentBytes,
-			SegmentMs:          time.Duration(tc.SegmentMs) * time.Millisecond,
-			SegmentIndexBytes:  tc.SegmentIndexBytes,
-			IndexIntervalBytes: tc.IndexIntervalBytes,
-			FlushMessages:      tc.FlushMessages,
-			FlushMs:            tc.FlushMs,
-			RetentionMs:        tc.RetentionMs,
-			RetentionBytes:     tc.RetentionBytes,
+			SegmentBytes:           tc.SegmentBytes,
+			SegmentMs:              time.Duration(tc.SegmentMs) * time.Millisecond,
+			SegmentIndexBytes:      tc.SegmentIndexBytes,
+			IndexIntervalBytes:     tc.IndexIntervalBytes,
+			FlushMessages:          tc.FlushMessages,
+			FlushMs:                tc.FlushMs,
+			RetentionMs:            tc.RetentionMs,
+			RetentionBytes:         tc.RetentionBytes,
+			CleanupPolicy:          policy,
+			FileDeleteDelayMs:      tc.FileDeleteDelayMs,
+			DeleteRetentionMs:      tc.DeleteRetentionMs,
+			MinCleanableDirtyRatio: tc.MinCleanableDirtyRatio,
+			MinCompactionLagMs:     tc.MinCompactionLagMs,
+			MaxCompactionLagMs:     tc.MaxCompactionLagMs,
 		},
 		MaxMessageBytes:      tc.MaxMessageBytes,
 		LogAppendTime:        tc.MessageTimestampType == "LogAppendTime",

@@ -117,8 +117,11 @@ type Config struct {
 	ProducerIDExpirationMs               int64
 
 	// values holds the parsed value of every known key that has one:
-	// explicitly set, or Kafka's non-null default.
+	// dynamic, explicitly set, or Kafka's non-null default.
 	values map[string]any
+	// dynBroker and dynDefault are the dynamic per-broker and
+	// cluster-default values layered on by WithDynamic, as written.
+	dynBroker, dynDefault map[string]string
 }
 
 // Load reads the configuration of a node. path "" means EmbeddedDefaults.

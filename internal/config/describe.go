@@ -59,8 +59,9 @@ func (c *Config) Describe() []Entry {
 
 // DescribeTopic returns every topic key of a topic with the given overrides,
 // sorted by name. Overrides report DYNAMIC_TOPIC_CONFIG; otherwise the
-// source is that of the broker synonym in effect (STATIC_BROKER_CONFIG when
-// set in the file, DEFAULT_CONFIG when Kafka's default applies), as Kafka
+// source is that of the broker synonym in effect (DYNAMIC_BROKER_CONFIG or
+// DYNAMIC_DEFAULT_BROKER_CONFIG when set dynamically, STATIC_BROKER_CONFIG
+// when set in the file, DEFAULT_CONFIG when Kafka's default applies), as Kafka
 // reports it. Overrides are assumed valid (see ValidateTopicConfig); unknown
 // ones are skipped.
 func (c *Config) DescribeTopic(overrides map[string]string) []Entry {
@@ -96,25 +97,38 @@ func (c *Config) DescribeTopic(overrides map[string]string) []Entry {
 	return out
 }
 
-// synonyms lists, for each broker key in precedence order, its static value
-// when set and then its default when Kafka has one (Kafka's configSynonyms,
-// without the dynamic sources we do not have yet).
+// synonyms lists the sources of a broker key's value in precedence order:
+// dynamic per-broker values, cluster defaults, static values, then Kafka's
+// defaults, each over every synonym name in order (Kafka's
+// ConfigHelper.configSynonyms).
 func (c *Config) synonyms(names []string, sensitive bool) []Synonym {
-	var out []Synonym
+	return c.synonymsAt(names, sensitive, true)
+}
+
+// synonymsAt is synonyms; perBroker false leaves out per-broker dynamic
+// values, for describing the cluster-default resource.
+func (c *Config) synonymsAt(names []string, sensitive, perBroker bool) []Synonym {
+	out := c.dynamicSynonyms(names, sensitive, perBroker)
+	value := func(key *Key, v any) *string {
+		if sensitive || key.Sensitive() {
+			return nil
+		}
+		return ptr(format(key.Type, v))
+	}
 	for _, name := range names {
-		key := brokerKeys[name]
-		value := func(v any) *string {
-			if sensitive || key.Sensitive() {
-				return nil
-			}
-			return ptr(format(key.Type, v))
-		}
 		if c.IsSet(name) {
-			out = append(out, Synonym{Name: name, Value: value(c.values[name]), Source: kmsg.ConfigSourceStaticBrokerConfig})
+			key := brokerKeys[name]
+			static, err := key.parse(c.Explicit[name])
+			if err != nil {
+				continue
+			}
+			out = append(out, Synonym{Name: name, Value: value(key, static), Source: kmsg.ConfigSourceStaticBrokerConfig})
 		}
-		if key.HasDefault {
+	}
+	for _, name := range names {
+		if key := brokerKeys[name]; key.HasDefault {
 			d, _ := key.parse(key.Default)
-			out = append(out, Synonym{Name: name, Value: value(d), Source: kmsg.ConfigSourceDefaultConfig})
+			out = append(out, Synonym{Name: name, Value: value(key, d), Source: kmsg.ConfigSourceDefaultConfig})
 		}
 	}
 	return out

@@ -32,7 +32,11 @@
 // on loopback (see EmbeddedDefaults). They stand in for a server.properties,
 // so Describe reports the keys they set as STATIC_BROKER_CONFIG.
 //
-// Dynamic configuration (DescribeConfigs sources DYNAMIC_BROKER_CONFIG and
-// DYNAMIC_DEFAULT_BROKER_CONFIG, applied from the metadata log) is not
-// implemented yet; the Dynamic field of each key records what may change.
+// Dynamic broker configuration: WithDynamic layers the per-broker and
+// cluster-default values kept in the metadata log over the static ones and
+// returns a new immutable Config, whose Describe and DescribeTopic report
+// the sources DYNAMIC_BROKER_CONFIG and DYNAMIC_DEFAULT_BROKER_CONFIG with
+// synonyms in Kafka's order (per-broker, cluster default, static, default).
+// ValidateDynamicBrokerConfigs applies Kafka's rules for what may change:
+// the Dynamic field of each key (read-only, per-broker, cluster-wide).
 package config

@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/raft"
 )
@@ -46,6 +47,15 @@ type Config struct {
 	// ValidateTopicConfig checks one topic config override; nil accepts
 	// everything. Its error text is returned to the client.
 	ValidateTopicConfig func(name, value string) error
+	// ValidateBrokerConfigs checks the complete set of dynamic configs a
+	// BROKER resource would have (clusterDefault: resource name "");
+	// default config.ValidateDynamicBrokerConfigs. Its error text is
+	// returned to the client.
+	ValidateBrokerConfigs func(configs map[string]string, clusterDefault bool) error
+	// ListDefault reports whether a key of a resource type is a LIST, and
+	// its default, for IncrementalAlterConfigs APPEND and SUBTRACT;
+	// default config.ListDefault.
+	ListDefault func(resourceType int8, name string) (def string, isList bool)
 }
 
 // Validate checks the configuration and fills defaults.
@@ -67,6 +77,14 @@ func (c *Config) Validate() error {
 	}
 	if c.DefaultReplicationFactor <= 0 {
 		c.DefaultReplicationFactor = 1
+	}
+	// Broker configs default to Kafka's rules rather than to "anything":
+	// a read-only key accepted here would look changed but never apply.
+	if c.ValidateBrokerConfigs == nil {
+		c.ValidateBrokerConfigs = config.ValidateDynamicBrokerConfigs
+	}
+	if c.ListDefault == nil {
+		c.ListDefault = config.ListDefault
 	}
 	return nil
 }

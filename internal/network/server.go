@@ -125,17 +125,15 @@ func (c *Conn) read() {
 	}()
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
-	var buf []byte
 	for {
-		frame, err := wire.ReadFrame(c.nc, s.cfg.MaxRequestSize, buf)
+		// Each request gets its own buffer: decoded bodies alias it, and a
+		// handler may keep what it decoded (a group member's metadata).
+		frame, err := wire.ReadFrame(c.nc, s.cfg.MaxRequestSize, nil)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
 				s.cfg.Logger.Info("closing connection", "remote", c.nc.RemoteAddr(), "err", err)
 			}
 			return
-		}
-		if cap(frame) <= 1<<20 {
-			buf = frame[:0] // reuse small buffers; let large ones go
 		}
 		req, err := wire.ParseRequest(frame, s.cfg.Versions)
 		if err != nil {

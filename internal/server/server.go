@@ -43,8 +43,10 @@ type Server struct {
 
 // Start formats the data directories if this is the first start, recovers
 // the logs, replays the metadata log, registers the broker and starts
-// serving clients. On error everything already started is closed.
-func Start(cfg *config.Config, logger *slog.Logger) (_ *Server, err error) {
+// serving clients. On error everything already started is closed. level,
+// when not nil, is the level of logger's handler: BROKER_LOGGER configs
+// change it at runtime.
+func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (_ *Server, err error) {
 	if err := checkSupported(cfg); err != nil {
 		return nil, err
 	}
@@ -106,6 +108,9 @@ func Start(cfg *config.Config, logger *slog.Logger) (_ *Server, err error) {
 	})
 	// The broker's publisher opens and deletes logs as metadata changes;
 	// registered now, it first catches up on the replayed image.
+	if level != nil {
+		s.broker.SetLogLevel(level)
+	}
 	if err := s.loader.Register(s.broker); err != nil {
 		return nil, err
 	}
@@ -311,6 +316,18 @@ func groupConfig(cfg *config.Config, loader *metadata.Loader, logger *slog.Logge
 		RetentionCheckInterval: ms(cfg.OffsetsRetentionCheckIntervalMs),
 		OffsetMetadataMaxBytes: int(cfg.OffsetMetadataMaxBytes),
 		Logger:                 logger,
+
+		ConsumerSessionTimeout:    ms(int64(cfg.MustInt32("group.consumer.session.timeout.ms"))),
+		ConsumerHeartbeatInterval: ms(int64(cfg.MustInt32("group.consumer.heartbeat.interval.ms"))),
+		ConsumerMaxGroupSize:      int(cfg.MustInt32("group.consumer.max.size")),
+		Topics: func() map[string]group.TopicInfo {
+			topics := loader.Image().Topics()
+			out := make(map[string]group.TopicInfo, len(topics))
+			for _, t := range topics {
+				out[t.Name] = group.TopicInfo{ID: t.ID, Partitions: int32(len(t.Partitions))}
+			}
+			return out
+		},
 		PartitionExists: func(topic string, partition int32) bool {
 			t, ok := loader.Image().Topic(topic)
 			return ok && partition >= 0 && int(partition) < len(t.Partitions)

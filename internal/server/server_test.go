@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/samsa-io/samsa/internal/config"
@@ -39,7 +41,7 @@ func quiet() *slog.Logger {
 
 func start(t *testing.T, cfg *config.Config) *Server {
 	t.Helper()
-	s, err := Start(cfg, quiet())
+	s, err := Start(cfg, quiet(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,5 +263,30 @@ func TestGroupOffsetsSurviveRestart(t *testing.T) {
 	}
 	if _, ok := groups["billing"]; !ok {
 		t.Fatalf("group billing not listed after restart: %v", groups.Groups())
+	}
+}
+
+// TestCompactedTopicRefusesKeylessRecords: like Kafka, a compacted topic
+// answers INVALID_RECORD to records without a key and accepts keyed ones.
+func TestCompactedTopicRefusesKeylessRecords(t *testing.T) {
+	s := start(t, testConfig(t, t.TempDir()))
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr("PLAINTEXT")), kgo.RecordRetries(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	policy := "compact"
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": &policy}, "state"); err != nil {
+		t.Fatal(err)
+	}
+	err = cl.ProduceSync(ctx, &kgo.Record{Topic: "state", Value: []byte("v")}).FirstErr()
+	if !errors.Is(err, kerr.InvalidRecord) {
+		t.Fatalf("keyless record on a compacted topic: %v, want INVALID_RECORD", err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "state", Key: []byte("k"), Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatalf("keyed record: %v", err)
 	}
 }

@@ -34,7 +34,7 @@ func StartIn(t testing.TB, dir string, extra ...string) *server.Server {
 	if len(warnings) > 0 {
 		t.Fatalf("servertest: config warnings: %v", warnings)
 	}
-	s, err := server.Start(cfg, Logger())
+	s, err := server.Start(cfg, Logger(), nil)
 	if err != nil {
 		t.Fatalf("servertest: start: %v", err)
 	}

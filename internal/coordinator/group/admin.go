@@ -46,6 +46,9 @@ func (c *Coordinator) describe(id string, version int16) kmsg.DescribeGroupsResp
 		}
 		return dg
 	}
+	if g.cg != nil {
+		return s.describeConsumerClassicLocked(g)
+	}
 	dg.State = g.state.String()
 	dg.ProtocolType = g.protocolType
 	if g.state == stateStable {
@@ -72,19 +75,6 @@ func (c *Coordinator) describe(id string, version int16) kmsg.DescribeGroupsResp
 // incomplete.
 func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	r := kmsg.NewPtrListGroupsResponse()
-	var states []state
-	for _, f := range req.StatesFilter {
-		if st, ok := parseState(f); ok {
-			states = append(states, st)
-		} else {
-			return r // Kafka: an unknown state matches nothing
-		}
-	}
-	if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(t string) bool {
-		return strings.EqualFold(t, classicGroupType)
-	}) {
-		return r
-	}
 	c.mu.Lock()
 	shards := make([]*shard, 0, len(c.mu.shards))
 	for _, s := range c.mu.shards {
@@ -101,19 +91,31 @@ func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsReques
 		}
 		s.mu.Lock()
 		for _, g := range s.mu.groups {
-			if g.state == stateDead || (len(states) > 0 && !slices.Contains(states, g.state)) {
-				continue
-			}
 			lg := kmsg.NewListGroupsResponseGroup()
 			lg.Group, lg.ProtocolType = g.id, g.protocolType
-			lg.GroupState = g.state.String()
-			lg.GroupType = classicGroupType
-			r.Groups = append(r.Groups, lg)
+			lg.GroupState, lg.GroupType = g.state.String(), classicGroupType
+			if g.cg != nil {
+				lg.ProtocolType, lg.GroupState, lg.GroupType = consumerProtocolType, g.cg.state(), consumerGroupType
+			} else if g.state == stateDead {
+				continue
+			}
+			if matchesFilter(req.StatesFilter, lg.GroupState) && matchesFilter(req.TypesFilter, lg.GroupType) {
+				r.Groups = append(r.Groups, lg)
+			}
 		}
 		s.mu.Unlock()
 	}
 	slices.SortFunc(r.Groups, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })
 	return r
+}
+
+// consumerGroupType is the group type ListGroups v5 reports for KIP-848 groups.
+const consumerGroupType = "consumer"
+
+// matchesFilter is Kafka's case-insensitive ListGroups filter: empty
+// matches everything, an unknown name matches nothing.
+func matchesFilter(filter []string, v string) bool {
+	return len(filter) == 0 || slices.ContainsFunc(filter, func(f string) bool { return strings.EqualFold(f, v) })
 }
 
 // DeleteGroups serves DeleteGroups v0-v3: an empty group's offsets and
@@ -135,6 +137,9 @@ func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRe
 
 func (s *shard) decideDeleteLocked(id string, code *int16) ([]KV, func(error)) {
 	g := s.mu.groups[id]
+	if g != nil && g.cg != nil {
+		return s.decideDeleteConsumerLocked(g, code)
+	}
 	switch {
 	case g == nil || g.state == stateDead:
 		*code = kerr.GroupIDNotFound.Code

@@ -35,6 +35,22 @@ type Config struct {
 	// OffsetFetch v10+. Nil means such requests get UNKNOWN_TOPIC_ID.
 	TopicName func(id [16]byte) (string, bool)
 	TopicID   func(name string) ([16]byte, bool)
+	// ConsumerSessionTimeout is group.consumer.session.timeout.ms (45 s): a
+	// KIP-848 member that sends no ConsumerGroupHeartbeat for this long is
+	// removed. The coordinator decides it, not the client.
+	ConsumerSessionTimeout time.Duration
+	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms (5 s),
+	// returned to KIP-848 members as the pace of their heartbeats.
+	ConsumerHeartbeatInterval time.Duration
+	// ConsumerMaxGroupSize is group.consumer.max.size (MaxInt32).
+	ConsumerMaxGroupSize int
+	// ConsumerAssignors is group.consumer.assignors by name ("uniform",
+	// "range"); the first is the default. Empty means both, uniform first.
+	ConsumerAssignors []string
+	// Topics lists the cluster's topics by name, for KIP-848 subscriptions
+	// (regexes need the full list). Nil falls back to TopicID and
+	// PartitionExists for subscriptions by name, and regexes match nothing.
+	Topics func() map[string]TopicInfo
 	// Now is the clock for record timestamps and offset expiry (time.Now).
 	// Timers use the runtime clock, so tests use testing/synctest.
 	Now func() time.Time
@@ -69,6 +85,18 @@ func (c Config) withDefaults() Config {
 	if c.OffsetMetadataMaxBytes == 0 {
 		c.OffsetMetadataMaxBytes = 4096
 	}
+	if c.ConsumerSessionTimeout == 0 {
+		c.ConsumerSessionTimeout = 45 * time.Second
+	}
+	if c.ConsumerHeartbeatInterval == 0 {
+		c.ConsumerHeartbeatInterval = 5 * time.Second
+	}
+	if c.ConsumerMaxGroupSize == 0 {
+		c.ConsumerMaxGroupSize = math.MaxInt32
+	}
+	if len(c.ConsumerAssignors) == 0 {
+		c.ConsumerAssignors = []string{"uniform", "range"}
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -93,8 +121,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("invalid value %v for offsets.retention.minutes: want at least 1 minute", c.OffsetsRetention)
 	case c.RetentionCheckInterval < 0:
 		return fmt.Errorf("invalid value %v for offsets.retention.check.interval.ms: want a positive duration", c.RetentionCheckInterval)
+	case c.ConsumerSessionTimeout < 0 || c.ConsumerHeartbeatInterval < 0 || c.ConsumerHeartbeatInterval >= c.ConsumerSessionTimeout:
+		return fmt.Errorf("invalid group.consumer.heartbeat.interval.ms %v / group.consumer.session.timeout.ms %v: want 0 < interval < session timeout",
+			c.ConsumerHeartbeatInterval, c.ConsumerSessionTimeout)
+	case c.ConsumerMaxGroupSize < 1:
+		return fmt.Errorf("invalid value %d for group.consumer.max.size: want at least 1", c.ConsumerMaxGroupSize)
 	case c.OffsetMetadataMaxBytes < 0:
 		return fmt.Errorf("invalid value %d for offset.metadata.max.bytes: want at least 0", c.OffsetMetadataMaxBytes)
+	}
+	for _, a := range c.ConsumerAssignors {
+		if assignors[a] == nil {
+			return fmt.Errorf("invalid value %q in group.consumer.assignors: want uniform or range", a)
+		}
 	}
 	return nil
 }

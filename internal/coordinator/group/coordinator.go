@@ -206,6 +206,10 @@ var errUnloaded = errors.New("partition unloaded")
 // finishLoadLocked gives every replayed member a fresh session so that
 // consumers that were alive before the move can heartbeat back in.
 func (s *shard) finishLoadLocked(g *group) {
+	if g.cg != nil {
+		s.finishConsumerLoadLocked(g)
+		return
+	}
 	for _, m := range g.members {
 		s.scheduleSessionLocked(g, m)
 	}
@@ -228,6 +232,9 @@ func (s *shard) unload() {
 
 // dropGroupLocked stops g's timers and answers its waiters with code.
 func (s *shard) dropGroupLocked(g *group, code int16) {
+	if g.cg != nil {
+		g.cg.stopAllTimers()
+	}
 	for _, m := range g.members {
 		stopTimer(m.sessionTimer)
 		m.timerSeq++

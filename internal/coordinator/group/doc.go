@@ -1,6 +1,9 @@
-// Package group is Samsa's classic consumer-group coordinator (Kafka's
-// GroupCoordinator for the JoinGroup/SyncGroup protocol) and the owner of the
-// committed offsets stored in the internal topic __consumer_offsets.
+// Package group is Samsa's group coordinator: classic groups (Kafka's
+// JoinGroup/SyncGroup protocol), KIP-848 consumer groups
+// (ConsumerGroupHeartbeat, ConsumerGroupDescribe) and the committed offsets,
+// all stored in the internal topic __consumer_offsets. Classic and consumer
+// groups share one namespace: an id is one or the other, and an empty group
+// converts when the other protocol joins it.
 //
 // # Placement
 //
@@ -20,8 +23,31 @@
 //	                                                      (v1 when the commit carried an explicit retention)
 //	key   GroupMetadataKey  v2 (group)                    value GroupMetadataValue v3
 //
-// A nil value is a tombstone. Key versions 3 and above (KIP-848 records) are
-// skipped on replay.
+//	key 3 ConsumerGroupMetadataKey (group)                  value: group epoch, MetadataHash (tag 0)
+//	key 5 ConsumerGroupMemberMetadataKey (group, member)    value: subscription, client, timeouts
+//	key 6 ConsumerGroupTargetAssignmentMetadataKey (group)  value: target assignment epoch
+//	key 7 ConsumerGroupTargetAssignmentMemberKey (g, m)     value: the member's target partitions
+//	key 8 ConsumerGroupCurrentMemberAssignmentKey (g, m)    value: member epochs, state, owned and
+//	                                                        pending-revocation partitions
+//
+// A nil value is a tombstone. KIP-848 values are flexible version-0
+// structs, written with kbin since kmsg lacks them. Key 4
+// (ConsumerGroupPartitionMetadata, deprecated by Kafka 4.1) is never written
+// and ignored on replay; other key versions (share and streams groups) are
+// skipped.
+//
+// # Consumer groups (KIP-848)
+//
+// The coordinator assigns: a heartbeat updates the member (a subscription
+// change bumps the group epoch, as does any change to the subscribed
+// topics' metadata, detected through Config.Topics), a group epoch past the
+// target assignment epoch recomputes the target with the group's assignor
+// (uniform: balanced and sticky; range), and the member is reconciled
+// towards its target one safe step at a time: partitions to give up are
+// revoked first, and a partition is only handed to a member once its
+// previous owner stopped reporting it. Unlike classic groups, every change
+// of a consumer group is a record, and memory changes only by applying
+// records, whether live or on Load.
 //
 // # Deciding and doing
 //

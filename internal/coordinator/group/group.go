@@ -2,7 +2,6 @@ package group
 
 import (
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -92,6 +91,10 @@ type group struct {
 	newMemberAdded   bool
 	delayRemaining   time.Duration
 	subscribedTopics map[string]bool // nil: unknown (not a consumer group or undecodable)
+
+	// cg is set while the id is a KIP-848 consumer group; the classic
+	// fields above are then unused, except offsets.
+	cg *consumerGroup
 }
 
 func newGroup(id string, now time.Time) *group {
@@ -221,14 +224,4 @@ func (g *group) updateSubscriptions() {
 
 func (g *group) isSubscribed(topic string) bool {
 	return g.subscribedTopics == nil || g.subscribedTopics[topic]
-}
-
-// parseState is Kafka's case-insensitive state parse for ListGroups filters.
-func parseState(s string) (state, bool) {
-	for st := stateEmpty; st <= stateDead; st++ {
-		if strings.EqualFold(st.String(), s) {
-			return st, true
-		}
-	}
-	return 0, false
 }

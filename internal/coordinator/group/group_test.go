@@ -312,15 +312,28 @@ func TestStaticMemberRejoinAndFencing(t *testing.T) {
 		if *v.Leader != r.MemberID || *v.Members[0].InstanceID != "instance-1" || v.Members[0].MemberID != r.MemberID {
 			t.Fatalf("stored group %+v", v)
 		}
-		// A changed subscription forces a rebalance instead.
+		// As in Kafka, new metadata that leaves the group's protocol choice
+		// unchanged does not rebalance either; the member's metadata is
+		// replaced (the group leader sees it at the next rebalance).
 		ch := e.joinAsync(joinReq("", inst, consumerMeta("t", "u")))
 		synctest.Wait()
-		if code := e.heartbeat(1, fid, nil); code != 27 {
-			t.Fatalf("changed subscription: %d, want REBALANCE_IN_PROGRESS", code)
+		if code := e.heartbeat(1, fid, nil); code != 0 {
+			t.Fatalf("changed subscription, same protocol: %d, want no rebalance", code)
 		}
-		e.joinAsync(joinReq(fid, nil, consumerMeta("t")))
-		if r := <-ch; r.ErrorCode != 0 || r.Generation != 2 {
-			t.Fatalf("rejoin with new subscription: %+v", r)
+		if r := <-ch; r.ErrorCode != 0 || r.Generation != 1 {
+			t.Fatalf("static rejoin with new subscription: %+v", r)
+		}
+		d := e.c.DescribeGroups(e.ctx, &kmsg.DescribeGroupsRequest{Version: 5, Groups: []string{testGroup}})
+		var meta kmsg.ConsumerMemberMetadata
+		for _, m := range d.Groups[0].Members {
+			if m.InstanceID != nil && *m.InstanceID == "instance-1" {
+				if err := meta.ReadFrom(m.ProtocolMetadata); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if len(meta.Topics) != 2 || meta.Topics[1] != "u" {
+			t.Fatalf("stored subscription %v, want [t u]", meta.Topics)
 		}
 	})
 }

@@ -59,6 +59,9 @@ func (c *Coordinator) joinGroup(ctx context.Context, req *kmsg.JoinGroupRequest)
 	if j.session < c.cfg.MinSessionTimeout || j.session > c.cfg.MaxSessionTimeout {
 		return joinError(kerr.InvalidSessionTimeout.Code, req.MemberID)
 	}
+	if code := s.convertEmptyConsumerGroup(ctx, req.Group); code != 0 {
+		return joinError(code, req.MemberID)
+	}
 
 	var (
 		resp *kmsg.JoinGroupResponse
@@ -101,6 +104,10 @@ func (s *shard) decideJoinLocked(groupID string, j *joinReq) (*kmsg.JoinGroupRes
 			}
 		}()
 	}
+	if g.cg != nil {
+		// A consumer group appeared since convertEmptyConsumerGroup.
+		return joinError(kerr.InconsistentGroupProtocol.Code, j.memberID), nil, nil, nil
+	}
 	if !s.acceptJoiningMember(g, j.memberID) {
 		return joinError(kerr.GroupMaxSizeReached.Code, j.memberID), nil, nil, nil
 	}
@@ -139,10 +146,15 @@ func (s *shard) newMemberJoinLocked(g *group, j *joinReq) (*kmsg.JoinGroupRespon
 // group answers at once without a rebalance when the member's subscription
 // for the selected protocol is unchanged.
 func (s *shard) staticRejoinLocked(g *group, old *member, newID string, j *joinReq) (*kmsg.JoinGroupResponse, chan *kmsg.JoinGroupResponse, []KV, func(error)) {
-	unchanged := hasProtocol(j.protocols, g.protocol) &&
-		string(old.metadataFor(g.protocol)) == string(metadataIn(j.protocols, g.protocol))
 	m := s.replaceStaticMemberLocked(g, old, newID)
 	m.clientID, m.clientHost = j.clientID, j.clientHost
+	// Like Kafka, a static member may come back with other metadata (franz-go
+	// writes its previous generation into it) without a rebalance, as long as
+	// the group would still select the same protocol.
+	prev := m.protocols
+	m.protocols = j.protocols
+	unchanged := g.selectProtocol() == g.protocol
+	m.protocols = prev
 	switch {
 	case g.state == stateStable && unchanged:
 		m.protocols = j.protocols
@@ -176,15 +188,6 @@ func (s *shard) staticRejoinLocked(g *group, old *member, newID string, j *joinR
 		// a new rebalance is needed; Stable with a changed subscription too.
 		return nil, s.updateMemberAndRebalanceLocked(g, m, j), nil, nil
 	}
-}
-
-func metadataIn(ps []protocol, name string) []byte {
-	for _, p := range ps {
-		if p.name == name {
-			return p.metadata
-		}
-	}
-	return nil
 }
 
 func (s *shard) currentMemberJoinLocked(g *group, j *joinReq) (*kmsg.JoinGroupResponse, chan *kmsg.JoinGroupResponse) {

@@ -90,7 +90,7 @@ func (s *shard) decideCommitLocked(req *kmsg.OffsetCommitRequest, names []string
 		}
 		g, created = newGroup(req.Group, s.c.cfg.Now()), true
 	}
-	if code := g.validateCommit(generation, memberID, instanceID); code != 0 {
+	if code := g.validateCommit(generation, memberID, instanceID, req.Version); code != 0 {
 		return setAll(code)
 	}
 
@@ -157,7 +157,10 @@ func (s *shard) decideCommitLocked(req *kmsg.OffsetCommitRequest, names []string
 }
 
 // validateCommit is Kafka's ClassicGroup.validateOffsetCommit.
-func (g *group) validateCommit(generation int32, memberID, instanceID string) int16 {
+func (g *group) validateCommit(generation int32, memberID, instanceID string, version int16) int16 {
+	if g.cg != nil {
+		return g.cg.validateCommit(generation, memberID, version)
+	}
 	switch {
 	case g.state == stateDead:
 		return kerr.CoordinatorNotAvailable.Code
@@ -244,7 +247,9 @@ func (c *Coordinator) fetchGroup(rg kmsg.OffsetFetchRequestGroup, version int16)
 		s.mu.Lock()
 		if s.mu.unloaded {
 			code = kerr.NotCoordinator.Code
-		} else if g := s.mu.groups[rg.Group]; g != nil {
+		} else if g := s.mu.groups[rg.Group]; g != nil && g.cg != nil && version >= 9 && g.cg.validateFetch(rg.MemberID, rg.MemberEpoch) != 0 {
+			code = g.cg.validateFetch(rg.MemberID, rg.MemberEpoch)
+		} else if g != nil {
 			for k, e := range g.offsets {
 				offsets[k] = e
 			}
@@ -326,7 +331,7 @@ func (s *shard) decideOffsetDeleteLocked(req *kmsg.OffsetDeleteRequest, codes []
 		*top = kerr.GroupIDNotFound.Code
 		return nil, nil
 	}
-	if g.state != stateEmpty && g.protocolType != consumerProtocolType {
+	if g.cg == nil && g.state != stateEmpty && g.protocolType != consumerProtocolType {
 		// Without the consumer protocol Kafka cannot tell what is consumed.
 		*top = kerr.NonEmptyGroup.Code
 		return nil, nil
@@ -338,7 +343,9 @@ func (s *shard) decideOffsetDeleteLocked(req *kmsg.OffsetDeleteRequest, codes []
 			switch {
 			case s.c.cfg.PartitionExists != nil && !s.c.cfg.PartitionExists(t.Topic, p.Partition):
 				codes[i][j] = kerr.UnknownTopicOrPartition.Code
-			case g.state != stateEmpty && g.isSubscribed(t.Topic):
+			case g.cg != nil && g.cg.subscribes(t.Topic):
+				codes[i][j] = kerr.GroupSubscribedToTopic.Code
+			case g.cg == nil && g.state != stateEmpty && g.isSubscribed(t.Topic):
 				codes[i][j] = kerr.GroupSubscribedToTopic.Code
 			default:
 				if _, ok := g.offsets[k]; ok {
@@ -399,7 +406,12 @@ func (s *shard) expire() {
 			for _, k := range expired {
 				kvs = append(kvs, KV{Key: offsetKey(g.id, k)})
 			}
-			if g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == len(expired) {
+			switch {
+			case g.cg != nil:
+				if len(g.cg.members) == 0 && len(g.offsets) == len(expired) {
+					kvs = append(kvs, encodeAll(deleteGroupRecords(g.id, g.cg))...)
+				}
+			case g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == len(expired):
 				kvs = append(kvs, KV{Key: groupKey(g.id)})
 			}
 		}
@@ -427,7 +439,11 @@ func (s *shard) expire() {
 func (g *group) expiredOffsets(now time.Time, retention time.Duration) []tp {
 	var base func(e offsetEntry) int64
 	var skipSubscribed bool
+	var subscribed func(topic string) bool = func(t string) bool { return g.subscribedTopics[t] }
 	switch {
+	case g.cg != nil:
+		// Kafka's ConsumerGroup: by commit time, except topics still subscribed.
+		base, skipSubscribed, subscribed = func(e offsetEntry) int64 { return e.commitMs }, true, g.cg.subscribes
 	case g.protocolType != "" && g.state == stateEmpty:
 		base = func(offsetEntry) int64 { return g.stateTime.UnixMilli() }
 	case g.protocolType == consumerProtocolType && g.subscribedTopics != nil && g.state == stateStable:
@@ -440,7 +456,7 @@ func (g *group) expiredOffsets(now time.Time, retention time.Duration) []tp {
 	nowMs := now.UnixMilli()
 	var out []tp
 	for k, e := range g.offsets {
-		if skipSubscribed && g.subscribedTopics[k.topic] {
+		if skipSubscribed && subscribed(k.topic) {
 			continue
 		}
 		if e.expireMs >= 0 {

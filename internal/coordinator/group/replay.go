@@ -13,6 +13,9 @@ import (
 // metadata values are applied only while loading: live, memory is already
 // at (or past) the snapshot the record holds.
 func (s *shard) replayLocked(kv KV, loading bool) error {
+	if isConsumerKey(kv.Key) {
+		return s.replayConsumerLocked(kv)
+	}
 	k, ok, err := parseKey(kv.Key)
 	if err != nil || !ok {
 		return err
@@ -35,8 +38,8 @@ func (s *shard) replayLocked(kv KV, loading bool) error {
 		}
 		g.offsets[k.tp] = e
 	case kv.Value == nil:
-		if g == nil {
-			return nil
+		if g == nil || g.cg != nil {
+			return nil // a consumer group is not removed by a classic tombstone
 		}
 		s.dropGroupLocked(g, kerr.CoordinatorNotAvailable.Code)
 		delete(s.mu.groups, k.group)
@@ -46,6 +49,9 @@ func (s *shard) replayLocked(kv KV, loading bool) error {
 			ng.offsets = g.offsets
 			s.mu.groups[k.group] = ng
 		}
+	case loading && g != nil && g.cg != nil:
+		// Classic metadata never follows consumer records without a
+		// tombstone in between; keep the consumer group.
 	case loading:
 		var v kmsg.GroupMetadataValue
 		if err := v.ReadFrom(kv.Value); err != nil {

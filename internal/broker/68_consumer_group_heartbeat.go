@@ -1,0 +1,31 @@
+package broker
+
+// ConsumerGroupHeartbeat, versions 0-1 (KIP-848).
+//
+// Behavior: The coordinator owns the assignment: a member joins with epoch
+// 0, heartbeats with the epoch it was given, revokes partitions before new
+// ones are assigned, and leaves with epoch -1 (or -2 for a static member
+// that will come back). v1 members name themselves and may subscribe by
+// regex.
+
+import (
+	"context"
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/coordinator/group"
+	"github.com/samsa-io/samsa/internal/network"
+)
+
+func handleConsumerGroupHeartbeat(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.ConsumerGroupHeartbeatRequest)
+	clientID := ""
+	if id := requestHeader(ctx).ClientID; id != nil {
+		clientID = *id
+	}
+	host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+	resp := b.cfg.Groups.ConsumerGroupHeartbeat(group.WithClient(ctx, clientID, "/"+host), req)
+	resp.Version = req.Version
+	return resp, nil
+}

@@ -1,0 +1,286 @@
+package controller
+
+// Dynamic configs (Kafka's ConfigurationControlManager): AlterConfigs and
+// IncrementalAlterConfigs for TOPIC and BROKER resources. Each resource
+// succeeds or fails as a whole; the records of every successful resource
+// are written in one batch and the answer is sent after they are replayed.
+// BROKER_LOGGER resources are not metadata: the broker applies them itself.
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/metadata"
+)
+
+// maxConfigValueBytes is Kafka's limit on a stored config value: the
+// ConfigRecord value is a string with an int16 length.
+const maxConfigValueBytes = 32767
+
+// configOp is one change to one key, legacy AlterConfigs changes being SETs.
+type configOp struct {
+	name  string
+	op    kmsg.IncrementalAlterConfigOp
+	value *string
+}
+
+// configChange is the change of one resource.
+type configChange struct {
+	rtype kmsg.ConfigResourceType
+	name  string
+	ops   []configOp
+	// replace drops every current config not set by ops (legacy
+	// AlterConfigs replaces the whole set).
+	replace bool
+}
+
+type resourceKey struct {
+	rtype kmsg.ConfigResourceType
+	name  string
+}
+
+// AlterConfigs replaces the whole set of dynamic configs of each resource
+// (the legacy API): keys not in the request are deleted.
+func (c *Controller) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
+	changes := make([]configChange, len(req.Resources))
+	for i, r := range req.Resources {
+		ch := configChange{rtype: r.ResourceType, name: r.ResourceName, replace: true}
+		for _, cfg := range r.Configs {
+			ch.ops = append(ch.ops, configOp{name: cfg.Name, op: kmsg.IncrementalAlterConfigOpSet, value: cfg.Value})
+		}
+		changes[i] = ch
+	}
+	resp := kmsg.NewPtrAlterConfigsResponse()
+	for _, err := range c.alterConfigs(ctx, changes, req.ValidateOnly) {
+		rr := kmsg.NewAlterConfigsResponseResource()
+		rr.ErrorCode, rr.ErrorMessage = codeAndMessage(err.err)
+		rr.ResourceType, rr.ResourceName = err.rtype, err.name
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp
+}
+
+// IncrementalAlterConfigs applies SET, DELETE, APPEND and SUBTRACT
+// operations to the dynamic configs of each resource.
+func (c *Controller) IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
+	changes := make([]configChange, len(req.Resources))
+	for i, r := range req.Resources {
+		ch := configChange{rtype: r.ResourceType, name: r.ResourceName}
+		for _, cfg := range r.Configs {
+			ch.ops = append(ch.ops, configOp{name: cfg.Name, op: cfg.Op, value: cfg.Value})
+		}
+		changes[i] = ch
+	}
+	resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
+	for _, err := range c.alterConfigs(ctx, changes, req.ValidateOnly) {
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ErrorCode, rr.ErrorMessage = codeAndMessage(err.err)
+		rr.ResourceType, rr.ResourceName = err.rtype, err.name
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp
+}
+
+// resourceResult is the outcome of one resource, in request order.
+type resourceResult struct {
+	rtype kmsg.ConfigResourceType
+	name  string
+	err   error
+}
+
+func (c *Controller) alterConfigs(ctx context.Context, changes []configChange, validateOnly bool) []resourceResult {
+	out := make([]resourceResult, len(changes))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	img, err := c.beginLocked(ctx)
+
+	counts := map[resourceKey]int{}
+	for _, ch := range changes {
+		counts[resourceKey{ch.rtype, ch.name}]++
+	}
+	var recs []metadata.Record
+	var ok []int
+	for i, ch := range changes {
+		out[i] = resourceResult{rtype: ch.rtype, name: ch.name}
+		switch {
+		case err != nil:
+			out[i].err = err
+		case counts[resourceKey{ch.rtype, ch.name}] > 1:
+			out[i].err = errorf(kerr.InvalidRequest, "Duplicate resource.")
+		default:
+			rs, aerr := c.decideConfigChange(img, ch)
+			if aerr != nil {
+				out[i].err = aerr
+				continue
+			}
+			recs = append(recs, rs...)
+			ok = append(ok, i)
+		}
+	}
+	if validateOnly || len(recs) == 0 {
+		return out
+	}
+	if werr := c.writeLocked(ctx, recs); werr != nil {
+		for _, i := range ok {
+			out[i].err = werr
+		}
+	}
+	return out
+}
+
+// decideConfigChange validates one resource's change against img and
+// returns a ConfigRecord for every key whose value changes.
+func (c *Controller) decideConfigChange(img *metadata.Image, ch configChange) ([]metadata.Record, *apiError) {
+	var rtype int8
+	switch ch.rtype {
+	case kmsg.ConfigResourceTypeTopic:
+		if _, ok := img.Topic(ch.name); !ok {
+			return nil, errorf(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", ch.name)
+		}
+		rtype = metadata.ResourceTopic
+	case kmsg.ConfigResourceTypeBroker:
+		if ch.name != "" {
+			if id, err := strconv.ParseInt(ch.name, 10, 32); err != nil || id < 0 {
+				return nil, errorf(kerr.InvalidRequest, "Invalid broker name %s", ch.name)
+			}
+		}
+		rtype = metadata.ResourceBroker
+	case kmsg.ConfigResourceTypeBrokerLogger:
+		return nil, errorf(kerr.InvalidRequest, "BROKER_LOGGER resources are changed by the broker they name, not the controller")
+	default:
+		return nil, errorf(kerr.InvalidRequest, "Unsupported resource type %s", ch.rtype)
+	}
+	current := img.Configs(rtype, ch.name)
+	next := maps.Clone(current)
+	if next == nil || ch.replace {
+		next = map[string]string{}
+	}
+	seen := map[string]bool{}
+	for _, op := range ch.ops {
+		if seen[op.name] {
+			return nil, errorf(kerr.InvalidRequest, "Error due to duplicate config keys")
+		}
+		seen[op.name] = true
+		if aerr := c.applyConfigOp(rtype, next, op); aerr != nil {
+			return nil, aerr
+		}
+	}
+	if aerr := c.validateConfigs(rtype, ch.name, next); aerr != nil {
+		return nil, aerr
+	}
+	var recs []metadata.Record
+	keys := slices.Sorted(maps.Keys(current))
+	for k := range next {
+		if _, ok := current[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		old, had := current[k]
+		nv, has := next[k]
+		if had == has && old == nv {
+			continue
+		}
+		rec := &metadata.ConfigRecord{ResourceType: rtype, ResourceName: ch.name, Name: k}
+		if has {
+			rec.Value = &nv
+		}
+		recs = append(recs, rec)
+	}
+	return recs, nil
+}
+
+// applyConfigOp applies one operation to the resource's configs.
+func (c *Controller) applyConfigOp(rtype int8, configs map[string]string, op configOp) *apiError {
+	needValue := func() *apiError {
+		if op.value == nil {
+			return errorf(kerr.InvalidRequest, "Null value not supported for : %s", op.name)
+		}
+		return nil
+	}
+	switch op.op {
+	case kmsg.IncrementalAlterConfigOpSet:
+		if aerr := needValue(); aerr != nil {
+			return aerr
+		}
+		configs[op.name] = *op.value
+	case kmsg.IncrementalAlterConfigOpDelete:
+		delete(configs, op.name)
+	case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+		def, isList := "", false
+		if c.cfg.ListDefault != nil {
+			def, isList = c.cfg.ListDefault(rtype, op.name)
+		}
+		if !isList {
+			return errorf(kerr.InvalidConfig, "Can't %s to key %s because its type is not LIST.", op.op, op.name)
+		}
+		if aerr := needValue(); aerr != nil {
+			return aerr
+		}
+		base, ok := configs[op.name]
+		if !ok {
+			// As in Kafka, APPEND to an unset list extends the default.
+			base = def
+		}
+		parts := splitConfigList(base)
+		for _, v := range splitConfigList(*op.value) {
+			if op.op == kmsg.IncrementalAlterConfigOpAppend {
+				if !slices.Contains(parts, v) {
+					parts = append(parts, v)
+				}
+			} else {
+				parts = slices.DeleteFunc(parts, func(p string) bool { return p == v })
+			}
+		}
+		configs[op.name] = strings.Join(parts, ",")
+	default:
+		return errorf(kerr.InvalidRequest, "Unknown operation type %d", op.op)
+	}
+	return nil
+}
+
+// validateConfigs checks the complete set a resource would have.
+func (c *Controller) validateConfigs(rtype int8, name string, configs map[string]string) *apiError {
+	for _, k := range slices.Sorted(maps.Keys(configs)) {
+		if len(configs[k]) > maxConfigValueBytes {
+			return errorf(kerr.InvalidConfig, "The configuration value cannot be added because it exceeds the maximum value size of %d bytes.", maxConfigValueBytes)
+		}
+	}
+	switch rtype {
+	case metadata.ResourceTopic:
+		if c.cfg.ValidateTopicConfig == nil {
+			return nil
+		}
+		for _, k := range slices.Sorted(maps.Keys(configs)) {
+			if err := c.cfg.ValidateTopicConfig(k, configs[k]); err != nil {
+				return errorf(kerr.InvalidConfig, "%s", err)
+			}
+		}
+	case metadata.ResourceBroker:
+		if c.cfg.ValidateBrokerConfigs == nil {
+			return nil
+		}
+		if err := c.cfg.ValidateBrokerConfigs(configs, name == ""); err != nil {
+			return errorf(kerr.InvalidConfig, "%s", err)
+		}
+	}
+	return nil
+}
+
+// splitConfigList splits a LIST value on commas, dropping blanks.
+func splitConfigList(s string) []string {
+	var out []string
+	for p := range strings.SplitSeq(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
