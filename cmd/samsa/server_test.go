@@ -366,3 +366,106 @@ func TestKill9KeepsGroupOffsets(t *testing.T) {
 		}
 	}
 }
+
+// TestKill9DuringCompaction kills the server with SIGKILL at varying moments
+// while the log cleaner compacts a topic, restarts it, and checks that every
+// key still reads as its last acknowledged value.
+func TestKill9DuringCompaction(t *testing.T) {
+	dir := t.TempDir()
+	extra := []string{"--override", "log.cleaner.backoff.ms=20"}
+	srv := startServerProc(t, dir, extra...)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	newClient := func(addr string) *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(64<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	cl := newClient(srv.addr)
+	configs := map[string]*string{
+		"cleanup.policy":            kadm.StringPtr("compact"),
+		"segment.bytes":             kadm.StringPtr("1048576"),
+		"min.cleanable.dirty.ratio": kadm.StringPtr("0.01"),
+	}
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, configs, "state"); err != nil {
+		t.Fatal(err)
+	}
+	latest := map[string]string{}
+	value := make([]byte, 1000)
+	pauses := []time.Duration{0, 30 * time.Millisecond, 100 * time.Millisecond, 300 * time.Millisecond, time.Second}
+	for round, pause := range pauses {
+		var recs []*kgo.Record
+		for i := 0; i < 3000; i++ {
+			k := fmt.Sprintf("key-%03d", i%100)
+			v := fmt.Sprintf("round-%d-update-%04d-%s", round, i, value)
+			recs = append(recs, &kgo.Record{Topic: "state", Partition: 0, Key: []byte(k), Value: []byte(v)})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		for _, r := range recs {
+			latest[string(r.Key)] = string(r.Value)
+		}
+		cl.Close()
+		time.Sleep(pause) // kill at different points of the cleaning
+		srv.kill()
+
+		srv = startServerProc(t, dir, extra...)
+		got := consumeToEnd(t, srv.addr, "state")
+		view := map[string]string{}
+		prev := int64(-1)
+		for _, r := range got {
+			if r.Offset <= prev {
+				t.Fatalf("round %d: offset %d after %d", round, r.Offset, prev)
+			}
+			prev = r.Offset
+			view[string(r.Key)] = string(r.Value)
+		}
+		for k, v := range latest {
+			if view[k] != v {
+				t.Fatalf("round %d: key %s reads %.24q, want %.24q (%d records read)", round, k, view[k], v, len(got))
+			}
+		}
+		t.Logf("round %d: %d records hold the latest value of %d keys", round, len(got), len(latest))
+		cl = newClient(srv.addr)
+	}
+	cl.Close()
+}
+
+// consumeToEnd reads partition 0 of topic from its start up to its end
+// offset, allowing the gaps compaction leaves.
+func consumeToEnd(t *testing.T, addr, topic string) []*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends, err := kadm.NewClient(adm).ListEndOffsets(ctx, topic)
+	adm.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := ends.Lookup(topic, 0)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+		topic: {0: kgo.NewOffset().AtStart()},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []*kgo.Record
+	for len(got) == 0 || got[len(got)-1].Offset < end.Offset-1 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d records up to end offset %d: %v", len(got), end.Offset, ctx.Err())
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
+		got = append(got, fs.Records()...)
+	}
+	return got
+}

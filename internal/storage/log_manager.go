@@ -305,6 +305,11 @@ func (m *LogManager) GetOrCreate(topic string, partition int32, topicID [16]byte
 				return nil, err
 			}
 		}
+		// A log loaded at start-up has the broker defaults until its
+		// topic's configuration arrives here.
+		if err := l.SetConfig(cfg); err != nil {
+			return nil, err
+		}
 		return l, nil
 	}
 	logDir := m.leastLoadedDirLocked()

@@ -207,3 +207,45 @@ func TestMetaProperties(t *testing.T) {
 		t.Fatalf("unformatted dir: %v", err)
 	}
 }
+
+// TestGetOrCreateAppliesConfigToLoadedLog: a log loaded at start-up runs on
+// the broker defaults until GetOrCreate hands it its topic's configuration.
+func TestGetOrCreateAppliesConfigToLoadedLog(t *testing.T) {
+	dir := t.TempDir()
+	m, err := NewLogManager(ManagerConfig{Dirs: []string{dir}, CheckpointInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.GetOrCreate("state", 0, [16]byte{}, LogConfig{SegmentBytes: 2 << 20, CleanupPolicy: CleanupCompact}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	m, err = NewLogManager(ManagerConfig{Dirs: []string{dir}, CheckpointInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.Load(); err != nil {
+		t.Fatal(err)
+	}
+	l, ok := m.Get("state", 0)
+	if !ok {
+		t.Fatal("log not loaded")
+	}
+	if got := l.Config(); got.CleanupPolicy.Compact() || got.SegmentBytes == 2<<20 {
+		t.Fatalf("loaded log already has the topic config: %+v", got)
+	}
+	again, err := m.GetOrCreate("state", 0, [16]byte{}, LogConfig{SegmentBytes: 2 << 20, CleanupPolicy: CleanupCompact})
+	if err != nil || again != l {
+		t.Fatalf("GetOrCreate: %v", err)
+	}
+	if got := l.Config(); !got.CleanupPolicy.Compact() || got.SegmentBytes != 2<<20 {
+		t.Fatalf("config after GetOrCreate: policy %v segment.bytes %d", got.CleanupPolicy, got.SegmentBytes)
+	}
+}

@@ -56,8 +56,10 @@ func (x *offsetIndex) sanityCheck() error {
 		return err
 	}
 	e := x.decode(buf)
-	if e.offset <= x.baseOffset || e.position <= 0 {
-		return fmt.Errorf("%w: %s: last entry (offset %d, position %d) is not after base offset %d",
+	// Kafka's rule: the last offset may equal the base offset (a first
+	// batch larger than index.interval.bytes is indexed at position 0).
+	if e.offset < x.baseOffset || e.position < 0 {
+		return fmt.Errorf("%w: %s: last entry (offset %d, position %d) is below base offset %d",
 			errCorruptIndex, x.path, e.offset, e.position, x.baseOffset)
 	}
 	x.lastOffset = e.offset
