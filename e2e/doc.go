@@ -9,6 +9,17 @@
 //   - sarama_test.go: IBM/sarama
 //   - kafkago_test.go: segmentio/kafka-go
 //   - confluent_test.go: confluent-kafka-go (librdkafka, cgo)
+//   - kcat_test.go: kcat (skipped when absent unless SAMSA_REQUIRE_KCAT=1)
+//
+// and by topic:
+//
+//   - groups_test.go: classic consumer groups with franz-go, sarama and
+//     librdkafka (sharing, failover, cooperative and static members,
+//     offsets across restarts, bad requests)
+//   - consumer_protocol_test.go: KIP-848 groups with franz-go
+//   - lifecycle_test.go: retention changed at runtime, compaction
+//   - robust_test.go: garbage frames, size limits, pipelining, bad produce
+//     and fetch input over raw TCP
 //
 // Every client round-trips 200 generated records per compression codec
 // (none, gzip, snappy, lz4, zstd) on a fresh 3-partition topic and the
