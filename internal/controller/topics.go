@@ -147,7 +147,7 @@ func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 		for _, i := range ok {
 			rt := &resp.Topics[i]
 			rt.ErrorCode, rt.ErrorMessage = code, msg
-			rt.NumPartitions, rt.ReplicationFactor, rt.TopicID, rt.Configs = -1, -1, [16]byte{}, nil
+			rt.NumPartitions, rt.ReplicationFactor, rt.TopicID = -1, -1, [16]byte{}
 		}
 	}
 	return resp
@@ -224,9 +224,6 @@ func (c *Controller) decideCreateTopic(img *metadata.Image, t *kmsg.CreateTopics
 	for _, name := range slicesSortedKeys(configs) {
 		v := configs[name]
 		recs = append(recs, &metadata.ConfigRecord{ResourceType: metadata.ResourceTopic, ResourceName: t.Topic, Name: name, Value: &v})
-		rc := kmsg.NewCreateTopicsResponseTopicConfig()
-		rc.Name, rc.Value, rc.Source = name, &v, 1 // DYNAMIC_TOPIC_CONFIG
-		rt.Configs = append(rt.Configs, rc)
 	}
 	rt.TopicID = id
 	rt.NumPartitions = int32(len(assignment))

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/config"
 )
@@ -288,5 +289,63 @@ func TestCompactedTopicRefusesKeylessRecords(t *testing.T) {
 	}
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "state", Key: []byte("k"), Value: []byte("v")}).FirstErr(); err != nil {
 		t.Fatalf("keyed record: %v", err)
+	}
+}
+
+// TestCreateTopicsReturnsConfigs: from v5 the response lists every config of
+// a created topic with its source, even when the request set none (the Java
+// AdminClient reads it).
+func TestCreateTopicsReturnsConfigs(t *testing.T) {
+	s := start(t, testConfig(t, t.TempDir()))
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr("PLAINTEXT")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 10000
+	for _, name := range []string{"plain", "tuned"} {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 1, 1
+		if name == "tuned" {
+			c := kmsg.NewCreateTopicsRequestTopicConfig()
+			c.Name, c.Value = "retention.ms", kmsg.StringPtr("1000")
+			rt.Configs = append(rt.Configs, c)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct {
+		value  string
+		source int8
+	}{
+		"plain": {"604800000", int8(kmsg.ConfigSourceDefaultConfig)},
+		"tuned": {"1000", int8(kmsg.ConfigSourceDynamicTopicConfig)},
+	}
+	for _, rt := range resp.Topics {
+		if rt.ErrorCode != 0 {
+			t.Fatalf("%s: error %d", rt.Topic, rt.ErrorCode)
+		}
+		if len(rt.Configs) < 20 {
+			t.Fatalf("%s: %d configs, want every topic config", rt.Topic, len(rt.Configs))
+		}
+		found := false
+		for _, c := range rt.Configs {
+			if c.Name == "retention.ms" {
+				found = true
+				if w := want[rt.Topic]; c.Value == nil || *c.Value != w.value || c.Source != w.source {
+					t.Fatalf("%s retention.ms = %v source %d, want %s source %d", rt.Topic, c.Value, c.Source, w.value, w.source)
+				}
+			}
+		}
+		if !found {
+			t.Fatalf("%s: no retention.ms in the response", rt.Topic)
+		}
 	}
 }
