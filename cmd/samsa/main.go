@@ -25,6 +25,7 @@ func commands() []command {
 		{"group", "list, describe, delete consumer groups and reset their offsets", runGroup},
 		{"config", "show and change dynamic topic and broker configs", runConfig},
 		{"bench", "measure produce and consume throughput and latency", runBench},
+		{"bench-groups", "measure offset commits, rebalances and many groups' offsets", runBenchGroups},
 	}
 }
 

@@ -152,7 +152,7 @@ func (c *Conn) read() {
 		if resp == nil {
 			continue
 		}
-		c.out <- wire.AppendResponse(make([]byte, 0, wire.SizeHint(resp)), req.Header.CorrelationID, resp)
+		c.out <- wire.AppendResponse(getBuf(wire.SizeHint(resp)), req.Header.CorrelationID, resp)
 	}
 }
 
@@ -162,7 +162,9 @@ func (c *Conn) write() {
 	defer c.srv.wg.Done()
 	defer c.nc.Close()
 	for b := range c.out {
-		if _, err := c.nc.Write(b); err != nil {
+		_, err := c.nc.Write(b)
+		putBuf(b)
+		if err != nil {
 			c.nc.Close()
 			for range c.out {
 			}

@@ -131,7 +131,7 @@ func (c *cleaner) clean(l *Log, checkpoint int64) (CleanStats, error) {
 	if firstDirty >= uncleanable {
 		return stats, nil
 	}
-	c.offsets.clear()
+	c.offsets.reset(int(uncleanable - firstDirty)) // at most one key per offset
 	end, err := c.buildOffsetMap(segs[:len(segs)-1], firstDirty, uncleanable)
 	if err != nil {
 		return stats, err

@@ -272,7 +272,7 @@ func TestCompactionSmallDedupeBuffer(t *testing.T) {
 	forceRoll(t, l)
 	leo := l.LogEndOffset()
 	c := newCleaner(12*offsetMapSlotSize, nil) // 12 slots: 10 keys a pass
-	if c.offsets.maxEntries() != 10 {
+	if c.offsets.reset(1 << 20); c.offsets.maxEntries() != 10 {
 		t.Fatalf("map holds %d keys, want 10", c.offsets.maxEntries())
 	}
 	checkpoint, passes := int64(-1), 0
@@ -493,5 +493,34 @@ func TestCleanerConcurrentWithAppendsAndReads(t *testing.T) {
 	want.check(t, readAll(t, l), false)
 	if n := len(readAll(t, l)); n >= 6000 {
 		t.Fatalf("no compaction happened: %d records", n)
+	}
+}
+
+// TestOffsetMapSizedPerPass: the map takes only the memory a pass can need,
+// within the dedupe budget, and gives back a buffer far larger than needed.
+func TestOffsetMapSizedPerPass(t *testing.T) {
+	m := newOffsetMap(128 << 20)
+	if len(m.slots) != 0 {
+		t.Fatalf("new map holds %d bytes before any pass", len(m.slots))
+	}
+	m.reset(900)
+	if m.capacity != 1001 || m.maxEntries() < 900 {
+		t.Fatalf("map for 900 keys: capacity %d, max entries %d", m.capacity, m.maxEntries())
+	}
+	m.put(hashKey([]byte("k")), 7)
+	m.reset(800) // reused, emptied
+	if m.entries != 0 {
+		t.Fatalf("entries after reset: %d", m.entries)
+	}
+	if _, ok := m.get(hashKey([]byte("k"))); ok {
+		t.Fatal("key survived reset")
+	}
+	m.reset(10)
+	if cap(m.slots) > 4*12*offsetMapSlotSize {
+		t.Fatalf("small pass keeps %d bytes", cap(m.slots))
+	}
+	m.reset(1 << 40)
+	if m.capacity != (128<<20)/offsetMapSlotSize {
+		t.Fatalf("capacity %d beyond the budget", m.capacity)
 	}
 }

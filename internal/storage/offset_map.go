@@ -20,6 +20,11 @@ type offsetMap struct {
 	capacity int
 	entries  int
 	latest   int64 // largest offset put; -1 when empty
+	// maxCapacity is the slot budget of log.cleaner.dedupe.buffer.size.
+	// The map is sized per pass to what the dirty section can need, so a
+	// broker that compacts small logs (__consumer_offsets) does not keep the
+	// whole budget resident.
+	maxCapacity int
 }
 
 const (
@@ -29,19 +34,29 @@ const (
 	offsetMapLoadFactor = 0.9
 )
 
-// newOffsetMap makes a map using about memory bytes (at least one slot).
+// newOffsetMap makes a map that may use up to about memory bytes (at least
+// one slot). It allocates nothing until reset sizes it.
 func newOffsetMap(memory int64) *offsetMap {
-	n := max(int(memory/offsetMapSlotSize), 1)
-	return &offsetMap{slots: make([]byte, n*offsetMapSlotSize), capacity: n, latest: -1}
+	return &offsetMap{maxCapacity: max(int(memory/offsetMapSlotSize), 1), latest: -1}
+}
+
+// reset empties the map and sizes it for at most need keys, within the
+// memory budget. Its buffer is reused when large enough, and given back
+// when four times larger than needed.
+func (m *offsetMap) reset(need int) {
+	n := min(max(int(float64(need)/offsetMapLoadFactor)+1, 1), m.maxCapacity)
+	size := n * offsetMapSlotSize
+	if cap(m.slots) < size || cap(m.slots) > 4*size {
+		m.slots = make([]byte, size)
+	} else {
+		m.slots = m.slots[:size]
+		clear(m.slots)
+	}
+	m.capacity, m.entries, m.latest = n, 0, -1
 }
 
 // maxEntries is how many keys the cleaner puts before it calls the map full.
 func (m *offsetMap) maxEntries() int { return max(int(float64(m.capacity)*offsetMapLoadFactor), 1) }
-
-func (m *offsetMap) clear() {
-	clear(m.slots)
-	m.entries, m.latest = 0, -1
-}
 
 func hashKey(key []byte) [offsetMapHashSize]byte { return md5.Sum(key) }
 

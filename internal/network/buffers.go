@@ -1,0 +1,49 @@
+package network
+
+import (
+	"math/bits"
+	"sync"
+)
+
+// Response frames are built in pooled buffers: a fetch answer can be
+// megabytes, and allocating one per response made the heap (and the
+// process's RSS) grow with throughput. The writer returns a buffer once its
+// bytes are on the socket; nothing else keeps a reference to it.
+//
+// Buffers come in power-of-two classes from 4 KiB to 64 MiB; larger ones
+// are allocated and dropped.
+const (
+	minBufClass = 12 // 4 KiB
+	maxBufClass = 26 // 64 MiB
+)
+
+var bufPools [maxBufClass + 1]sync.Pool
+
+// getBuf returns an empty buffer with room for at least n bytes.
+func getBuf(n int) []byte {
+	c := bufClass(n)
+	if c > maxBufClass {
+		return make([]byte, 0, n)
+	}
+	if b, ok := bufPools[c].Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, 1<<c)
+}
+
+// putBuf returns b to its pool. Only buffers from getBuf's classes are kept.
+func putBuf(b []byte) {
+	c := bufClass(cap(b))
+	if c > maxBufClass || cap(b) != 1<<c {
+		return
+	}
+	bufPools[c].Put(&b)
+}
+
+// bufClass is the smallest class holding n bytes.
+func bufClass(n int) int {
+	if n <= 1<<minBufClass {
+		return minBufClass
+	}
+	return bits.Len(uint(n - 1))
+}

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Apache Kafka's own command-line tools against Samsa, through `java -cp`:
+# TopicCommand, ConsoleProducer, ConsoleConsumer, GetOffsetShell,
+# ConfigCommand, ConsumerGroupCommand, and DumpLogSegments reading Samsa's
+# segment, offset-index and time-index files directly after a clean stop.
+# Needs SAMSA_BIN, INTEROP_RESULTS and KAFKA_TOOLS_DIR (the jars that
+# `mvn dependency:copy-dependencies` put there; see ../run).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
+: "${KAFKA_TOOLS_DIR:?set KAFKA_TOOLS_DIR to the directory of Kafka tool jars}"
+
+ver=$(ls "$KAFKA_TOOLS_DIR" | sed -n 's/^kafka-tools-\([0-9.]*\)\.jar$/\1/p')
+C="kafka-tools $ver"
+work=$(mktemp -d)
+trap 'stop_samsa; rm -rf "$work"' EXIT
+start_samsa "$work/data" || { record "$C" "start samsa" fail "server did not start"; exit 1; }
+B=$SAMSA_ADDR
+
+# kt CLASS ARGS...: one tool run, bounded, SLF4J's start-up chatter dropped.
+kt() {
+	local cls=$1
+	shift
+	timeout 60 java -Xshare:auto -cp "$KAFKA_TOOLS_DIR/*" "org.apache.kafka.tools.$cls" "$@" 2> >(grep -v '^SLF4J' >&2)
+}
+# has FEATURE OUTPUT PATTERN [ISSUE]: pass when OUTPUT has a line matching the ERE.
+has() {
+	if grep -Eq -- "$3" <<<"$2"; then
+		record "$C" "$1" pass
+	else
+		local note="no line matching /$3/ in: $(head -c 150 <<<"$2")"
+		[ -n "${4:-}" ] && note="issue $4 ($note)"
+		record "$C" "$1" fail "$note"
+	fi
+}
+
+# TopicCommand: create with a config, list, describe, add partitions, delete.
+out=$(kt TopicCommand --bootstrap-server "$B" --create --topic dump --partitions 1 --replication-factor 1 --config retention.ms=3600000 2>&1)
+has "TopicCommand --create (with --config)" "$out" '^Created topic dump\.$'
+kt TopicCommand --bootstrap-server "$B" --create --topic grow --partitions 1 --replication-factor 1 >/dev/null 2>&1
+out=$(kt TopicCommand --bootstrap-server "$B" --alter --topic grow --partitions 3 2>&1; kt TopicCommand --bootstrap-server "$B" --describe --topic grow 2>&1)
+has "TopicCommand --alter --partitions" "$out" 'PartitionCount: 3'
+out=$(kt TopicCommand --bootstrap-server "$B" --list 2>&1)
+expect_eq "$C" "TopicCommand --list" $'dump\ngrow' "$out"
+out=$(kt TopicCommand --bootstrap-server "$B" --describe --topic dump 2>&1)
+has "TopicCommand --describe" "$out" $'^\tTopic: dump\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1'
+out=$(kt TopicCommand --bootstrap-server "$B" --delete --topic grow 2>&1; kt TopicCommand --bootstrap-server "$B" --list 2>&1)
+expect_eq "$C" "TopicCommand --delete" "dump" "$out"
+
+# ConsoleProducer: two short keyed records, then 300 longer ones in ~1 KiB
+# batches so the segment is big enough for index entries (index.interval.bytes=4096).
+{
+	printf 'k1:v1\nk2:v2\n'
+	for i in $(seq 1 300); do echo "key$i:value-$i-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"; done
+} | kt ConsoleProducer --bootstrap-server "$B" --topic dump --property parse.key=true \
+	--property key.separator=: --producer-property batch.size=1024 --producer-property linger.ms=5 >/dev/null 2>"$work/producer.err"
+out=$(kt GetOffsetShell --bootstrap-server "$B" --topic dump 2>&1)
+expect_eq "$C" "ConsoleProducer + GetOffsetShell (latest)" "dump:0:302" "$out"
+out=$(kt GetOffsetShell --bootstrap-server "$B" --topic dump --time -2 2>&1)
+expect_eq "$C" "GetOffsetShell --time -2 (earliest)" "dump:0:0" "$out"
+out=$(kt GetOffsetShell --bootstrap-server "$B" --topic dump --time -3 2>&1)
+has "GetOffsetShell --time -3 (max timestamp)" "$out" '^dump:0:[0-9]+$'
+
+# ConsoleConsumer with an explicit partition (assign, no group).
+out=$(kt consumer.ConsoleConsumer --bootstrap-server "$B" --topic dump --partition 0 --offset earliest \
+	--max-messages 3 --timeout-ms 20000 --property print.key=true --property print.offset=true 2>&1)
+has "ConsoleConsumer --partition --offset (assign)" "$out" $'^Offset:2\tkey1\tvalue-1-a+$'
+expect_eq "$C" "ConsoleConsumer records (offset, key, value)" \
+	$'Offset:0\tk1\tv1\nOffset:1\tk2\tv2\nOffset:2\tkey1\tvalue-1-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' \
+	"$(grep '^Offset:' <<<"$out")"
+
+# ConsoleConsumer in a group, then ConsumerGroupCommand sees its offsets.
+out=$(kt consumer.ConsoleConsumer --bootstrap-server "$B" --topic dump --group tools-group --from-beginning \
+	--max-messages 302 --timeout-ms 20000 2>&1 | grep -c '^v')
+expect_eq "$C" "ConsoleConsumer --group (subscribe)" "302" "$out" 3
+out=$(kt consumer.group.ConsumerGroupCommand --bootstrap-server "$B" --describe --group tools-group 2>&1)
+has "ConsumerGroupCommand --describe (committed offsets, lag)" "$out" '^tools-group +dump +0 +302 +302 +0 ' 3
+
+# ConfigCommand: describe a topic's override and a broker's static config.
+out=$(kt ConfigCommand --bootstrap-server "$B" --describe --entity-type topics --entity-name dump 2>&1)
+has "ConfigCommand --describe topic" "$out" '^  retention.ms=3600000 sensitive=false synonyms=\{DYNAMIC_TOPIC_CONFIG:retention.ms=3600000'
+out=$(kt ConfigCommand --bootstrap-server "$B" --describe --entity-type brokers --entity-name 1 --all 2>&1)
+has "ConfigCommand --describe broker --all" "$out" "^  log.dirs=$work/data sensitive=false synonyms=\{STATIC_BROKER_CONFIG:log.dirs="
+out=$(kt ConfigCommand --bootstrap-server "$B" --alter --entity-type topics --entity-name dump --add-config retention.ms=60000 2>&1)
+if grep -q '^Completed updating config' <<<"$out"; then
+	record "$C" "ConfigCommand --alter" pass
+else
+	record "$C" "ConfigCommand --alter" skip "issue 6: IncrementalAlterConfigs not implemented ($(tail -1 <<<"$out" | cut -c1-100))"
+fi
+
+# DumpLogSegments reads the files of a cleanly stopped server.
+stop_samsa
+seg="$work/data/dump-0/00000000000000000000"
+out=$(kt DumpLogSegments --files "$seg.log" 2>&1)
+batches=$(grep -c '^baseOffset:' <<<"$out")
+valid=$(grep -c 'isvalid: true$' <<<"$out")
+records=$(awk '/^baseOffset:/ { for (i = 1; i < NF; i++) if ($i == "count:") n += $(i+1) } END { print n+0 }' <<<"$out")
+has "DumpLogSegments .log batches" "$out" '^baseOffset: 0 lastOffset: [0-9]+ count: [0-9]+ .* position: 0 .* magic: 2 compresscodec: none crc: [0-9]+ isvalid: true$'
+expect_eq "$C" "DumpLogSegments .log: every batch CRC valid, 302 records" "$batches $batches 302" "$batches $valid $records"
+last=$(grep '^baseOffset:' <<<"$out" | tail -1 | sed -n 's/.*lastOffset: \([0-9]*\) .*/\1/p')
+expect_eq "$C" "DumpLogSegments .log: last offset" "301" "$last"
+out=$(kt DumpLogSegments --deep-iteration --print-data-log --files "$seg.log" 2>&1)
+expect_eq "$C" "DumpLogSegments --deep-iteration --print-data-log" \
+	$'| offset: 0 key: k1 payload: v1\n| offset: 1 key: k2 payload: v2\n| offset: 301 key: key300 payload: value-300-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' \
+	"$(grep '^| offset: ' <<<"$out" | sed -n '1p;2p;$p' | sed 's/ CreateTime: .* key: / key: /')"
+out=$(kt DumpLogSegments --files "$seg.index" 2>&1)
+has "DumpLogSegments .index entries" "$out" '^offset: [0-9]+ position: [0-9]+$'
+if grep -qi 'mismatch' <<<"$out"; then record "$C" "DumpLogSegments .index matches log" fail "$(grep -i -m1 mismatch <<<"$out")"; else record "$C" "DumpLogSegments .index matches log" pass; fi
+out=$(kt DumpLogSegments --files "$seg.timeindex" 2>&1)
+has "DumpLogSegments .timeindex entries" "$out" '^timestamp: [0-9]+ offset: [0-9]+$'
+if grep -Eqi 'mismatch|out of order' <<<"$out"; then record "$C" "DumpLogSegments .timeindex matches log" fail "$(grep -Ei -m1 'mismatch|out of order' <<<"$out")"; else record "$C" "DumpLogSegments .timeindex matches log" pass; fi
+out=$(kt DumpLogSegments --index-sanity-check --files "$seg.index,$seg.timeindex" 2>&1)
+expect_eq "$C" "DumpLogSegments --index-sanity-check" "2" "$(grep -c 'passed sanity check' <<<"$out")"
