@@ -73,3 +73,7 @@ expect_eq "$C" "group consume (-G)" "g1 g2 g3 " "$got" 3
 printf 'g4\n' | k -P -t grouped
 got=$(timeout 25 kcat -b "$B" -G kcat-group -X auto.offset.reset=earliest -c 1 -q -f '%s\n' grouped 2>>"$work/g.err")
 expect_eq "$C" "group resumes from committed offset (-G)" "g4" "$got" 3
+# The group has consumed and committed everything: samsa group describe
+# reports no lag.
+got=$("$SAMSA_BIN" group describe kcat-group --bootstrap "$B" 2>&1 | awk '$1 == "TOTAL-LAG" {print $2}')
+expect_eq "$C" "samsa group describe shows zero lag after -G" "0" "$got" 3

@@ -5,6 +5,8 @@ compatibility matrix. Assertions compare exact offsets, keys, values, headers
 and timestamps, not merely the absence of errors.
 """
 
+import os
+import subprocess
 import pytest
 
 from clients import CLIENTS, CODECS, Rec
@@ -133,3 +135,8 @@ def test_group_consume_commit(samsa, cli, topic):
     got, committed = cli.group_consume(topic, group, 2)
     assert sorted(g.value for g in got) == [b"g10", b"g11"]
     assert committed == {0: 6, 1: 6}
+    # Everything is consumed and committed: samsa group describe shows no lag.
+    out = subprocess.run([os.environ["SAMSA_BIN"], "group", "describe", group, "--bootstrap", samsa.bootstrap],
+                         capture_output=True, text=True, timeout=20, check=True).stdout
+    lag = [line.split()[1] for line in out.splitlines() if line.startswith("TOTAL-LAG")]
+    assert lag == ["0"], out
