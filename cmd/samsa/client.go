@@ -210,3 +210,34 @@ func (l *kvList) Set(s string) error {
 	l.values = append(l.values, v)
 	return nil
 }
+
+// describeEach is the shape of every "describe NAME..." command: flags,
+// at least one name, one admin client, and one block of output per name,
+// separated by blank lines. The first failure ends the command.
+func describeEach(cmd, synopsis, want string, args []string, stdout, stderr io.Writer,
+	describe func(adm *kadm.Client, cf *clientFlags, name string, w io.Writer) error) int {
+	fs := newFlagSet(cmd, synopsis, stderr)
+	var cf clientFlags
+	cf.register(fs)
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) == 0 {
+		return usageError(fs, stderr, "%s", want)
+	}
+	adm, err := cf.admin()
+	if err != nil {
+		return fail(stderr, err)
+	}
+	defer adm.Close()
+	for i, name := range pos {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		if err := describe(adm, &cf, name, stdout); err != nil {
+			return fail(stderr, err)
+		}
+	}
+	return exitOK
+}

@@ -121,30 +121,7 @@ func groupList(args []string, stdout, stderr io.Writer) int {
 }
 
 func groupDescribe(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("group describe", "samsa group describe GROUP... [flags]", stderr)
-	var cf clientFlags
-	cf.register(fs)
-	pos, code, ok := parseArgs(fs, args)
-	if !ok {
-		return code
-	}
-	if len(pos) == 0 {
-		return usageError(fs, stderr, "want at least one group name")
-	}
-	adm, err := cf.admin()
-	if err != nil {
-		return fail(stderr, err)
-	}
-	defer adm.Close()
-	for i, name := range pos {
-		if i > 0 {
-			fmt.Fprintln(stdout)
-		}
-		if err := describeGroup(adm, &cf, name, stdout); err != nil {
-			return fail(stderr, err)
-		}
-	}
-	return exitOK
+	return describeEach("group describe", "samsa group describe GROUP... [flags]", "want at least one group name", args, stdout, stderr, describeGroup)
 }
 
 // describeGroup prints one group: a header (state, protocol), a table of

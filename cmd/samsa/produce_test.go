@@ -2,11 +2,12 @@ package main
 
 import (
 	"fmt"
-	"github.com/samsa-io/samsa/internal/servertest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/samsa-io/samsa/internal/servertest"
 )
 
 func TestProduceKeysConsumeBack(t *testing.T) {

@@ -131,30 +131,7 @@ func topicList(args []string, stdout, stderr io.Writer) int {
 }
 
 func topicDescribe(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("topic describe", "samsa topic describe NAME... [flags]", stderr)
-	var cf clientFlags
-	cf.register(fs)
-	pos, code, ok := parseArgs(fs, args)
-	if !ok {
-		return code
-	}
-	if len(pos) == 0 {
-		return usageError(fs, stderr, "want at least one topic name")
-	}
-	adm, err := cf.admin()
-	if err != nil {
-		return fail(stderr, err)
-	}
-	defer adm.Close()
-	for i, name := range pos {
-		if i > 0 {
-			fmt.Fprintln(stdout)
-		}
-		if err := describeOne(adm, &cf, name, stdout); err != nil {
-			return fail(stderr, err)
-		}
-	}
-	return exitOK
+	return describeEach("topic describe", "samsa topic describe NAME... [flags]", "want at least one topic name", args, stdout, stderr, describeOne)
 }
 
 // describeOne prints one topic: a header of id and non-default configs, then
