@@ -1,5 +1,6 @@
 // Command samsa runs a Samsa node (`samsa server`) and the command-line tools
-// that talk to a running cluster (topic, produce, consume).
+// that talk to a running cluster: topic, produce, consume, group, config and
+// the bench load generators.
 package main
 
 import (
