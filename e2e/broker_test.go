@@ -13,11 +13,3 @@ func startBroker(t *testing.T) string {
 	t.Helper()
 	return servertest.Addr(servertest.Start(t))
 }
-
-// notYet reports that the checks that follow need a feature Samsa does not
-// have yet, logs which issue brings it, and the caller skips them.
-func notYet(t *testing.T, why string) bool {
-	t.Helper()
-	t.Logf("not implemented yet, check skipped: %s", why)
-	return true
-}

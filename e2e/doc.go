@@ -18,6 +18,8 @@
 //     offsets across restarts, bad requests)
 //   - consumer_protocol_test.go: KIP-848 groups with franz-go
 //   - lifecycle_test.go: retention changed at runtime, compaction
+//   - idempotence_test.go: idempotent producers across clean and crash
+//     restarts (duplicates answered with the original offset)
 //   - robust_test.go: garbage frames, size limits, pipelining, bad produce
 //     and fetch input over raw TCP
 //
@@ -29,12 +31,7 @@
 // equal keys (including null keys), values, headers and timestamps.
 // TestChecker proves the checker catches each kind of corruption.
 //
-// startBroker runs a fresh in-process Samsa server per test. Checks of
-// features Samsa does not have yet are guarded by notYet, which names the
-// issue that brings them:
-//
-//   - DescribeProducers (issue 4): the idempotent producer's state is not
-//     checked in TestFranzIdempotent.
+// startBroker runs a fresh in-process Samsa server per test.
 //
 // Known client quirks the checks allow for: librdkafka sends a zero-length
 // value as null, and values are compared by content; kadm caches metadata,

@@ -211,9 +211,6 @@ func TestFranzIdempotent(t *testing.T) {
 
 	// One producer id wrote every partition, and its last sequence in a
 	// partition is the number of records it wrote there minus one.
-	if notYet(t, "DescribeProducers arrives with exactly-once (issue 4)") {
-		return
-	}
 	dps, err := adm.DescribeProducers(ctx, kadm.TopicsSet{topic: {0: {}, 1: {}, 2: {}}})
 	if err != nil {
 		t.Fatalf("DescribeProducers: %v", err)

@@ -108,6 +108,7 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.AlterConfigs:            {0, 2, handleAlterConfigs},
 		kmsg.IncrementalAlterConfigs: {0, 1, handleIncrementalAlterConfigs},
 		kmsg.DeleteRecords:           {0, 2, handleDeleteRecords},
+		kmsg.DescribeProducers:       {0, 0, handleDescribeProducers},
 	}
 }
 

@@ -8,6 +8,9 @@
 // Reads take no partition lock; the log allows them concurrently with
 // appends.
 //
+// The producer state survives restarts through Kafka's snapshot files and
+// a replay of the log's batch headers; producer_recovery.go describes how.
+//
 // Today every partition has one replica, this node, so the in-sync replica
 // set is {leader} and the high watermark follows the log end offset at once.
 // Followers, the ISR and acks=all waiting on them arrive with replication.

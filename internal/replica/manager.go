@@ -21,6 +21,13 @@ type Config struct {
 	Logs   *storage.LogManager
 	Logger *slog.Logger
 	Now    func() time.Time
+	// ProducerIDExpirationMs is producer.id.expiration.ms: a producer
+	// idle this long is forgotten. Zero means Kafka's default, 24 hours.
+	ProducerIDExpirationMs int64
+	// ProducerIDExpirationCheckIntervalMs is
+	// producer.id.expiration.check.interval.ms, how often a partition
+	// looks for expired producers. Zero means 10 minutes.
+	ProducerIDExpirationCheckIntervalMs int64
 }
 
 // Manager holds the partitions this node hosts.
@@ -38,6 +45,15 @@ type Manager struct {
 func NewManager(cfg Config) *Manager {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ProducerIDExpirationMs <= 0 {
+		cfg.ProducerIDExpirationMs = 24 * 60 * 60 * 1000
+	}
+	if cfg.ProducerIDExpirationCheckIntervalMs <= 0 {
+		cfg.ProducerIDExpirationCheckIntervalMs = 10 * 60 * 1000
 	}
 	m := &Manager{cfg: cfg}
 	m.mu.partitions = make(map[TopicPartition]*Partition)
@@ -73,12 +89,18 @@ func (m *Manager) Ensure(topic string, topicID [16]byte, partition, leaderEpoch 
 	if err != nil {
 		return nil, fmt.Errorf("open log for %s-%d: %w", topic, partition, err)
 	}
-	p := &Partition{Topic: topic, TopicID: topicID, Index: partition, now: m.cfg.Now, log: log}
+	p := &Partition{Topic: topic, TopicID: topicID, Index: partition, now: m.cfg.Now, log: log,
+		logger:                  m.cfg.Logger.With("topic", topic, "partition", partition),
+		producerExpirationMs:    m.cfg.ProducerIDExpirationMs,
+		producerCheckIntervalMs: m.cfg.ProducerIDExpirationCheckIntervalMs}
 	p.mu.cfg = cfg
 	p.mu.leaderEpoch = leaderEpoch
 	p.mu.highWatermark = log.LogEndOffset()
-	p.mu.producers = newProducerState()
 	p.mu.appended = make(chan struct{})
+	if err := p.loadProducerStateLocked(); err != nil {
+		return nil, fmt.Errorf("rebuild producer state of %s-%d: %w", topic, partition, err)
+	}
+	log.SetCloseHook(p.writeFinalSnapshot)
 	m.mu.partitions[tp] = p
 	return p, nil
 }

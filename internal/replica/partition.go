@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -33,8 +34,11 @@ type Partition struct {
 	TopicID [16]byte
 	Index   int32
 
-	now func() time.Time
-	log *storage.Log
+	now    func() time.Time
+	log    *storage.Log
+	logger *slog.Logger
+	// producer.id.expiration.ms and its check interval, in ms.
+	producerExpirationMs, producerCheckIntervalMs int64
 
 	mu struct {
 		sync.Mutex
@@ -43,6 +47,10 @@ type Partition struct {
 		highWatermark int64
 		producers     producerState
 		appended      chan struct{} // closed and replaced on every append
+		// activeBase is the log's active segment when last looked at; a
+		// change means a roll, which takes a producer snapshot.
+		activeBase      int64
+		lastExpiryCheck int64 // ms
 	}
 }
 
@@ -79,6 +87,7 @@ func (p *Partition) Append(batch []byte) (AppendResult, error) {
 		return AppendResult{}, kerr.InvalidTxnState
 	}
 	now := p.now().UnixMilli()
+	p.maybeExpireProducersLocked(now)
 	appendTime := int64(-1)
 	if cfg.LogAppendTime {
 		appendTime = now
@@ -107,8 +116,13 @@ func (p *Partition) Append(batch []byte) (AppendResult, error) {
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("append to %s-%d: %w", p.Topic, p.Index, err)
 	}
+	p.afterAppendLocked(base)
 	if h.Idempotent() {
-		p.mu.producers.update(h, base)
+		ts := appendTime
+		if ts < 0 {
+			ts = sum.MaxTimestamp
+		}
+		p.mu.producers.update(h, base, ts)
 	}
 	// One replica: the in-sync set is the leader alone, so everything
 	// appended is committed.

@@ -45,7 +45,7 @@ func TestProducerStateSequences(t *testing.T) {
 			t.Fatalf("%s: unexpected duplicate %+v", st.name, dup)
 		}
 		if err == nil && dup == nil {
-			s.update(st.h, st.offset)
+			s.update(st.h, st.offset, 0)
 		}
 	}
 }
@@ -57,7 +57,7 @@ func TestProducerStateKeepsFiveBatches(t *testing.T) {
 		if dup, err := s.check(h); err != nil || dup != nil {
 			t.Fatalf("batch %d: %v %v", i, dup, err)
 		}
-		s.update(h, int64(i))
+		s.update(h, int64(i), 0)
 	}
 	// The two oldest fell out of the cache: resending one is out of order,
 	// as in Kafka.

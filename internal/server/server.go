@@ -70,7 +70,7 @@ func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (_ *Se
 	if err := s.logs.Load(); err != nil {
 		return nil, fmt.Errorf("load logs: %w", err)
 	}
-	s.replicas = replica.NewManager(replica.Config{NodeID: cfg.NodeID, Logs: s.logs, Logger: logger})
+	s.replicas = replica.NewManager(replica.Config{NodeID: cfg.NodeID, Logs: s.logs, Logger: logger, ProducerIDExpirationMs: cfg.ProducerIDExpirationMs})
 
 	s.loader = metadata.NewLoader(s.clusterID, logger)
 	s.raft, err = raft.Open(raft.Config{

@@ -19,6 +19,7 @@
 //	    00000000000000000000.index        sparse offset index
 //	    00000000000000000000.timeindex    sparse time index
 //	    00000000000000031337.log          next segment: named by its base offset
+//	    00000000000000031337.snapshot     producer state at that offset (producer_state_snapshot.go)
 //	    ...
 //
 // # Segment (.log)

@@ -71,8 +71,15 @@ type Log struct {
 		metas         []batchMeta
 		topicID       [16]byte
 		hasTopicID    bool
+		closeHook     func() // SetCloseHook: final producer snapshot
 	}
 	flushes sync.WaitGroup // background flushes started by roll
+
+	// snapMu serialises producer snapshot writes with the truncations that
+	// invalidate them (producer_state_snapshot.go). Taken before mu.
+	snapMu     sync.Mutex
+	snapGen    atomic.Int64   // bumped by every truncation
+	snapWrites sync.WaitGroup // WriteProducerSnapshotAsync goroutines
 
 	hw          atomic.Int64   // high watermark for retention; -1: use the log end offset
 	deletes     sync.WaitGroup // goroutines removing *.deleted files (retention.go)
@@ -148,6 +155,13 @@ func LogDirName(topic string, partition int32) string {
 }
 
 func (l *Log) segments() []*segment { return *l.segs.Load() }
+
+// ActiveSegmentBaseOffset is the base offset of the segment receiving
+// appends; a change tells the partition layer that the log rolled.
+func (l *Log) ActiveSegmentBaseOffset() int64 {
+	segs := l.segments()
+	return segs[len(segs)-1].baseOffset
+}
 
 // Dir is the partition directory.
 func (l *Log) Dir() string { return l.dir }
@@ -538,7 +552,12 @@ func (l *Log) IncrementLogStartOffset(offset int64) error {
 // new log end offset is that batch's base offset; Kafka would claim offset
 // itself, which leaves a hole a follower then cannot fill. Truncating below
 // the first segment empties the log and restarts it at offset.
-func (l *Log) TruncateTo(offset int64) error {
+//
+// Producer snapshots above the new log end offset describe batches that are
+// gone and are deleted; snapshots still being written are dropped.
+func (l *Log) TruncateTo(offset int64) (err error) {
+	l.snapMu.Lock()
+	defer l.snapMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.structMu.Lock()
@@ -550,9 +569,19 @@ func (l *Log) TruncateTo(offset int64) error {
 		return nil
 	}
 	l.mu.generation++
-	cfg := l.mu.cfg
+	l.snapGen.Add(1)
 	segs := l.segments()
-	if offset < segs[0].baseOffset {
+	full := offset < segs[0].baseOffset
+	defer func() {
+		if err == nil {
+			// After a full truncation no snapshot matches the log (Kafka's
+			// truncateFullyAndStartAt deletes them all).
+			leo := l.leo.Load()
+			err = l.deleteProducerSnapshotsLocked(func(off int64) bool { return full || off > leo })
+		}
+	}()
+	cfg := l.mu.cfg
+	if full {
 		return l.truncateFullyLocked(offset)
 	}
 	keep := sort.Search(len(segs), func(i int) bool { return segs[i].baseOffset > offset })
@@ -623,8 +652,14 @@ func (l *Log) shutdown(flush bool) error {
 	}
 	// Set under mu: no roll can start a background flush after this.
 	l.closed.Store(true)
+	hook := l.mu.closeHook
 	l.mu.Unlock()
 	l.flushes.Wait()
+	if flush && hook != nil {
+		// Appends have stopped: the hook sees the final state.
+		hook()
+	}
+	l.snapWrites.Wait()
 	close(l.stopDeletes)
 	l.deletes.Wait()
 

@@ -173,6 +173,16 @@ func (l *Log) replaceSegmentsLocked(i, n int, replacement *segment) error {
 	}
 	l.segs.Store(&kept)
 	l.scheduleDeleteLocked(doomed)
+	if i == 0 && replacement == nil {
+		// Producer snapshots go with the segments below them, as in
+		// Kafka; a stale one would make a restart replay from an offset
+		// the log no longer has. snapMu is not needed: the only
+		// concurrent change is a writer pruning old files too.
+		first := kept[0].baseOffset
+		if err := l.deleteProducerSnapshotsLocked(func(off int64) bool { return off < first }); err != nil {
+			l.logger.Warn("deleting producer snapshots", "below", first, "err", err)
+		}
+	}
 	return nil
 }
 
