@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -157,8 +158,17 @@ func (l *partitionLog) Append(_ context.Context, kvs []group.KV) error {
 	return err
 }
 
+// AppendTransactional would write a TxnOffsetCommit batch. The broker does
+// not serve transactions yet (TxnOffsetCommit is not advertised), so
+// nothing calls it; it refuses rather than writing a batch the replica
+// layer cannot check.
+func (l *partitionLog) AppendTransactional(context.Context, int64, int16, []group.KV) error {
+	return fmt.Errorf("%w: transactional offset commits are not served yet", kerr.CoordinatorNotAvailable)
+}
+
 // Replay reads the partition from its start to its current end and hands
-// every data record to fn; control batches are skipped.
+// every record to fn: data records with their batch's transactional
+// producer, and each transaction marker as a Control KV.
 func (l *partitionLog) Replay(fn func(group.KV) error) error {
 	off := l.p.Offsets().LogStartOffset
 	for {
@@ -183,15 +193,21 @@ func (l *partitionLog) Replay(fn func(group.KV) error) error {
 				return err
 			}
 			off = h.NextOffset()
-			if h.Control() {
-				continue
-			}
 			recs, err := record.Records(batch)
 			if err != nil {
 				return err
 			}
 			for _, r := range recs {
-				if err := fn(group.KV{Key: r.Key, Value: r.Value}); err != nil {
+				kv := group.KV{Key: r.Key, Value: r.Value, Transactional: h.Transactional(), ProducerID: h.ProducerID}
+				if h.Control() {
+					// A control record's key is version int16, type int16:
+					// 0 abort, 1 commit.
+					if len(r.Key) < 4 {
+						return fmt.Errorf("control record at offset %d has a %d-byte key", r.Offset, len(r.Key))
+					}
+					kv = group.KV{Control: true, Commit: binary.BigEndian.Uint16(r.Key[2:]) == 1, ProducerID: h.ProducerID}
+				}
+				if err := fn(kv); err != nil {
 					return err
 				}
 			}

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"math"
 	"time"
+
+	"github.com/samsa-io/samsa/internal/coordinator"
 )
 
 // Config configures a Coordinator. Zero fields take Kafka's defaults
@@ -137,25 +139,7 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// javaStringHashCode is Java's String.hashCode: s[0]*31^(n-1) + ... over
-// UTF-16 code units, with int32 overflow. Placement must agree with Kafka's
-// so clients and tools find the same coordinator partition.
-func javaStringHashCode(s string) int32 {
-	var h int32
-	for _, r := range s {
-		if r >= 0x10000 {
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	return h
-}
-
-// partitionFor is Kafka's Utils.abs(hash) % n; Utils.abs masks the sign bit
-// rather than negating, so MinInt32 maps to 0.
+// partitionFor places a group as Kafka does (see coordinator.PartitionFor).
 func partitionFor(groupID string, n int32) int32 {
-	return (javaStringHashCode(groupID) & 0x7fffffff) % n
+	return coordinator.PartitionFor(groupID, n)
 }

@@ -16,8 +16,13 @@ type PartitionLog interface {
 	// Append writes kvs as one batch and returns once committed. An error
 	// means nothing was written as far as the caller knows.
 	Append(ctx context.Context, kvs []KV) error
+	// AppendTransactional writes kvs as one transactional batch of
+	// producerID at epoch (TxnOffsetCommit), checked against the
+	// partition's producer state like any transactional produce. A wrapped
+	// ErrProducerFenced means the epoch is stale.
+	AppendTransactional(ctx context.Context, producerID int64, epoch int16, kvs []KV) error
 	// Replay calls fn for every record from the log start to the current end,
-	// in order.
+	// in order, including transaction markers (see KV's Control).
 	Replay(fn func(kv KV) error) error
 }
 
@@ -28,6 +33,9 @@ var (
 	ErrNotLeader = errors.New("not the leader of the __consumer_offsets partition")
 	// ErrRecordTooLarge: the batch exceeds the topic's size limits.
 	ErrRecordTooLarge = errors.New("record batch too large for __consumer_offsets")
+	// ErrProducerFenced: a transactional append's epoch is older than the
+	// producer's (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH before TxnOffsetCommit v3).
+	ErrProducerFenced = errors.New("producer epoch fenced on __consumer_offsets")
 )
 
 // Coordinator is the classic group coordinator of one broker.
@@ -58,7 +66,11 @@ type shard struct {
 	writeMu sync.Mutex
 	mu      struct {
 		sync.Mutex
-		groups   map[string]*group
+		groups map[string]*group
+		// pending holds transactional offsets until their marker:
+		// producer id -> group -> partition -> offset.
+		pending  map[int64]map[string]map[tp]offsetEntry
+		seq      int64 // records replayed, for offsetEntry.seq
 		unloaded bool
 		loadErr  error
 	}
@@ -87,6 +99,7 @@ func (c *Coordinator) Load(partition int32, log PartitionLog) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &shard{c: c, partition: partition, log: log, loaded: make(chan struct{}), ctx: ctx, cancel: cancel}
 	s.mu.groups = map[string]*group{}
+	s.mu.pending = map[int64]map[string]map[tp]offsetEntry{}
 	c.mu.Lock()
 	if c.mu.closed {
 		c.mu.Unlock()
@@ -292,6 +305,11 @@ func (c *Coordinator) shardFor(groupID string) (*shard, int16) {
 //
 // write reports false, having run nothing, if the shard was unloaded.
 func (s *shard) write(ctx context.Context, decide func() ([]KV, func(err error))) bool {
+	return s.writeWith(ctx, s.log.Append, decide)
+}
+
+// writeWith is write appending through appendFn (a transactional append).
+func (s *shard) writeWith(ctx context.Context, appendFn func(context.Context, []KV) error, decide func() ([]KV, func(err error))) bool {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	s.mu.Lock()
@@ -306,7 +324,7 @@ func (s *shard) write(ctx context.Context, decide func() ([]KV, func(err error))
 		// Appends outlive neither the request nor the shard's leadership.
 		actx, cancel := context.WithCancel(ctx)
 		stop := context.AfterFunc(s.ctx, cancel)
-		err = s.log.Append(actx, kvs)
+		err = appendFn(actx, kvs)
 		stop()
 		cancel()
 	}

@@ -8,7 +8,8 @@
 // # Placement
 //
 // A group belongs to partition abs(javaStringHashCode(groupID)) % NumPartitions
-// of __consumer_offsets (see [Coordinator.PartitionFor]); the broker leading that
+// of __consumer_offsets (see [Coordinator.PartitionFor]; the hash is package
+// coordinator's, shared with the transaction coordinator); the broker leading that
 // partition is the group's coordinator. The broker calls [Coordinator.Load] when
 // it becomes leader of a partition and [Coordinator.Unload] when it stops. Load
 // replays the partition from its start in the background; until replay ends,
@@ -35,6 +36,19 @@
 // (ConsumerGroupPartitionMetadata, deprecated by Kafka 4.1) is never written
 // and ignored on replay; other key versions (share and streams groups) are
 // skipped.
+//
+// # Transactional offsets
+//
+// TxnOffsetCommit appends offset records as a transactional batch of the
+// producer (PartitionLog.AppendTransactional). They stay pending per
+// producer, invisible to OffsetFetch, until the producer's marker reaches the
+// partition: the broker reports a marker it wrote with
+// [Coordinator.CompleteTransaction], and on Load markers come back through
+// Replay (KV.Control). COMMIT moves the pending offsets into the committed
+// ones unless a plain commit was written after them (Kafka compares log
+// positions; replay order stands in for them); ABORT drops them. OffsetFetch
+// with require_stable answers UNSTABLE_OFFSET_COMMIT for a partition with a
+// pending offset.
 //
 // # Consumer groups (KIP-848)
 //

@@ -2,6 +2,7 @@ package group_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -15,8 +16,9 @@ import (
 type memLog struct {
 	mu      sync.Mutex
 	recs    []group.KV
-	failErr error         // returned (once) by the next Append
-	block   chan struct{} // if non-nil, Replay waits for it to close
+	failErr error           // returned (once) by the next Append
+	block   chan struct{}   // if non-nil, Replay waits for it to close
+	epochs  map[int64]int16 // producer epochs seen by AppendTransactional
 }
 
 func (l *memLog) Append(ctx context.Context, kvs []group.KV) error {
@@ -30,6 +32,31 @@ func (l *memLog) Append(ctx context.Context, kvs []group.KV) error {
 		l.recs = append(l.recs, group.KV{Key: slices.Clone(kv.Key), Value: slices.Clone(kv.Value)})
 	}
 	return nil
+}
+
+// AppendTransactional appends kvs marked with the producer, as Replay
+// reports a transactional batch; fenced producers (by epoch) fail.
+func (l *memLog) AppendTransactional(ctx context.Context, producerID int64, epoch int16, kvs []group.KV) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.epochs == nil {
+		l.epochs = map[int64]int16{}
+	}
+	if cur, ok := l.epochs[producerID]; ok && epoch < cur {
+		return fmt.Errorf("epoch %d < %d: %w", epoch, cur, group.ErrProducerFenced)
+	}
+	l.epochs[producerID] = epoch
+	for _, kv := range kvs {
+		l.recs = append(l.recs, group.KV{Key: slices.Clone(kv.Key), Value: slices.Clone(kv.Value), Transactional: true, ProducerID: producerID})
+	}
+	return nil
+}
+
+// marker appends a control record, as the broker's marker write does.
+func (l *memLog) marker(producerID int64, commit bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recs = append(l.recs, group.KV{Control: true, Commit: commit, ProducerID: producerID})
 }
 
 func (l *memLog) Replay(fn func(group.KV) error) error {

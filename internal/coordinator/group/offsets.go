@@ -190,7 +190,7 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 	r := kmsg.NewPtrOffsetFetchResponse()
 	if req.Version >= 8 {
 		for _, rg := range req.Groups {
-			r.Groups = append(r.Groups, c.fetchGroup(rg, req.Version))
+			r.Groups = append(r.Groups, c.fetchGroup(rg, req.Version, req.RequireStable))
 		}
 		return r
 	}
@@ -202,7 +202,7 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 			rg.Topics = append(rg.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 		}
 	}
-	g := c.fetchGroup(rg, req.Version)
+	g := c.fetchGroup(rg, req.Version, req.RequireStable)
 	for _, t := range g.Topics {
 		rt := kmsg.NewOffsetFetchResponseTopic()
 		rt.Topic = t.Topic
@@ -222,7 +222,10 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 	return r
 }
 
-func (c *Coordinator) fetchGroup(rg kmsg.OffsetFetchRequestGroup, version int16) kmsg.OffsetFetchResponseGroup {
+// fetchGroup answers one group. With requireStable (v7+), a partition with
+// a pending transactional offset answers UNSTABLE_OFFSET_COMMIT, so the
+// client retries rather than resuming from an offset about to change.
+func (c *Coordinator) fetchGroup(rg kmsg.OffsetFetchRequestGroup, version int16, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	out := kmsg.NewOffsetFetchResponseGroup()
 	out.Group = rg.Group
 	type want struct {
@@ -243,8 +246,16 @@ func (c *Coordinator) fetchGroup(rg kmsg.OffsetFetchRequestGroup, version int16)
 	}
 	s, code := c.shardFor(rg.Group)
 	offsets := map[tp]offsetEntry{}
+	unstable := map[tp]bool{}
 	if code == 0 {
 		s.mu.Lock()
+		if requireStable && version >= 7 && !s.mu.unloaded {
+			for _, byGroup := range s.mu.pending {
+				for k := range byGroup[rg.Group] {
+					unstable[k] = true
+				}
+			}
+		}
 		if s.mu.unloaded {
 			code = kerr.NotCoordinator.Code
 		} else if g := s.mu.groups[rg.Group]; g != nil && g.cg != nil && version >= 9 && g.cg.validateFetch(rg.MemberID, rg.MemberEpoch) != 0 {
@@ -284,6 +295,8 @@ func (c *Coordinator) fetchGroup(rg kmsg.OffsetFetchRequestGroup, version int16)
 			switch e, ok := offsets[tp{w.name, p}]; {
 			case w.name == "" && version >= 10:
 				rp.ErrorCode = kerr.UnknownTopicID.Code
+			case unstable[tp{w.name, p}]:
+				rp.ErrorCode = kerr.UnstableOffsetCommit.Code
 			case ok:
 				rp.Offset, rp.LeaderEpoch, rp.Metadata = e.offset, e.leaderEpoch, ptr(e.metadata)
 			}

@@ -13,6 +13,16 @@ import (
 // metadata values are applied only while loading: live, memory is already
 // at (or past) the snapshot the record holds.
 func (s *shard) replayLocked(kv KV, loading bool) error {
+	s.mu.seq++
+	if kv.Control {
+		s.completeTxnLocked(kv.ProducerID, kv.Commit)
+		return nil
+	}
+	if kv.Transactional {
+		if handled, err := s.replayTxnLocked(kv); handled {
+			return err
+		}
+	}
 	if isConsumerKey(kv.Key) {
 		return s.replayConsumerLocked(kv)
 	}
@@ -31,6 +41,7 @@ func (s *shard) replayLocked(kv KV, loading bool) error {
 		if err != nil {
 			return fmt.Errorf("group %q offset %s-%d: %w", k.group, k.tp.topic, k.tp.partition, err)
 		}
+		e.seq = s.mu.seq
 		if g == nil {
 			// Offsets without group metadata: a simple (standalone) group.
 			g = newGroup(k.group, s.c.cfg.Now())

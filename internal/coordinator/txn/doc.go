@@ -1,0 +1,60 @@
+// Package txn is Samsa's transaction coordinator (Kafka's
+// TransactionCoordinator, TransactionStateManager and
+// TransactionMarkerChannelManager): it maps transactional ids to producer
+// ids and epochs, tracks each transaction's partitions, and ends
+// transactions by writing COMMIT or ABORT markers to them. It implements
+// transaction version 1: clients add partitions explicitly
+// (AddPartitionsToTxn, AddOffsetsToTxn); KIP-890's epoch bump per
+// transaction (version 2) is not offered.
+//
+// # Placement
+//
+// A transactional id belongs to partition
+// abs(javaStringHashCode(id)) % NumPartitions of __transaction_state (see
+// [Coordinator.PartitionFor]); the broker leading that partition is the
+// id's coordinator. As in the group coordinator, the broker calls
+// [Coordinator.Load] when it becomes leader (with the partition's leader
+// epoch, which markers carry as the coordinator epoch) and
+// [Coordinator.Unload] when it stops. Until replay ends requests get
+// COORDINATOR_LOAD_IN_PROGRESS; ids of partitions not loaded get
+// NOT_COORDINATOR.
+//
+// # Records
+//
+// Kafka's own schemas, so Kafka tools can read the partition:
+//
+//	key   TxnMetadataKey v0 (transactional id)
+//	value TxnMetadataValue v0: producer id, epoch, timeout, state,
+//	      partitions, last update and start timestamps; nil = tombstone
+//
+// # States
+//
+//	Empty ──AddPartitions──► Ongoing ──EndTxn──► PrepareCommit ──markers──► CompleteCommit
+//	                            │                PrepareAbort  ──markers──► CompleteAbort
+//	                            └─ timeout or InitProducerId: PrepareAbort at epoch+1 (fence)
+//
+// A Complete state accepts AddPartitions (a new transaction) and
+// InitProducerId (epoch bump). PrepareEpochFence and Dead exist only as
+// names: a fence is written as PrepareAbort at the bumped epoch, removal
+// (transactional.id.expiration.ms) as a tombstone.
+//
+// # Deciding and doing
+//
+// As in the group coordinator, a handler decides under the shard lock and
+// returns the new state as a record; the record is appended without the
+// lock, and memory changes only by replaying it (the function Load uses).
+// A per-shard write lock keeps memory in log order. EndTxn answers once
+// the Prepare state is written; a background goroutine then calls
+// [MarkerWriter.WriteMarkers] until it succeeds and writes the Complete
+// state. Until then the producer gets CONCURRENT_TRANSACTIONS. A
+// transaction found in a Prepare state on Load has its markers written
+// again, which is harmless.
+//
+// Two loops run per coordinator: ongoing transactions past their
+// transaction.timeout.ms are fenced and aborted every
+// AbortTimedOutInterval; idle ids are removed every RemoveExpiredInterval.
+// Tests drive them with testing/synctest.
+//
+// Handlers take and return kmsg types; the broker sets response versions,
+// authorizes, and checks that topics exist.
+package txn
