@@ -63,28 +63,34 @@ type AppendResult struct {
 
 // Append validates one produced record batch and appends it. A batch an
 // idempotent producer already wrote is not written again; the result names
-// the offset it got the first time. Errors are kerr errors for the client.
+// the offset it got the first time. The first transactional batch of a
+// producer opens its transaction at the batch's base offset
+// (transactions.go). Errors are kerr errors for the client.
 func (p *Partition) Append(batch []byte) (AppendResult, error) {
 	h, sum, err := record.ValidateSummary(batch)
 	if err == nil {
 		err = record.CheckProduce(h)
+	}
+	if err == nil && h.Transactional() && !h.Idempotent() {
+		err = fmt.Errorf("%w: transactional batch without a producer id", record.ErrInvalid)
 	}
 	if err != nil {
 		return AppendResult{}, batchError(err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.appendCheckedLocked(batch, h, sum, true)
+}
+
+// appendCheckedLocked appends a validated batch. Only client batches
+// (checkSequence) go through duplicate detection and sequence checks.
+func (p *Partition) appendCheckedLocked(batch []byte, h record.Header, sum record.Summary, checkSequence bool) (AppendResult, error) {
 	cfg := p.mu.cfg
 	if int64(len(batch)) > int64(cfg.MaxMessageBytes) {
 		return AppendResult{}, kerr.MessageTooLarge
 	}
 	if sum.NullKeys > 0 && cfg.Log.CleanupPolicy.Compact() {
 		return AppendResult{}, fmt.Errorf("%w: compacted topic cannot accept message without key in topic partition %s-%d", kerr.InvalidRecord, p.Topic, p.Index)
-	}
-	if h.Transactional() {
-		// No transaction coordinator yet: nobody could have begun a
-		// transaction legitimately.
-		return AppendResult{}, kerr.InvalidTxnState
 	}
 	now := p.now().UnixMilli()
 	p.maybeExpireProducersLocked(now)
@@ -94,7 +100,7 @@ func (p *Partition) Append(batch []byte) (AppendResult, error) {
 	} else if now-sum.MinTimestamp > cfg.TimestampBeforeMaxMs || sum.MaxTimestamp-now > cfg.TimestampAfterMaxMs {
 		return AppendResult{}, kerr.InvalidTimestamp
 	}
-	if h.Idempotent() {
+	if checkSequence && h.Idempotent() {
 		dup, err := p.mu.producers.check(h)
 		if err != nil {
 			return AppendResult{}, err
@@ -124,12 +130,17 @@ func (p *Partition) Append(batch []byte) (AppendResult, error) {
 		}
 		p.mu.producers.update(h, base, ts)
 	}
-	// One replica: the in-sync set is the leader alone, so everything
-	// appended is committed.
+	p.advanceLocked()
+	return AppendResult{BaseOffset: base, LogAppendTime: appendTime, LogStartOffset: p.log.LogStartOffset()}, nil
+}
+
+// advanceLocked moves the high watermark after an append and wakes
+// waiting fetches. One replica: the in-sync set is the leader alone, so
+// everything appended is committed.
+func (p *Partition) advanceLocked() {
 	p.mu.highWatermark = p.log.LogEndOffset()
 	close(p.mu.appended)
 	p.mu.appended = make(chan struct{})
-	return AppendResult{BaseOffset: base, LogAppendTime: appendTime, LogStartOffset: p.log.LogStartOffset()}, nil
 }
 
 // batchError maps a validation error to the code Kafka answers with,
@@ -151,6 +162,10 @@ type Snapshot struct {
 	HighWatermark  int64
 	LogEndOffset   int64
 	LeaderEpoch    int32
+	// LastStableOffset is the first offset of the oldest ongoing
+	// transaction, or the high watermark when it is lower or there is
+	// none: read_committed consumers see nothing at or above it.
+	LastStableOffset int64
 }
 
 // Offsets returns the partition's current offsets.
@@ -158,10 +173,11 @@ func (p *Partition) Offsets() Snapshot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return Snapshot{
-		LogStartOffset: p.log.LogStartOffset(),
-		HighWatermark:  p.mu.highWatermark,
-		LogEndOffset:   p.log.LogEndOffset(),
-		LeaderEpoch:    p.mu.leaderEpoch,
+		LogStartOffset:   p.log.LogStartOffset(),
+		HighWatermark:    p.mu.highWatermark,
+		LogEndOffset:     p.log.LogEndOffset(),
+		LeaderEpoch:      p.mu.leaderEpoch,
+		LastStableOffset: p.lastStableOffsetLocked(),
 	}
 }
 
@@ -176,17 +192,26 @@ func (p *Partition) Appended() <-chan struct{} {
 // Read returns whole batches from offset up to the high watermark, at most
 // maxBytes unless the first batch alone is larger and minOne is set.
 func (p *Partition) Read(offset int64, maxBytes int, minOne bool) ([]byte, Snapshot, error) {
+	return p.read(offset, maxBytes, minOne, false)
+}
+
+// read is Read bounded by the last stable offset when readCommitted.
+func (p *Partition) read(offset int64, maxBytes int, minOne bool, readCommitted bool) ([]byte, Snapshot, error) {
 	s := p.Offsets()
 	if offset < s.LogStartOffset || offset > s.LogEndOffset {
 		return nil, s, kerr.OffsetOutOfRange
 	}
-	if offset >= s.HighWatermark {
+	bound := s.HighWatermark
+	if readCommitted {
+		bound = s.LastStableOffset
+	}
+	if offset >= bound {
 		return nil, s, nil
 	}
 	if !minOne && maxBytes <= 0 {
 		return nil, s, nil
 	}
-	b, err := p.log.Read(offset, maxBytes, s.HighWatermark)
+	b, err := p.log.Read(offset, maxBytes, bound)
 	if errors.Is(err, storage.ErrOffsetOutOfRange) {
 		return nil, s, kerr.OffsetOutOfRange
 	}

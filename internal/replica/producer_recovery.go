@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/samsa-io/samsa/internal/record"
+	"github.com/samsa-io/samsa/internal/storage"
 )
 
 // Producer state survives restarts as Kafka's does (ProducerStateManager):
@@ -68,13 +69,24 @@ func (p *Partition) loadProducerStateLocked() error {
 		return nil
 	}
 	replayed := 0
-	err = p.log.ScanBatchHeaders(from, func(h record.Header) error {
-		p.mu.producers.replay(h)
+	var aborts []storage.AbortedTxn
+	err = p.log.ScanBatchHeadersAndControl(from, func(h record.Header, control []byte) error {
+		t, err := p.mu.producers.replay(h, control)
+		if t != nil {
+			aborts = append(aborts, *t)
+		}
 		replayed++
-		return nil
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("replay batches from offset %d: %w", from, err)
+	}
+	// After the scan, which holds the log's read lock: adding an entry
+	// takes its writer lock.
+	for _, t := range aborts {
+		if err := p.log.AppendAbortedTxn(t); err != nil {
+			return fmt.Errorf("restore .txnindex entry of the abort at offset %d: %w", t.LastOffset, err)
+		}
 	}
 	p.mu.producers.removeExpired(now, p.producerExpirationMs)
 	p.logger.Info("rebuilt producer state", "snapshot", from, "replayedBatches", replayed,

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -28,6 +29,9 @@ type producerEntry struct {
 	// producer.id.expiration.ms counts from it, as in Kafka.
 	lastTimestamp    int64
 	coordinatorEpoch int32
+	// txnFirstOffset is the first offset of the producer's ongoing
+	// transaction, -1 when there is none (Kafka's currentTxnFirstOffset).
+	txnFirstOffset int64
 	// batches holds the last n batches, oldest first. A fixed array keeps
 	// the per-batch update free of allocations.
 	batches [maxCachedBatches]batchMeta
@@ -54,10 +58,14 @@ func (e *producerEntry) push(m batchMeta) {
 // guards it.
 type producerState struct {
 	producers map[int64]*producerEntry
+	// ongoing maps the producers with an open transaction to its first
+	// offset: the last stable offset is the smallest. Transactions open
+	// at once are few, so a scan of it is cheap.
+	ongoing map[int64]int64
 }
 
 func newProducerState() producerState {
-	return producerState{producers: make(map[int64]*producerEntry)}
+	return producerState{producers: make(map[int64]*producerEntry), ongoing: make(map[int64]int64)}
 }
 
 // check decides whether an idempotent batch may be appended. It returns the
@@ -71,6 +79,10 @@ func (s *producerState) check(h record.Header) (*batchMeta, error) {
 	}
 	if h.ProducerEpoch < e.epoch {
 		return nil, kerr.InvalidProducerEpoch
+	}
+	if e.txnFirstOffset >= 0 && !h.Transactional() {
+		// Kafka: "Expected transactional write from producer".
+		return nil, kerr.InvalidTxnState
 	}
 	if h.ProducerEpoch > e.epoch {
 		if h.BaseSequence != 0 {
@@ -94,14 +106,16 @@ func (s *producerState) check(h record.Header) (*batchMeta, error) {
 // LogAppendTime, if any) is timestamp. Replay from the log uses it too, so
 // a restarted partition rebuilds exactly what appends built.
 func (s *producerState) update(h record.Header, firstOffset, timestamp int64) {
-	e := s.producers[h.ProducerID]
-	if e == nil {
-		e = &producerEntry{epoch: h.ProducerEpoch, coordinatorEpoch: -1}
-		s.producers[h.ProducerID] = e
-	} else if h.ProducerEpoch > e.epoch {
-		*e = producerEntry{epoch: h.ProducerEpoch, coordinatorEpoch: -1}
-	}
+	e := s.entryForEpoch(h.ProducerID, h.ProducerEpoch)
 	e.lastTimestamp = timestamp
+	if h.Transactional() && e.txnFirstOffset < 0 {
+		e.txnFirstOffset = firstOffset
+		s.ongoing[h.ProducerID] = firstOffset
+	}
+	if h.BaseSequence < 0 {
+		// Written by a coordinator for the producer: no sequence.
+		return
+	}
 	e.push(batchMeta{
 		firstSeq:    h.BaseSequence,
 		lastSeq:     h.LastSequence(),
@@ -111,20 +125,102 @@ func (s *producerState) update(h record.Header, firstOffset, timestamp int64) {
 	})
 }
 
-// replay applies a batch read back from the log.
-func (s *producerState) replay(h record.Header) {
-	if !h.Idempotent() || h.Control() {
-		// Control batches (transaction markers) carry no sequences.
-		return
+// entryForEpoch returns the producer's entry, creating it, and starting
+// afresh (no cached batches) when epoch is newer than the entry's. An open
+// transaction and the coordinator epoch survive the bump, as in Kafka: only
+// a marker ends a transaction.
+func (s *producerState) entryForEpoch(id int64, epoch int16) *producerEntry {
+	e := s.producers[id]
+	if e == nil {
+		e = &producerEntry{epoch: epoch, coordinatorEpoch: -1, txnFirstOffset: -1}
+		s.producers[id] = e
+	} else if epoch > e.epoch {
+		*e = producerEntry{epoch: epoch, coordinatorEpoch: e.coordinatorEpoch, txnFirstOffset: e.txnFirstOffset}
 	}
-	s.update(h, h.BaseOffset, h.MaxTimestamp)
+	return e
+}
+
+// replay applies a batch read back from the log; control holds the whole
+// batch when it is a transaction marker. An abort marker returns the
+// .txnindex entry it implies, for the caller to restore if it is missing.
+func (s *producerState) replay(h record.Header, control []byte) (*storage.AbortedTxn, error) {
+	if !h.Idempotent() {
+		return nil, nil
+	}
+	if !h.Control() {
+		s.update(h, h.BaseOffset, h.MaxTimestamp)
+		return nil, nil
+	}
+	commit, coordinatorEpoch, err := parseMarker(control)
+	if err != nil {
+		return nil, fmt.Errorf("transaction marker at offset %d: %w", h.BaseOffset, err)
+	}
+	t := s.endTxn(h.ProducerID, h.ProducerEpoch, coordinatorEpoch, h.BaseOffset, h.MaxTimestamp)
+	if commit {
+		return nil, nil
+	}
+	return &t, nil
+}
+
+// checkMarker is Kafka's check of a transaction marker against the
+// producer's state: an older producer epoch is INVALID_PRODUCER_EPOCH and
+// an older coordinator epoch means a zombie coordinator wrote it.
+func (s *producerState) checkMarker(id int64, epoch int16, coordinatorEpoch int32) error {
+	e := s.producers[id]
+	if e == nil {
+		return nil
+	}
+	if epoch < e.epoch {
+		return fmt.Errorf("%w: marker epoch %d is older than producer %d's epoch %d", kerr.InvalidProducerEpoch, epoch, id, e.epoch)
+	}
+	if coordinatorEpoch < e.coordinatorEpoch {
+		return fmt.Errorf("%w: coordinator epoch %d is older than %d for producer %d", kerr.TransactionCoordinatorFenced, coordinatorEpoch, e.coordinatorEpoch, id)
+	}
+	return nil
+}
+
+// endTxn applies a marker at offset: the producer's transaction ends. The
+// result is the transaction as the .txnindex records it should it have
+// aborted. As in Kafka, a marker without an open transaction yields a
+// transaction of the marker alone.
+func (s *producerState) endTxn(id int64, epoch int16, coordinatorEpoch int32, offset, timestamp int64) storage.AbortedTxn {
+	e := s.entryForEpoch(id, epoch)
+	first := e.txnFirstOffset
+	if first < 0 {
+		first = offset
+	}
+	t := storage.AbortedTxn{ProducerID: id, FirstOffset: first, LastOffset: offset, LastStableOffset: offset + 1}
+	for pid, f := range s.ongoing {
+		if pid != id && f < t.LastStableOffset {
+			t.LastStableOffset = f
+		}
+	}
+	delete(s.ongoing, id)
+	e.txnFirstOffset = -1
+	e.coordinatorEpoch = coordinatorEpoch
+	e.lastTimestamp = timestamp
+	return t
+}
+
+// firstUnstableOffset is the first offset of the oldest open transaction,
+// -1 when none is open.
+func (s *producerState) firstUnstableOffset() int64 {
+	first := int64(-1)
+	for _, f := range s.ongoing {
+		if first < 0 || f < first {
+			first = f
+		}
+	}
+	return first
 }
 
 // removeExpired drops producers whose last batch is older than
 // expirationMs at nowMs (Kafka's removeExpiredProducers).
 func (s *producerState) removeExpired(nowMs, expirationMs int64) {
 	for id, e := range s.producers {
-		if nowMs-e.lastTimestamp >= expirationMs {
+		// A producer in a transaction stays until a marker ends it
+		// (Kafka's isProducerExpired).
+		if e.txnFirstOffset < 0 && nowMs-e.lastTimestamp >= expirationMs {
 			delete(s.producers, id)
 		}
 	}
@@ -142,7 +238,7 @@ func (s *producerState) snapshot() []storage.ProducerSnapshotEntry {
 			LastOffset:            -1,
 			Timestamp:             e.lastTimestamp,
 			CoordinatorEpoch:      e.coordinatorEpoch,
-			CurrentTxnFirstOffset: -1,
+			CurrentTxnFirstOffset: e.txnFirstOffset,
 		}
 		if e.n > 0 {
 			b := e.batches[e.n-1]
@@ -167,11 +263,16 @@ func (s *producerState) snapshot() []storage.ProducerSnapshotEntry {
 // expired at nowMs (Kafka's loadFromSnapshot).
 func (s *producerState) load(entries []storage.ProducerSnapshotEntry, nowMs, expirationMs int64) {
 	s.producers = make(map[int64]*producerEntry, len(entries))
+	s.ongoing = make(map[int64]int64)
 	for _, se := range entries {
-		if nowMs-se.Timestamp >= expirationMs {
+		if se.CurrentTxnFirstOffset < 0 && nowMs-se.Timestamp >= expirationMs {
 			continue
 		}
-		e := &producerEntry{epoch: se.Epoch, lastTimestamp: se.Timestamp, coordinatorEpoch: se.CoordinatorEpoch}
+		e := &producerEntry{epoch: se.Epoch, lastTimestamp: se.Timestamp, coordinatorEpoch: se.CoordinatorEpoch,
+			txnFirstOffset: max(se.CurrentTxnFirstOffset, -1)}
+		if e.txnFirstOffset >= 0 {
+			s.ongoing[se.ProducerID] = e.txnFirstOffset
+		}
 		if se.LastOffset >= 0 {
 			e.push(batchMeta{
 				firstSeq:    decrementSequence(se.LastSequence, se.OffsetDelta),

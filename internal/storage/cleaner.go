@@ -261,7 +261,7 @@ func (c *cleaner) cleanSegments(l *Log, group []*segment, end, nowMs int64, cfg 
 	for _, s := range group {
 		srcBytes += s.size.Load()
 	}
-	for _, ext := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, ext := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		for _, suffix := range []string{cleanedSuffix, swapSuffix} {
 			if err := os.Remove(segmentFileName(l.dir, base, ext) + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
@@ -300,6 +300,15 @@ func (c *cleaner) cleanSegments(l *Log, group []*segment, end, nowMs int64, cfg 
 	}
 	if err := c.flushOut(dst, cfg); err != nil {
 		return err
+	}
+	// The cleaned segment answers for the aborted transactions of the
+	// segments it replaces, as Kafka's cleaner carries them over.
+	for _, s := range group {
+		for _, e := range s.txnIndex.all() {
+			if err := dst.txnIndex.add(e); err != nil {
+				return err
+			}
+		}
 	}
 	// The new segment covers the whole range of the old ones, so the
 	// next segment still starts where it says.

@@ -20,6 +20,7 @@
 //	    00000000000000000000.timeindex    sparse time index
 //	    00000000000000031337.log          next segment: named by its base offset
 //	    00000000000000031337.snapshot     producer state at that offset (producer_state_snapshot.go)
+//	    00000000000000031337.txnindex     aborted transactions whose abort marker is in that segment (txn_index.go)
 //	    ...
 //
 // # Segment (.log)
@@ -54,6 +55,22 @@
 //	| max timestamp so far int64  | relative offset int32 of the   |  12 bytes
 //	| (ms)                        | batch holding that timestamp   |
 //	+-----------------------------+--------------------------------+
+//
+// # Transaction index (.txnindex)
+//
+// One entry per abort marker in the segment, in marker order; the file
+// exists only once the segment has one (Kafka's TransactionIndex):
+//
+//	+-----------+-------------+-------------+------------+------------------+
+//	| version   | producer id | first offset| last offset| last stable      |  34 bytes
+//	| int16 = 0 | int64       | int64: first| int64: the | offset int64     |
+//	|           |             | batch of txn| marker     | after the marker |
+//	+-----------+-------------+-------------+------------+------------------+
+//
+// The partition layer (internal/replica) adds entries as it writes abort
+// markers and again, when missing, as it replays markers on start-up;
+// recovery and truncation drop entries of markers that are gone, and the
+// file goes with its segment.
 //
 // All integers are big-endian. Like Kafka, the index files of the active
 // segment are preallocated to segment.index.bytes and trimmed to their real

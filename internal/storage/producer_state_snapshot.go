@@ -268,6 +268,14 @@ func (l *Log) SetCloseHook(fn func()) {
 // only (Kafka rebuilds producer state the same way). Appends may run
 // concurrently; batches appended during the scan may or may not be seen.
 func (l *Log) ScanBatchHeaders(from int64, fn func(h record.Header) error) error {
+	return l.ScanBatchHeadersAndControl(from, func(h record.Header, _ []byte) error { return fn(h) })
+}
+
+// ScanBatchHeadersAndControl is ScanBatchHeaders that also reads control
+// batches (transaction markers) whole and passes them as control (nil for
+// other batches): replaying transactions needs the marker's type, which
+// is in its record. Control batches are tiny, so this costs little more.
+func (l *Log) ScanBatchHeadersAndControl(from int64, fn func(h record.Header, control []byte) error) error {
 	l.structMu.RLock()
 	defer l.structMu.RUnlock()
 	if l.closed.Load() {
@@ -287,6 +295,7 @@ func (l *Log) ScanBatchHeaders(from int64, fn func(h record.Header) error) error
 		i = max(i-1, 0)
 	}
 	var buf [record.HeaderSize]byte
+	var control []byte
 	for _, s := range segs[i:] {
 		end := s.size.Load()
 		r := bufio.NewReaderSize(io.NewSectionReader(s.log, 0, end), 64<<10)
@@ -298,14 +307,22 @@ func (l *Log) ScanBatchHeaders(from int64, fn func(h record.Header) error) error
 			if err != nil {
 				return fmt.Errorf("scan segment %d at position %d: %w", s.baseOffset, pos, err)
 			}
-			if _, err := r.Discard(h.Size() - record.HeaderSize); err != nil {
+			var ctl []byte
+			if h.Control() && h.Size() <= 1<<20 {
+				control = append(control[:0], buf[:]...)
+				control = append(control, make([]byte, h.Size()-record.HeaderSize)...)
+				if _, err := io.ReadFull(r, control[record.HeaderSize:]); err != nil {
+					return fmt.Errorf("scan segment %d at position %d: %w", s.baseOffset, pos, err)
+				}
+				ctl = control
+			} else if _, err := r.Discard(h.Size() - record.HeaderSize); err != nil {
 				return fmt.Errorf("scan segment %d at position %d: %w", s.baseOffset, pos, err)
 			}
 			pos += int64(h.Size())
 			if h.LastOffset() < from {
 				continue
 			}
-			if err := fn(h); err != nil {
+			if err := fn(h, ctl); err != nil {
 				return err
 			}
 		}

@@ -78,6 +78,12 @@ func (s *segment) recover(indexInterval, maxIndexBytes int) (truncated int64, er
 	}
 	s.size.Store(pos)
 	s.nextOffset.Store(next)
+	// Entries of abort markers that were cut off go too; entries the
+	// file lost come back when the partition replays its markers
+	// (AppendAbortedTxn skips those already present).
+	if err := s.txnIndex.truncateTo(next); err != nil {
+		return 0, err
+	}
 	if truncated > 0 {
 		return truncated, &truncatedError{err}
 	}
@@ -150,6 +156,7 @@ func (l *Log) listSegments() ([]int64, error) {
 	logs := map[int64]bool{}
 	var indexes []string
 	var swaps []int64
+	var txnSwaps []string
 	for _, e := range entries {
 		name := e.Name()
 		switch {
@@ -161,6 +168,10 @@ func (l *Log) listSegments() ([]int64, error) {
 			if base, ok := parseBaseOffset(strings.TrimSuffix(name, swapSuffix), logSuffix); ok {
 				swaps = append(swaps, base)
 			}
+		case strings.HasSuffix(name, txnIndexSuffix+swapSuffix):
+			// Unlike the other indexes it cannot be rebuilt from the
+			// segment alone: keep it if its swap committed.
+			txnSwaps = append(txnSwaps, name)
 		case strings.HasSuffix(name, swapSuffix):
 			// An index renamed before its .log: the swap either did
 			// not commit, or did and the index is rebuilt below.
@@ -171,13 +182,26 @@ func (l *Log) listSegments() ([]int64, error) {
 			if base, ok := parseBaseOffset(name, logSuffix); ok {
 				logs[base] = true
 			}
-		case strings.HasSuffix(name, indexSuffix) || strings.HasSuffix(name, timeIndexSuffix):
+		case strings.HasSuffix(name, indexSuffix) || strings.HasSuffix(name, timeIndexSuffix) || strings.HasSuffix(name, txnIndexSuffix):
 			indexes = append(indexes, name)
 		}
 	}
 	slices.Sort(swaps)
 	for _, base := range swaps {
 		if err := l.completeSwap(base, logs); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range txnSwaps {
+		path := filepath.Join(l.dir, name)
+		base, ok := parseBaseOffset(strings.TrimSuffix(name, swapSuffix), txnIndexSuffix)
+		var err error
+		if ok && slices.Contains(swaps, base) {
+			err = os.Rename(path, segmentFileName(l.dir, base, txnIndexSuffix))
+		} else {
+			err = os.Remove(path)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -213,7 +237,7 @@ func (l *Log) completeSwap(base int64, logs map[int64]bool) error {
 		if b < base || b >= next && b != base {
 			continue
 		}
-		for _, ext := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		for _, ext := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 			if err := os.Remove(segmentFileName(l.dir, b, ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
 			}
@@ -376,7 +400,7 @@ func (l *Log) openSegments(opts OpenOptions) (segs []*segment, recovered map[*se
 		l.logger.Warn("truncated corrupt log tail", "err", err)
 		for _, b := range bases[i+1:] {
 			l.logger.Warn("deleting segment after corrupt tail", "segment", b)
-			for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 				if err := os.Remove(segmentFileName(l.dir, b, suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 					return segs, nil, err
 				}

@@ -37,6 +37,7 @@ type segment struct {
 	log        *os.File
 	index      *offsetIndex
 	timeIndex  *timeIndex
+	txnIndex   *txnIndex
 
 	size         atomic.Int64 // bytes of whole batches in log
 	nextOffset   atomic.Int64 // offset after the last batch; baseOffset when empty
@@ -72,7 +73,7 @@ func createSegmentFiles(dir string, baseOffset int64, cfg LogConfig, suffix stri
 	if err != nil {
 		return nil, err
 	}
-	for _, ext := range []string{indexSuffix, timeIndexSuffix} {
+	for _, ext := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		if err := os.Remove(segmentFileName(dir, baseOffset, ext) + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 			f.Close()
 			return nil, err
@@ -145,6 +146,12 @@ func openSegmentFiles(dir string, baseOffset int64, f *os.File, suffix string) (
 	}
 	if indexErr == nil {
 		indexErr = err
+	}
+	if s.txnIndex, err = openTxnIndex(segmentFileName(dir, baseOffset, txnIndexSuffix) + suffix); err != nil {
+		f.Close()
+		s.index.close()
+		s.timeIndex.close()
+		return nil, nil, err
 	}
 	if indexErr == nil {
 		s.maxTimestamp.Store(s.timeIndex.last.timestamp)
@@ -401,6 +408,9 @@ func (s *segment) truncateTo(offset int64, indexInterval int) (int64, error) {
 	if err := s.timeIndex.truncateTo(offset); err != nil {
 		return 0, err
 	}
+	if err := s.txnIndex.truncateTo(offset); err != nil {
+		return 0, err
+	}
 	if err := s.log.Truncate(pos); err != nil {
 		return 0, err
 	}
@@ -413,17 +423,17 @@ func (s *segment) truncateTo(offset int64, indexInterval int) (int64, error) {
 }
 
 func (s *segment) flush() error {
-	return errors.Join(s.log.Sync(), s.index.sync(), s.timeIndex.sync())
+	return errors.Join(s.log.Sync(), s.index.sync(), s.timeIndex.sync(), s.txnIndex.sync())
 }
 
 func (s *segment) close() error {
-	return errors.Join(s.log.Close(), s.index.close(), s.timeIndex.close())
+	return errors.Join(s.log.Close(), s.index.close(), s.timeIndex.close(), s.txnIndex.close())
 }
 
 // remove closes and deletes the segment's files.
 func (s *segment) remove() error {
 	err := s.close()
-	for _, f := range []string{s.path, s.index.path, s.timeIndex.path} {
+	for _, f := range []string{s.path, s.index.path, s.timeIndex.path, s.txnIndex.path} {
 		if e := os.Remove(f); e != nil && !errors.Is(e, os.ErrNotExist) {
 			err = errors.Join(err, e)
 		}
@@ -431,13 +441,16 @@ func (s *segment) remove() error {
 	return err
 }
 
-// renameFiles renames the segment's three files to Kafka's names for its
+// renameFiles renames the segment's files (three, four with a .txnindex) to Kafka's names for its
 // base offset followed by suffix ("" for the live names, ".deleted",
 // ".swap"), keeping them open: readers and the writer keep their file
 // descriptors. The index files go first and the .log file last, so the
 // .log name is the commit point that recovery looks at.
 func (s *segment) renameFiles(suffix string) error {
 	dir := filepath.Dir(s.path)
+	if err := s.txnIndex.rename(segmentFileName(dir, s.baseOffset, txnIndexSuffix) + suffix); err != nil {
+		return fmt.Errorf("rename segment file: %w", err)
+	}
 	for _, f := range []struct {
 		path *string
 		ext  string

@@ -1,0 +1,200 @@
+package replica
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/samsa-io/samsa/internal/record"
+)
+
+// Transactions in the data path, as Kafka's ProducerStateManager and
+// UnifiedLog handle them:
+//
+//   - The first transactional batch of a producer opens its transaction at
+//     that batch's base offset; a control batch (marker) that the
+//     transaction coordinator writes closes it. Until then the partition's
+//     last stable offset (LSO) stays at the oldest open transaction's first
+//     offset, and read_committed consumers read no further.
+//   - An abort marker also adds an entry to the .txnindex of the segment
+//     it lands in, so a read_committed fetch can tell the consumer which
+//     producers' records to drop (Fetch's aborted_transactions).
+//   - Open transactions and coordinator epochs live in the producer state
+//     and its snapshots; on start-up the replay of batch headers reopens
+//     transactions and re-adds abort entries a crash lost.
+
+// AbortedTxn is one aborted transaction of a partition, as a read_committed
+// fetch response lists it: the consumer drops the producer's records from
+// FirstOffset up to the abort marker.
+type AbortedTxn struct{ ProducerID, FirstOffset int64 }
+
+// Control record types (Kafka's ControlRecordType).
+const (
+	controlAbort  int16 = 0
+	controlCommit int16 = 1
+)
+
+// AppendAsCoordinator appends a batch that a coordinator writes on a
+// producer's behalf (TxnOffsetCommit into __consumer_offsets). Its base
+// sequence is -1, so sequences are not checked, but an epoch older than
+// the producer's is refused with INVALID_PRODUCER_EPOCH; a transactional
+// batch opens or extends the producer's transaction as Append does.
+func (p *Partition) AppendAsCoordinator(batch []byte) (AppendResult, error) {
+	h, sum, err := record.ValidateSummary(batch)
+	if err == nil {
+		err = checkCoordinatorBatch(h)
+	}
+	if err != nil {
+		return AppendResult{}, batchError(err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if h.Idempotent() {
+		if e := p.mu.producers.producers[h.ProducerID]; e != nil {
+			if h.ProducerEpoch < e.epoch {
+				return AppendResult{}, fmt.Errorf("%w: epoch %d is older than producer %d's epoch %d", kerr.InvalidProducerEpoch, h.ProducerEpoch, h.ProducerID, e.epoch)
+			}
+			if e.txnFirstOffset >= 0 && !h.Transactional() {
+				return AppendResult{}, kerr.InvalidTxnState
+			}
+		}
+	}
+	return p.appendCheckedLocked(batch, h, sum, false)
+}
+
+// checkCoordinatorBatch is record.CheckProduce without the sequence rule.
+func checkCoordinatorBatch(h record.Header) error {
+	if h.BaseOffset != 0 {
+		return fmt.Errorf("%w: base offset %d, want 0", record.ErrInvalid, h.BaseOffset)
+	}
+	if h.Control() {
+		return fmt.Errorf("%w: control batches are written with WriteTxnMarker", record.ErrInvalid)
+	}
+	if h.Transactional() && !h.Idempotent() {
+		return fmt.Errorf("%w: transactional batch without a producer id", record.ErrInvalid)
+	}
+	return nil
+}
+
+// WriteTxnMarker appends a transaction marker for producerID: a control
+// batch of one record whose key is version 0 and the type (0 abort, 1
+// commit) and whose value is version 0 and coordinatorEpoch. It ends the
+// producer's open transaction; an abort is recorded in the segment's
+// .txnindex. A marker for a producer without an open transaction is still
+// written, as Kafka does. An epoch older than the producer's is
+// INVALID_PRODUCER_EPOCH, an older coordinator epoch
+// TRANSACTION_COORDINATOR_FENCED. It returns the marker's offset.
+func (p *Partition) WriteTxnMarker(producerID int64, epoch int16, coordinatorEpoch int32, commit bool) (offset int64, err error) {
+	if producerID < 0 {
+		return -1, fmt.Errorf("%w: marker for producer id %d", kerr.InvalidRecord, producerID)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.mu.producers.checkMarker(producerID, epoch, coordinatorEpoch); err != nil {
+		return -1, err
+	}
+	now := p.now().UnixMilli()
+	typ := controlAbort
+	if commit {
+		typ = controlCommit
+	}
+	var key [4]byte
+	binary.BigEndian.PutUint16(key[2:], uint16(typ))
+	var value [6]byte
+	binary.BigEndian.PutUint32(value[2:], uint32(coordinatorEpoch))
+	batch := record.Build(record.BuildOptions{
+		PartitionLeaderEpoch: p.mu.leaderEpoch,
+		Producer:             &record.ProducerInfo{ID: producerID, Epoch: epoch, BaseSequence: -1},
+		Transactional:        true,
+		Control:              true,
+	}, []record.Record{{Timestamp: now, Key: key[:], Value: value[:]}})
+	base, err := p.log.Append(batch)
+	if err != nil {
+		return -1, fmt.Errorf("append transaction marker to %s-%d: %w", p.Topic, p.Index, err)
+	}
+	p.afterAppendLocked(base)
+	t := p.mu.producers.endTxn(producerID, epoch, coordinatorEpoch, base, now)
+	if !commit {
+		if err := p.log.AppendAbortedTxn(t); err != nil {
+			// The marker is in the log; the entry comes back on the
+			// next start, when the marker is replayed.
+			p.logger.Error("recording aborted transaction in .txnindex", "producerId", producerID, "offset", base, "err", err)
+		}
+	}
+	p.advanceLocked()
+	return base, nil
+}
+
+// parseMarker reads the type and coordinator epoch of a control batch.
+func parseMarker(batch []byte) (commit bool, coordinatorEpoch int32, err error) {
+	if batch == nil {
+		return false, 0, errors.New("control batch not read")
+	}
+	recs, err := record.Records(batch)
+	if err != nil {
+		return false, 0, err
+	}
+	if len(recs) == 0 || len(recs[0].Key) < 4 {
+		return false, 0, fmt.Errorf("%w: control record without a key", record.ErrCorrupt)
+	}
+	switch typ := int16(binary.BigEndian.Uint16(recs[0].Key[2:])); typ {
+	case controlAbort, controlCommit:
+		commit = typ == controlCommit
+	default:
+		return false, 0, fmt.Errorf("%w: control record type %d is not a transaction marker", record.ErrCorrupt, typ)
+	}
+	coordinatorEpoch = -1
+	if v := recs[0].Value; len(v) >= 6 {
+		coordinatorEpoch = int32(binary.BigEndian.Uint32(v[2:]))
+	}
+	return commit, coordinatorEpoch, nil
+}
+
+// ReadIsolated is Read for a fetch with an isolation level. read_committed
+// reads stop at the last stable offset instead of the high watermark, and
+// the aborted transactions overlapping the returned batches are returned
+// with them (Kafka's collectAbortedTransactions: those whose marker is at or
+// after offset and whose first offset is below the end of the data).
+func (p *Partition) ReadIsolated(offset int64, maxBytes int, minOne bool, readCommitted bool) ([]byte, Snapshot, []AbortedTxn, error) {
+	if !readCommitted {
+		b, s, err := p.Read(offset, maxBytes, minOne)
+		return b, s, nil, err
+	}
+	b, s, err := p.read(offset, maxBytes, minOne, true)
+	if err != nil || len(b) == 0 {
+		return b, s, nil, err
+	}
+	upper := offset
+	for rest := b; len(rest) >= record.HeaderSize; {
+		h, err := record.ParseHeader(rest)
+		if err != nil || h.Size() > len(rest) {
+			break
+		}
+		upper = h.NextOffset()
+		rest = rest[h.Size():]
+	}
+	found, err := p.log.CollectAbortedTxns(offset, upper)
+	if err != nil {
+		return nil, s, nil, err
+	}
+	var aborted []AbortedTxn
+	if len(found) > 0 {
+		aborted = make([]AbortedTxn, len(found))
+		for i, t := range found {
+			aborted[i] = AbortedTxn{ProducerID: t.ProducerID, FirstOffset: t.FirstOffset}
+		}
+	}
+	return b, s, aborted, nil
+}
+
+// lastStableOffsetLocked is min(first offset of the open transactions,
+// high watermark).
+func (p *Partition) lastStableOffsetLocked() int64 {
+	hw := p.mu.highWatermark
+	if f := p.mu.producers.firstUnstableOffset(); f >= 0 && f < hw {
+		return f
+	}
+	return hw
+}
