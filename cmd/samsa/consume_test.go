@@ -89,7 +89,6 @@ func TestConsumeFromTimestamp(t *testing.T) {
 // TestConsumeExitAtEndTransactional checks that --exit-at-end stops when the
 // last offset is a transaction marker, which is never printed.
 func TestConsumeExitAtEndTransactional(t *testing.T) {
-	t.Skip("needs transactions (issue 4): the test produces a committed transaction")
 	b := startTestCluster(t)
 	mustRun(t, "", "topic", "create", "tx", "--partitions", "1", "--bootstrap", b)
 	produceRecords(t, b, true,

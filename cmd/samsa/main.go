@@ -1,5 +1,5 @@
 // Command samsa runs a Samsa node (`samsa server`) and the command-line tools
-// that talk to a running cluster: topic, produce, consume, group, config and
+// that talk to a running cluster: topic, produce, consume, group, txn, config and
 // the bench load generators.
 package main
 
@@ -24,6 +24,7 @@ func commands() []command {
 		{"produce", "produce lines from stdin to a topic", runProduce},
 		{"consume", "print records of a topic", runConsume},
 		{"group", "list, describe, delete consumer groups and reset their offsets", runGroup},
+		{"txn", "list and describe transactions", runTxn},
 		{"config", "show and change dynamic topic and broker configs", runConfig},
 		{"bench", "measure produce and consume throughput and latency", runBench},
 		{"bench-groups", "measure offset commits, rebalances and many groups' offsets", runBenchGroups},

@@ -17,8 +17,11 @@ package broker
 //     session gets FETCH_SESSION_ID_NOT_FOUND, so the client starts over.
 //   - current_leader_epoch is checked: older → FENCED_LEADER_EPOCH, newer →
 //     UNKNOWN_LEADER_EPOCH.
-//   - Consumers read up to the high watermark; read_committed stops at the
-//     last stable offset, which equals it until transactions exist.
+//   - read_uncommitted consumers read up to the high watermark;
+//     read_committed (isolation_level 1) stop at the last stable offset
+//     (the first offset of the oldest open transaction) and get the
+//     aborted transactions overlapping the returned batches, so the client
+//     drops their records. Both are told the last stable offset.
 
 import (
 	"context"
@@ -110,7 +113,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, []
 				continue
 			}
 			waitOn = append(waitOn, p.Appended())
-			n := b.fetchPartition(p, rp, &sp, min(int(rp.PartitionMaxBytes), budget-total), total == 0)
+			n := b.fetchPartition(p, rp, &sp, min(int(rp.PartitionMaxBytes), budget-total), total == 0, req.IsolationLevel == 1)
 			total += n
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -120,10 +123,10 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, []
 }
 
 // fetchPartition fills one partition's answer and returns its byte count.
-func (b *Broker) fetchPartition(p *replica.Partition, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, maxBytes int, first bool) int {
+func (b *Broker) fetchPartition(p *replica.Partition, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, maxBytes int, first, readCommitted bool) int {
 	off := p.Offsets()
 	sp.HighWatermark = off.HighWatermark
-	sp.LastStableOffset = off.HighWatermark
+	sp.LastStableOffset = off.LastStableOffset
 	sp.LogStartOffset = off.LogStartOffset
 	if rp.CurrentLeaderEpoch >= 0 {
 		switch {
@@ -135,13 +138,22 @@ func (b *Broker) fetchPartition(p *replica.Partition, rp kmsg.FetchRequestTopicP
 			return 0
 		}
 	}
-	data, snap, err := p.Read(rp.FetchOffset, maxBytes, first)
+	data, snap, aborted, err := p.ReadIsolated(rp.FetchOffset, maxBytes, first, readCommitted)
 	sp.HighWatermark = snap.HighWatermark
-	sp.LastStableOffset = snap.HighWatermark
+	sp.LastStableOffset = snap.LastStableOffset
 	sp.LogStartOffset = snap.LogStartOffset
 	if err != nil {
 		sp.ErrorCode = b.errCode(err, "fetch")
 		return 0
+	}
+	if readCommitted {
+		// An empty list rather than null, as Kafka answers read_committed.
+		sp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, 0, len(aborted))
+		for _, a := range aborted {
+			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+			at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+			sp.AbortedTransactions = append(sp.AbortedTransactions, at)
+		}
 	}
 	if len(data) > 0 {
 		sp.RecordBatches = data

@@ -9,7 +9,8 @@ package broker
 //     carrying the largest timestamp, -5 (latest tiered, v9+) -1 since
 //     nothing is tiered.
 //   - Any other timestamp finds the first record with a timestamp at or after
-//     it, below the high watermark; none gives offset -1 and timestamp -1.
+//     it, below the high watermark (the last stable offset for
+//     read_committed); none gives offset -1 and timestamp -1.
 //   - current_leader_epoch is checked as in Fetch.
 
 import (
@@ -50,7 +51,7 @@ func handleListOffsets(_ context.Context, b *Broker, _ *network.Conn, kreq kmsg.
 					sp.ErrorCode = kerr.NotLeaderForPartition.Code
 				}
 			} else {
-				sp.ErrorCode = b.errCode(listOffset(p, rp, &sp), "list offsets")
+				sp.ErrorCode = b.errCode(listOffset(p, rp, req.IsolationLevel == 1, &sp), "list offsets")
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -59,8 +60,13 @@ func handleListOffsets(_ context.Context, b *Broker, _ *network.Conn, kreq kmsg.
 	return resp, nil
 }
 
-func listOffset(p *replica.Partition, rp kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) error {
+func listOffset(p *replica.Partition, rp kmsg.ListOffsetsRequestTopicPartition, readCommitted bool, sp *kmsg.ListOffsetsResponseTopicPartition) error {
 	off := p.Offsets()
+	// The last offset a consumer of this isolation level may read up to.
+	fetchable := off.HighWatermark
+	if readCommitted {
+		fetchable = off.LastStableOffset
+	}
 	if rp.CurrentLeaderEpoch >= 0 {
 		switch {
 		case rp.CurrentLeaderEpoch < off.LeaderEpoch:
@@ -71,7 +77,7 @@ func listOffset(p *replica.Partition, rp kmsg.ListOffsetsRequestTopicPartition, 
 	}
 	switch rp.Timestamp {
 	case latestTimestamp:
-		sp.Offset, sp.LeaderEpoch = off.HighWatermark, off.LeaderEpoch
+		sp.Offset, sp.LeaderEpoch = fetchable, off.LeaderEpoch
 	case earliestTimestamp, earliestLocalTimestamp:
 		sp.Offset, sp.LeaderEpoch = off.LogStartOffset, off.LeaderEpoch
 	case latestTieredTimestamp:
@@ -83,7 +89,7 @@ func listOffset(p *replica.Partition, rp kmsg.ListOffsetsRequestTopicPartition, 
 		if maxTs < 0 {
 			break
 		}
-		offset, ts, ok, err := offsetForTimestamp(p, maxTs, off.HighWatermark)
+		offset, ts, ok, err := offsetForTimestamp(p, maxTs, fetchable)
 		if err != nil {
 			return err
 		}
@@ -94,7 +100,7 @@ func listOffset(p *replica.Partition, rp kmsg.ListOffsetsRequestTopicPartition, 
 		if rp.Timestamp < 0 {
 			return kerr.InvalidRequest
 		}
-		offset, ts, ok, err := offsetForTimestamp(p, rp.Timestamp, off.HighWatermark)
+		offset, ts, ok, err := offsetForTimestamp(p, rp.Timestamp, fetchable)
 		if err != nil {
 			return err
 		}

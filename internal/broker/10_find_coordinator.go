@@ -7,8 +7,11 @@ package broker
 //     of __consumer_offsets the group id hashes to. The topic is created on
 //     the first request, as Kafka does, with offsets.topic.num.partitions
 //     and offsets.topic.replication.factor.
-//   - Transaction keys (type 1) answer COORDINATOR_NOT_AVAILABLE until the
-//     transaction coordinator exists; share keys (type 2) INVALID_REQUEST.
+//   - Transaction keys (type 1): the leader of the partition of
+//     __transaction_state the transactional id hashes to, the topic created
+//     on first use with transaction.state.log.num.partitions and
+//     transaction.state.log.replication.factor. An empty id is
+//     INVALID_REQUEST. Share keys (type 2) are INVALID_REQUEST.
 //   - v4+ batches keys; earlier versions carry one key.
 
 import (
@@ -17,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
 )
 
@@ -51,21 +55,36 @@ func (b *Broker) findCoordinator(ctx context.Context, c *network.Conn, keyType i
 		}
 		return co
 	}
+	var (
+		t   *metadata.TopicImage
+		p   int32
+		err error
+	)
 	switch {
+	case keyType == 1 && key == "":
+		return fail(kerr.InvalidRequest, "a transactional id must not be empty")
+	case keyType == 1 && b.cfg.Txns == nil:
+		return fail(kerr.CoordinatorNotAvailable, "")
 	case keyType == 1:
-		return fail(kerr.CoordinatorNotAvailable, "transactions are not supported yet")
+		t, err = b.ensureTxnTopic(ctx)
+		if err == nil {
+			p = b.cfg.Txns.PartitionFor(key)
+		}
 	case keyType != 0:
 		return fail(kerr.InvalidRequest, "unknown coordinator key type")
 	case key == "":
 		return fail(kerr.InvalidGroupID, "")
 	case b.cfg.Groups == nil:
 		return fail(kerr.CoordinatorNotAvailable, "")
+	default:
+		t, err = b.ensureOffsetsTopic(ctx)
+		if err == nil {
+			p = b.cfg.Groups.PartitionFor(key)
+		}
 	}
-	t, err := b.ensureOffsetsTopic(ctx)
 	if err != nil {
 		return fail(kerr.CoordinatorNotAvailable, err.Error())
 	}
-	p := b.cfg.Groups.PartitionFor(key)
 	if int(p) >= len(t.Partitions) || t.Partitions[p].Leader < 0 {
 		return fail(kerr.CoordinatorNotAvailable, "")
 	}

@@ -6,9 +6,10 @@ package broker
 //   - Without a transactional id, hands out a fresh producer id with epoch
 //     0 from a block the controller allocated to this broker, so ids never
 //     repeat across restarts or brokers.
-//   - With a transactional id it answers COORDINATOR_NOT_AVAILABLE: there
-//     is no transaction coordinator yet (FindCoordinator is not served, so
-//     clients do not get this far).
+//   - With a transactional id the transaction coordinator answers: the
+//     id's producer id at a bumped epoch, which fences older producers and
+//     aborts their open transaction (see coordinator/txn). Without a
+//     coordinator, COORDINATOR_NOT_AVAILABLE.
 
 import (
 	"context"
@@ -26,16 +27,27 @@ func handleInitProducerID(ctx context.Context, b *Broker, _ *network.Conn, kreq 
 	resp.Version = req.Version
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		if b.cfg.Txns == nil {
+			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			return resp, nil
+		}
+		resp = b.cfg.Txns.InitProducerID(ctx, req)
+		resp.Version = req.Version
 		return resp, nil
 	}
-	id, err := b.producerIDs.nextID(ctx, b)
+	id, err := b.NextProducerID(ctx)
 	if err != nil {
 		resp.ErrorCode = b.errCode(err, "allocate producer id")
 		return resp, nil
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, 0
 	return resp, nil
+}
+
+// NextProducerID allocates one producer id from this broker's block; the
+// transaction coordinator gets its new ids here too.
+func (b *Broker) NextProducerID(ctx context.Context) (int64, error) {
+	return b.producerIDs.nextID(ctx, b)
 }
 
 // producerIDBlock hands out the ids of the block the controller last gave

@@ -39,6 +39,9 @@ type Config struct {
 	Replicas *replica.Manager
 	// Groups coordinates consumer groups; nil serves none.
 	Groups GroupCoordinator
+	// Txns coordinates transactions; nil serves none (transactional
+	// FindCoordinator and InitProducerId get COORDINATOR_NOT_AVAILABLE).
+	Txns   TxnCoordinator
 	Logger *slog.Logger
 	Now    func() time.Time
 }
@@ -53,6 +56,8 @@ type Broker struct {
 	dyn         dynamicState // dynamic broker configs and log level (publisher.go)
 	// offsetsLoaded is owned by the metadata publisher.
 	offsetsLoaded offsetsLoader
+	// txnLoaded is owned by the metadata publisher.
+	txnLoaded txnLoader
 }
 
 // handler answers one API. It returns the response with its version set
@@ -109,6 +114,15 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.IncrementalAlterConfigs: {0, 1, handleIncrementalAlterConfigs},
 		kmsg.DeleteRecords:           {0, 2, handleDeleteRecords},
 		kmsg.DescribeProducers:       {0, 0, handleDescribeProducers},
+		// Transactions, version 1 only: the versions that imply KIP-890's
+		// transaction version 2 (AddPartitionsToTxn v4+ is inter-broker,
+		// EndTxn v5, TxnOffsetCommit v5) are not served.
+		kmsg.AddPartitionsToTxn:   {0, 3, handleAddPartitionsToTxn},
+		kmsg.AddOffsetsToTxn:      {0, 3, handleAddOffsetsToTxn},
+		kmsg.EndTxn:               {0, 3, handleEndTxn},
+		kmsg.TxnOffsetCommit:      {0, 3, handleTxnOffsetCommit},
+		kmsg.DescribeTransactions: {0, 0, handleDescribeTransactions},
+		kmsg.ListTransactions:     {0, 1, handleListTransactions},
 	}
 }
 

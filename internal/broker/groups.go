@@ -41,26 +41,36 @@ type GroupCoordinator interface {
 	OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse
 	ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse
 	ConsumerGroupDescribe(ctx context.Context, req *kmsg.ConsumerGroupDescribeRequest) *kmsg.ConsumerGroupDescribeResponse
+	TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse
+	// CompleteTransaction applies a marker the broker wrote to a partition
+	// of __consumer_offsets: the producer's pending offsets commit or drop.
+	CompleteTransaction(partition int32, producerID int64, commit bool)
 }
 
 // ensureOffsetsTopic creates __consumer_offsets on first use, as Kafka does
 // when the first FindCoordinator for a group arrives.
 func (b *Broker) ensureOffsetsTopic(ctx context.Context) (*metadata.TopicImage, error) {
-	if t, ok := b.cfg.Image().Topic(offsetsTopic); ok {
+	st := b.cfg.Static
+	return b.ensureInternalTopic(ctx, offsetsTopic, st.OffsetsTopicNumPartitions, st.OffsetsTopicReplicationFactor, st.OffsetsTopicSegmentBytes)
+}
+
+// ensureInternalTopic creates a compacted internal topic (the state of a
+// coordinator) unless it exists, and returns it.
+func (b *Broker) ensureInternalTopic(ctx context.Context, name string, partitions int32, rf int16, segmentBytes int32) (*metadata.TopicImage, error) {
+	if t, ok := b.cfg.Image().Topic(name); ok {
 		return t, nil
 	}
-	st := b.cfg.Static
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.Version = 7
 	req.TimeoutMillis = 30000
 	ct := kmsg.NewCreateTopicsRequestTopic()
-	ct.Topic = offsetsTopic
-	ct.NumPartitions = st.OffsetsTopicNumPartitions
-	ct.ReplicationFactor = st.OffsetsTopicReplicationFactor
+	ct.Topic = name
+	ct.NumPartitions = partitions
+	ct.ReplicationFactor = rf
 	for k, v := range map[string]string{
 		"cleanup.policy":   "compact",
 		"compression.type": "producer",
-		"segment.bytes":    strconv.Itoa(int(st.OffsetsTopicSegmentBytes)),
+		"segment.bytes":    strconv.Itoa(int(segmentBytes)),
 	} {
 		c := kmsg.NewCreateTopicsRequestTopicConfig()
 		c.Name, c.Value = k, kmsg.StringPtr(v)
@@ -74,13 +84,13 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) (*metadata.TopicImage, 
 			if resp.Topics[0].ErrorMessage != nil {
 				msg = *resp.Topics[0].ErrorMessage
 			}
-			b.cfg.Logger.Error("cannot create "+offsetsTopic, "err", kerr.ErrorForCode(code), "message", msg)
+			b.cfg.Logger.Error("cannot create "+name, "err", kerr.ErrorForCode(code), "message", msg)
 			return nil, kerr.ErrorForCode(code)
 		}
 	}
-	t, ok := b.cfg.Image().Topic(offsetsTopic)
+	t, ok := b.cfg.Image().Topic(name)
 	if !ok {
-		return nil, errors.New(offsetsTopic + " missing after creation")
+		return nil, errors.New(name + " missing after creation")
 	}
 	return t, nil
 }
@@ -132,8 +142,8 @@ func (b *Broker) publishOffsetsTopic(img *metadata.Image) {
 	}
 }
 
-// partitionLog lets a coordinator write to and replay one partition of an
-// internal topic.
+// partitionLog lets the group coordinator write to and replay one
+// partition of __consumer_offsets.
 type partitionLog struct {
 	p   *replica.Partition
 	now func() time.Time
@@ -142,12 +152,23 @@ type partitionLog struct {
 // Append writes kvs as one uncompressed batch. With one replica the append
 // is committed when it returns.
 func (l *partitionLog) Append(_ context.Context, kvs []group.KV) error {
-	ts := l.now().UnixMilli()
-	recs := make([]record.Record, len(kvs))
-	for i, kv := range kvs {
-		recs[i] = record.Record{Timestamp: ts, Key: kv.Key, Value: kv.Value}
+	_, err := l.p.Append(buildKVBatch(l.now(), nil, len(kvs), func(i int) ([]byte, []byte) { return kvs[i].Key, kvs[i].Value }))
+	return groupLogError(err)
+}
+
+// AppendTransactional writes a TxnOffsetCommit batch: transactional, of
+// producerID at epoch, with no sequence (Kafka writes these batches with
+// NO_SEQUENCE). The partition fences stale epochs but checks no sequence.
+func (l *partitionLog) AppendTransactional(_ context.Context, producerID int64, epoch int16, kvs []group.KV) error {
+	prod := &record.ProducerInfo{ID: producerID, Epoch: epoch, BaseSequence: -1}
+	_, err := l.p.AppendAsCoordinator(buildKVBatch(l.now(), prod, len(kvs), func(i int) ([]byte, []byte) { return kvs[i].Key, kvs[i].Value }))
+	if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) {
+		return fmt.Errorf("%w: %v", group.ErrProducerFenced, err)
 	}
-	_, err := l.p.Append(record.Build(record.BuildOptions{PartitionLeaderEpoch: -1}, recs))
+	return groupLogError(err)
+}
+
+func groupLogError(err error) error {
 	switch {
 	case errors.Is(err, kerr.MessageTooLarge):
 		return fmt.Errorf("%w: %v", group.ErrRecordTooLarge, err)
@@ -158,21 +179,50 @@ func (l *partitionLog) Append(_ context.Context, kvs []group.KV) error {
 	return err
 }
 
-// AppendTransactional would write a TxnOffsetCommit batch. The broker does
-// not serve transactions yet (TxnOffsetCommit is not advertised), so
-// nothing calls it; it refuses rather than writing a batch the replica
-// layer cannot check.
-func (l *partitionLog) AppendTransactional(context.Context, int64, int16, []group.KV) error {
-	return fmt.Errorf("%w: transactional offset commits are not served yet", kerr.CoordinatorNotAvailable)
+// buildKVBatch builds one uncompressed batch of n records stamped now;
+// prod, when set, makes it a transactional batch of that producer.
+func buildKVBatch(now time.Time, prod *record.ProducerInfo, n int, kv func(i int) (key, value []byte)) []byte {
+	ts := now.UnixMilli()
+	recs := make([]record.Record, n)
+	for i := range recs {
+		k, v := kv(i)
+		recs[i] = record.Record{Timestamp: ts, Key: k, Value: v}
+	}
+	return record.Build(record.BuildOptions{PartitionLeaderEpoch: -1, Producer: prod, Transactional: prod != nil}, recs)
 }
 
 // Replay reads the partition from its start to its current end and hands
 // every record to fn: data records with their batch's transactional
 // producer, and each transaction marker as a Control KV.
 func (l *partitionLog) Replay(fn func(group.KV) error) error {
-	off := l.p.Offsets().LogStartOffset
+	return replayPartition(l.p, func(h record.Header, r record.Record) error {
+		kv := group.KV{Key: r.Key, Value: r.Value, Transactional: h.Transactional(), ProducerID: h.ProducerID}
+		if h.Control() {
+			commit, err := controlCommit(r)
+			if err != nil {
+				return err
+			}
+			kv = group.KV{Control: true, Commit: commit, ProducerID: h.ProducerID}
+		}
+		return fn(kv)
+	})
+}
+
+// controlCommit decodes a control record's key (version int16, type
+// int16: 0 abort, 1 commit).
+func controlCommit(r record.Record) (bool, error) {
+	if len(r.Key) < 4 {
+		return false, fmt.Errorf("control record at offset %d has a %d-byte key", r.Offset, len(r.Key))
+	}
+	return binary.BigEndian.Uint16(r.Key[2:]) == 1, nil
+}
+
+// replayPartition reads p from its start to its current end and calls fn
+// for every record with its batch header.
+func replayPartition(p *replica.Partition, fn func(record.Header, record.Record) error) error {
+	off := p.Offsets().LogStartOffset
 	for {
-		data, snap, err := l.p.Read(off, 1<<20, true)
+		data, snap, err := p.Read(off, 1<<20, true)
 		if err != nil {
 			return err
 		}
@@ -198,16 +248,7 @@ func (l *partitionLog) Replay(fn func(group.KV) error) error {
 				return err
 			}
 			for _, r := range recs {
-				kv := group.KV{Key: r.Key, Value: r.Value, Transactional: h.Transactional(), ProducerID: h.ProducerID}
-				if h.Control() {
-					// A control record's key is version int16, type int16:
-					// 0 abort, 1 commit.
-					if len(r.Key) < 4 {
-						return fmt.Errorf("control record at offset %d has a %d-byte key", r.Offset, len(r.Key))
-					}
-					kv = group.KV{Control: true, Commit: binary.BigEndian.Uint16(r.Key[2:]) == 1, ProducerID: h.ProducerID}
-				}
-				if err := fn(kv); err != nil {
+				if err := fn(h, r); err != nil {
 					return err
 				}
 			}

@@ -51,6 +51,7 @@ func (b *Broker) Publish(d *metadata.Delta, img *metadata.Image) {
 		}
 	}
 	b.publishOffsetsTopic(img)
+	b.publishTxnTopic(img)
 }
 
 // dynamicState is the broker's view of its dynamic configuration. The

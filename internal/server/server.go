@@ -18,6 +18,7 @@ import (
 	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/controller"
 	"github.com/samsa-io/samsa/internal/coordinator/group"
+	"github.com/samsa-io/samsa/internal/coordinator/txn"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/raft"
@@ -37,6 +38,7 @@ type Server struct {
 	replicas  *replica.Manager
 	broker    *broker.Broker
 	groups    *group.Coordinator
+	txns      *txn.Coordinator
 	listeners []*network.Server
 	clusterID string
 }
@@ -97,6 +99,16 @@ func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (_ *Se
 		return nil, err
 	}
 	s.groups = group.New(groupConfig(cfg, s.loader, logger))
+	tcfg := txnConfig(cfg, logger)
+	// New producer ids come from the broker's blocks; the broker exists
+	// before the first request reaches the coordinator.
+	tcfg.ProducerIDs = func(ctx context.Context) (int64, error) { return s.broker.NextProducerID(ctx) }
+	tcfg.Markers = broker.NewMarkerWriter(s.replicas, s.loader.Image, s.groups, logger)
+	tcfg.GroupPartition = func(groupID string) (string, int32) { return "__consumer_offsets", s.groups.PartitionFor(groupID) }
+	if err := tcfg.Validate(); err != nil {
+		return nil, err
+	}
+	s.txns = txn.New(tcfg)
 	s.broker = broker.New(broker.Config{
 		NodeID:     cfg.NodeID,
 		Static:     cfg,
@@ -104,6 +116,7 @@ func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (_ *Se
 		Image:      s.loader.Image,
 		Replicas:   s.replicas,
 		Groups:     s.groups,
+		Txns:       s.txns,
 		Logger:     logger,
 	})
 	// The broker's publisher opens and deletes logs as metadata changes;
@@ -254,6 +267,10 @@ func (s *Server) Close() error {
 	for _, l := range s.listeners {
 		errs = append(errs, l.Close())
 	}
+	// Transactions first: their marker writers report to the groups.
+	if s.txns != nil {
+		s.txns.Close()
+	}
 	if s.groups != nil {
 		s.groups.Close()
 	}
@@ -346,6 +363,20 @@ func groupConfig(cfg *config.Config, loader *metadata.Loader, logger *slog.Logge
 			}
 			return t.ID, true
 		},
+	}
+}
+
+// txnConfig maps the broker's transaction.* keys onto the transaction
+// coordinator; the caller adds the hooks into the broker.
+func txnConfig(cfg *config.Config, logger *slog.Logger) txn.Config {
+	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+	return txn.Config{
+		NumPartitions:         cfg.TransactionStateLogNumPartitions,
+		MaxTimeout:            ms(cfg.TransactionMaxTimeoutMs),
+		AbortTimedOutInterval: ms(int64(cfg.MustInt32("transaction.abort.timed.out.transaction.cleanup.interval.ms"))),
+		IDExpiration:          ms(cfg.TransactionalIDExpirationMs),
+		RemoveExpiredInterval: ms(int64(cfg.MustInt32("transaction.remove.expired.transaction.cleanup.interval.ms"))),
+		Logger:                logger,
 	}
 }
 

@@ -1,0 +1,32 @@
+package broker
+
+// EndTxn, versions 0-3.
+//
+// Behavior: the transaction coordinator writes PrepareCommit or
+// PrepareAbort and answers; the markers and the Complete state follow in
+// the background, and until then the producer's next request gets
+// CONCURRENT_TRANSACTIONS (clients retry it). v4 adds only KIP-890's
+// TRANSACTION_ABORTABLE and v5 is transaction version 2, so neither is
+// served.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/network"
+)
+
+func handleEndTxn(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.EndTxnRequest)
+	var resp *kmsg.EndTxnResponse
+	if b.cfg.Txns == nil {
+		resp = req.ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+	} else {
+		resp = b.cfg.Txns.EndTxn(ctx, req)
+	}
+	resp.Version = req.Version
+	return resp, nil
+}

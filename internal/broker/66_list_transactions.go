@@ -1,0 +1,31 @@
+package broker
+
+// ListTransactions, versions 0-1.
+//
+// Behavior: lists the transactional ids of the partitions of
+// __transaction_state this node leads, filtered by state names (unknown
+// names are echoed back), producer ids and, from v1, by running longer
+// than duration_filter ms. v2's id pattern (Kafka 4.1) is not advertised,
+// as Kafka 4.0 does not.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/network"
+)
+
+func handleListTransactions(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.ListTransactionsRequest)
+	var resp *kmsg.ListTransactionsResponse
+	if b.cfg.Txns == nil {
+		// No coordinator: nothing to list, as a broker leading no
+		// partition of __transaction_state answers.
+		resp = req.ResponseKind().(*kmsg.ListTransactionsResponse)
+	} else {
+		resp = b.cfg.Txns.ListTransactions(ctx, req)
+	}
+	resp.Version = req.Version
+	return resp, nil
+}

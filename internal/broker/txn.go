@@ -1,0 +1,188 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/coordinator/txn"
+	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/record"
+	"github.com/samsa-io/samsa/internal/replica"
+	"github.com/samsa-io/samsa/internal/storage"
+)
+
+// txnStateTopic is the internal topic holding transaction state.
+const txnStateTopic = "__transaction_state"
+
+// TxnCoordinator serves transactions; the broker routes transaction APIs to
+// it and tells it which partitions of __transaction_state this node leads.
+type TxnCoordinator interface {
+	PartitionFor(transactionalID string) int32
+	Load(partition, coordinatorEpoch int32, log txn.PartitionLog)
+	Unload(partition int32)
+
+	InitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse
+	AddPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) *kmsg.AddPartitionsToTxnResponse
+	AddOffsetsToTxn(ctx context.Context, req *kmsg.AddOffsetsToTxnRequest) *kmsg.AddOffsetsToTxnResponse
+	EndTxn(ctx context.Context, req *kmsg.EndTxnRequest) *kmsg.EndTxnResponse
+	DescribeTransactions(ctx context.Context, req *kmsg.DescribeTransactionsRequest) *kmsg.DescribeTransactionsResponse
+	ListTransactions(ctx context.Context, req *kmsg.ListTransactionsRequest) *kmsg.ListTransactionsResponse
+}
+
+// ensureTxnTopic creates __transaction_state on first use, as Kafka does
+// when the first FindCoordinator for a transactional id arrives.
+func (b *Broker) ensureTxnTopic(ctx context.Context) (*metadata.TopicImage, error) {
+	st := b.cfg.Static
+	return b.ensureInternalTopic(ctx, txnStateTopic, st.TransactionStateLogNumPartitions,
+		st.TransactionStateLogReplicationFactor, st.MustInt32("transaction.state.log.segment.bytes"))
+}
+
+// txnLoader tracks which partitions of __transaction_state this node has
+// handed to the transaction coordinator, with the leader epoch they were
+// loaded at. Only the metadata publisher uses it.
+type txnLoader struct {
+	mu     sync.Mutex
+	loaded map[int32]int32 // partition → coordinator epoch
+}
+
+// publishTxnTopic loads the partitions of __transaction_state this node
+// leads into the transaction coordinator and unloads the rest. A new
+// leader epoch reloads the partition: markers carry the epoch, so the
+// coordinator must know the current one.
+func (b *Broker) publishTxnTopic(img *metadata.Image) {
+	if b.cfg.Txns == nil {
+		return
+	}
+	l := &b.txnLoaded
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.loaded == nil {
+		l.loaded = make(map[int32]int32)
+	}
+	lead := make(map[int32]int32)
+	if t, ok := img.Topic(txnStateTopic); ok {
+		for _, p := range t.Partitions {
+			if p.Leader == b.cfg.NodeID {
+				lead[p.Partition] = p.LeaderEpoch
+			}
+		}
+	}
+	for p, epoch := range lead {
+		if e, ok := l.loaded[p]; ok && e == epoch {
+			continue
+		}
+		part, ok := b.cfg.Replicas.Partition(txnStateTopic, p)
+		if !ok {
+			continue // its log failed to open; logged by Publish
+		}
+		l.loaded[p] = epoch
+		b.cfg.Txns.Load(p, epoch, &txnLog{p: part, now: b.cfg.Now})
+	}
+	for p := range l.loaded {
+		if _, ok := lead[p]; !ok {
+			delete(l.loaded, p)
+			b.cfg.Txns.Unload(p)
+		}
+	}
+}
+
+// txnLog lets the transaction coordinator write to and replay one
+// partition of __transaction_state.
+type txnLog struct {
+	p   *replica.Partition
+	now func() time.Time
+}
+
+// Append writes kvs as one uncompressed batch. With one replica the append
+// is committed when it returns.
+func (l *txnLog) Append(_ context.Context, kvs []txn.KV) error {
+	_, err := l.p.Append(buildKVBatch(l.now(), nil, len(kvs), func(i int) ([]byte, []byte) { return kvs[i].Key, kvs[i].Value }))
+	switch {
+	case errors.Is(err, kerr.MessageTooLarge):
+		return fmt.Errorf("%w: %v", txn.ErrRecordTooLarge, err)
+	case errors.Is(err, storage.ErrClosed):
+		return fmt.Errorf("%w: %v", txn.ErrNotLeader, err)
+	}
+	return err
+}
+
+// Replay hands every record of the partition to fn, in log order. Nothing
+// writes control batches to __transaction_state; any found are skipped.
+func (l *txnLog) Replay(fn func(txn.KV) error) error {
+	return replayPartition(l.p, func(h record.Header, r record.Record) error {
+		if h.Control() {
+			return nil
+		}
+		return fn(txn.KV{Key: r.Key, Value: r.Value})
+	})
+}
+
+// MarkerWriter writes transaction markers on this node, standing in for
+// Kafka's WriteTxnMarkers requests: with one node the coordinator and every
+// partition leader are the same broker, so markers are appended directly.
+type MarkerWriter struct {
+	replicas *replica.Manager
+	image    func() *metadata.Image
+	groups   GroupCoordinator
+	logger   *slog.Logger
+}
+
+// NewMarkerWriter returns the marker writer for the transaction
+// coordinator. groups, when not nil, learns of every marker written to
+// __consumer_offsets, so pending transactional offsets commit or drop.
+func NewMarkerWriter(replicas *replica.Manager, image func() *metadata.Image, groups GroupCoordinator, logger *slog.Logger) *MarkerWriter {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &MarkerWriter{replicas: replicas, image: image, groups: groups, logger: logger}
+}
+
+// WriteMarkers implements txn.MarkerWriter. Partitions of deleted topics
+// are skipped: nobody can read their transaction any more. A partition
+// that exists but is not hosted here fails the call, so the coordinator
+// retries until it is.
+func (w *MarkerWriter) WriteMarkers(ctx context.Context, producerID int64, epoch int16, coordinatorEpoch int32, commit bool, partitions []txn.TopicPartition) error {
+	img := w.image()
+	var errs []error
+	for _, tp := range partitions {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		t, ok := img.Topic(tp.Topic)
+		if !ok || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
+			continue
+		}
+		p, ok := w.replicas.Partition(tp.Topic, tp.Partition)
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s-%d: %w", tp.Topic, tp.Partition, kerr.NotLeaderForPartition))
+			continue
+		}
+		_, err := p.WriteTxnMarker(producerID, epoch, coordinatorEpoch, commit)
+		switch {
+		case errors.Is(err, storage.ErrClosed):
+			continue // deleted while we wrote
+		case errors.Is(err, kerr.InvalidProducerEpoch), errors.Is(err, kerr.ProducerFenced),
+			errors.Is(err, kerr.TransactionCoordinatorFenced):
+			// Kafka's coordinator stops sending a marker the partition
+			// refuses as stale: the producer or coordinator moved on, and
+			// retrying would never succeed.
+			w.logger.Warn("transaction marker refused as stale", "topic", tp.Topic, "partition", tp.Partition,
+				"producer_id", producerID, "epoch", epoch, "coordinator_epoch", coordinatorEpoch, "err", err)
+			continue
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s-%d: %w", tp.Topic, tp.Partition, err))
+			continue
+		}
+		if tp.Topic == offsetsTopic && w.groups != nil {
+			w.groups.CompleteTransaction(tp.Partition, producerID, commit)
+		}
+	}
+	return errors.Join(errs...)
+}
