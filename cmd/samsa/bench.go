@@ -44,6 +44,7 @@ type benchOpts struct {
 	linger      time.Duration
 	maxBuffered int
 	batchMax    int
+	txnSize     int // records per transaction; 0: not transactional
 	keep        bool
 	noConsume   bool
 	jsonOut     bool
@@ -63,6 +64,8 @@ type benchSettings struct {
 	LingerMs      int64  `json:"linger_ms"`
 	MaxBuffered   int    `json:"max_buffered_records"`
 	BatchMaxBytes int    `json:"batch_max_bytes"`
+	// TxnRecords is the number of records per transaction (0: none).
+	TxnRecords int `json:"txn_records,omitempty"`
 }
 
 // benchLatency is a produce latency distribution in milliseconds.
@@ -106,6 +109,7 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.linger, "linger", 10*time.Millisecond, "producer linger (franz-go's default)")
 	fs.IntVar(&o.maxBuffered, "max-buffered", 10000, "records the producer holds unacknowledged before Produce blocks")
 	fs.IntVar(&o.batchMax, "batch-max-bytes", 1000012, "largest record batch the producer builds (Kafka's max.message.bytes default)")
+	fs.IntVar(&o.txnSize, "txn-size", 0, "produce in transactions of this many records, each committed (0: no transactions)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the topic afterwards")
 	fs.BoolVar(&o.noConsume, "no-consume", false, "skip the consume phase")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the result as one JSON object")
@@ -159,6 +163,10 @@ func (o *benchOpts) producerOpts() ([]kgo.Opt, error) {
 		return nil, fmt.Errorf("invalid --max-buffered %d", o.maxBuffered)
 	case o.batchMax < 1:
 		return nil, fmt.Errorf("invalid --batch-max-bytes %d", o.batchMax)
+	case o.txnSize < 0:
+		return nil, fmt.Errorf("invalid --txn-size %d", o.txnSize)
+	case o.txnSize > 0 && o.acks != "all" && o.acks != "-1":
+		return nil, fmt.Errorf("--txn-size needs --acks all: transactions are idempotent")
 	}
 	codec, err := compressionCodec(o.compression)
 	if err != nil {
@@ -183,6 +191,9 @@ func (o *benchOpts) producerOpts() ([]kgo.Opt, error) {
 	default:
 		return nil, fmt.Errorf("invalid --acks %q: want all, 1 or 0", o.acks)
 	}
+	if o.txnSize > 0 {
+		opts = append(opts, kgo.TransactionalID(fmt.Sprintf("samsa-bench-%08x", rand.Uint32())))
+	}
 	return opts, nil
 }
 
@@ -198,6 +209,7 @@ func (o *benchOpts) run(kopts []kgo.Opt) (*benchResult, error) {
 		LingerMs:      o.linger.Milliseconds(),
 		MaxBuffered:   o.maxBuffered,
 		BatchMaxBytes: o.batchMax,
+		TxnRecords:    o.txnSize,
 	}}
 	cl, err := o.cf.connect(append(kopts, kgo.DefaultProduceTopic(o.topic))...)
 	if err != nil {
@@ -217,7 +229,7 @@ func (o *benchOpts) run(kopts []kgo.Opt) (*benchResult, error) {
 		return nil, err
 	}
 	if !o.noConsume {
-		c, err := o.consume(adm)
+		c, err := o.consume(adm, res.Produce.Records)
 		if err != nil {
 			return nil, err
 		}
@@ -346,6 +358,11 @@ func (o *benchOpts) produce(cl *kgo.Client) (benchPhase, error) {
 		} else if sent == int64(o.records) {
 			break
 		}
+		if o.txnSize > 0 && sent%int64(o.txnSize) == 0 {
+			if err := o.nextTxn(ctx, cl, sent > 0); err != nil {
+				return benchPhase{}, err
+			}
+		}
 		v := pool.next()
 		t0 := time.Now()
 		cl.Produce(ctx, &kgo.Record{Value: v}, func(_ *kgo.Record, err error) {
@@ -355,6 +372,11 @@ func (o *benchOpts) produce(cl *kgo.Client) (benchPhase, error) {
 	}
 	if err := cl.Flush(ctx); err != nil {
 		return benchPhase{}, fmt.Errorf("flush: %w", err)
+	}
+	if o.txnSize > 0 {
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			return benchPhase{}, fmt.Errorf("commit: %w", err)
+		}
 	}
 	lat.mu.Lock()
 	defer lat.mu.Unlock()
@@ -379,6 +401,23 @@ func (o *benchOpts) produce(cl *kgo.Client) (benchPhase, error) {
 	return ph, nil
 }
 
+// nextTxn commits the open transaction, if any, once its records are
+// acknowledged, and begins the next.
+func (o *benchOpts) nextTxn(ctx context.Context, cl *kgo.Client, open bool) error {
+	if open {
+		if err := cl.Flush(ctx); err != nil {
+			return fmt.Errorf("flush: %w", err)
+		}
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+	}
+	if err := cl.BeginTransaction(); err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	return nil
+}
+
 func (ph *benchPhase) rates() {
 	if ph.Seconds > 0 {
 		ph.MBPerSec = float64(ph.Bytes) / 1e6 / ph.Seconds
@@ -389,7 +428,11 @@ func (ph *benchPhase) rates() {
 // consume reads every partition from the start to the end offsets listed
 // after producing, with a fresh client so nothing is served from the
 // producer's connection state.
-func (o *benchOpts) consume(adm *kadm.Client) (benchPhase, error) {
+//
+// With transactions the end offsets count the commit markers too, which no
+// consumer sees as records, so reading also stops once every produced
+// record has come back.
+func (o *benchOpts) consume(adm *kadm.Client, produced int64) (benchPhase, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), o.cf.timeout+5*time.Minute)
 	defer cancel()
 	ends, err := adm.ListEndOffsets(ctx, o.topic)
@@ -417,7 +460,7 @@ func (o *benchOpts) consume(adm *kadm.Client) (benchPhase, error) {
 	defer cl.Close()
 	var ph benchPhase
 	start := time.Now()
-	for len(want) > 0 {
+	for len(want) > 0 && ph.Records < produced {
 		fetches := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
 			return benchPhase{}, fmt.Errorf("consumed %d of %d records before timing out", ph.Records, total)
@@ -442,8 +485,11 @@ func (r *benchResult) print(w io.Writer) {
 	s := r.Settings
 	fmt.Fprintf(w, "topic %s on %s: %d partitions, acks=%s, compression=%s, %d-byte values (%s)\n",
 		s.Topic, s.Bootstrap, s.Partitions, s.Acks, s.Compression, s.RecordBytes, s.Payload)
-	fmt.Fprintf(w, "producer: linger=%dms max-buffered=%d batch-max-bytes=%d\n\n",
-		s.LingerMs, s.MaxBuffered, s.BatchMaxBytes)
+	fmt.Fprintf(w, "producer: linger=%dms max-buffered=%d batch-max-bytes=%d", s.LingerMs, s.MaxBuffered, s.BatchMaxBytes)
+	if s.TxnRecords > 0 {
+		fmt.Fprintf(w, " transactions of %d records", s.TxnRecords)
+	}
+	fmt.Fprint(w, "\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\trecords\terrors\tseconds\tMB/s\trecords/s\tp50 ms\tp99 ms\tp99.9 ms\tmax ms\t")
 	phaseRow := func(name string, ph benchPhase) {

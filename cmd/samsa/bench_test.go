@@ -135,12 +135,32 @@ func BenchmarkConsume1KiB(b *testing.B) {
 	defer adm.Close()
 	b.SetBytes(20000 * 1024)
 	for b.Loop() {
-		ph, err := o.consume(adm)
+		ph, err := o.consume(adm, 20000)
 		if err != nil {
 			b.Fatal(err)
 		}
 		if ph.Records != 20000 {
 			b.Fatalf("consumed %d records, want 20000", ph.Records)
 		}
+	}
+}
+
+// TestBenchTransactional: --txn-size commits every N records; everything
+// produced is committed and read back.
+func TestBenchTransactional(t *testing.T) {
+	b := servertest.Addr(servertest.Start(t))
+	r := samsa(t, "", "bench", "--bootstrap", b, "--records", "250", "--size", "100", "--txn-size", "100", "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var res benchResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Produce.Records != 250 || res.Produce.Errors != 0 || res.Consume == nil || res.Consume.Records != 250 || res.Settings.TxnRecords != 100 {
+		t.Fatalf("result %+v consume %+v", res.Produce, res.Consume)
+	}
+	if r := samsa(t, "", "bench", "--bootstrap", b, "--txn-size", "10", "--acks", "1"); r.code != exitUsage {
+		t.Fatalf("--txn-size with acks=1: exit %d", r.code)
 	}
 }

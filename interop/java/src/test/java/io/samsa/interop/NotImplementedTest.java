@@ -20,44 +20,20 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * Features Samsa does not serve yet. Each test is written as it should pass
- * and disabled with the issue that will enable it, so the matrix lists it as
- * skipped with the reason; removing {@code @Disabled} is the whole change.
+ * The place for features Samsa does not serve yet: each test is written as it
+ * should pass and disabled with the issue that will enable it, so the matrix
+ * lists it as skipped with the reason; removing {@code @Disabled} is the whole
+ * change. The tests left here have since been enabled (their issues landed);
+ * transactions moved to {@link TransactionsTest}.
  */
 @ExtendWith(ResultRecorder.class)
 class NotImplementedTest {
   @RegisterExtension static final SamsaBroker broker = new SamsaBroker();
-
-  @Test
-  @Disabled("issue 4: transactions")
-  @Feature(value = "transactional producer + read_committed", issue = "4")
-  void transactions() throws Exception {
-    broker.createTopic("txn", 1, Map.of());
-    try (KafkaProducer<byte[], byte[]> p =
-        producer(broker.bootstrap(), props("transactional.id", "interop-txn"))) {
-      p.initTransactions();
-      p.beginTransaction();
-      p.send(new ProducerRecord<>("txn", 0, null, "aborted".getBytes(UTF_8)));
-      p.abortTransaction();
-      p.beginTransaction();
-      p.send(new ProducerRecord<>("txn", 0, null, "committed".getBytes(UTF_8)));
-      p.commitTransaction();
-    }
-    TopicPartition tp = new TopicPartition("txn", 0);
-    try (KafkaConsumer<byte[], byte[]> c =
-        consumer(broker.bootstrap(), props("isolation.level", "read_committed"))) {
-      c.assign(List.of(tp));
-      c.seekToBeginning(List.of(tp));
-      var got = pollExactly(c, 1, Duration.ofSeconds(20));
-      assertEquals("committed", new String(got.get(0).value(), UTF_8));
-    }
-  }
 
   @Test
   @Feature(value = "admin incrementalAlterConfigs", issue = "6")

@@ -1,0 +1,112 @@
+package profile
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/samsa-io/samsa/internal/servertest"
+)
+
+const valueSize = 100
+
+// produce writes n records of valueSize bytes to a new one-partition topic
+// with acks=all (idempotent, franz-go's default), no compression, and waits
+// for every acknowledgement.
+func produce(tb testing.TB, addr, topic string, n int) {
+	tb.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(10000))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, -1, nil, topic); err != nil {
+		tb.Fatal(err)
+	}
+	// Random, so incompressible like `samsa bench`'s values.
+	value := make([]byte, valueSize)
+	rand.Read(value)
+	for range n {
+		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				tb.Error(err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// consume reads the topic from offset 0 with a fresh client and returns the
+// offsets in the order seen.
+func consume(tb testing.TB, addr, topic string, n int) []int64 {
+	tb.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	offsets := make([]int64, 0, n)
+	for len(offsets) < n {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			tb.Fatalf("after %d records: %v", len(offsets), err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if len(r.Value) != valueSize {
+				tb.Fatalf("offset %d: %d-byte value, want %d", r.Offset, len(r.Value), valueSize)
+			}
+			offsets = append(offsets, r.Offset)
+		})
+	}
+	return offsets
+}
+
+// TestRoundTrip checks the harness itself: every produced record comes
+// back once, in offset order, at its full size.
+func TestRoundTrip(t *testing.T) {
+	addr := servertest.Addr(servertest.Start(t))
+	produce(t, addr, "roundtrip", 5000)
+	got := consume(t, addr, "roundtrip", 5000)
+	if len(got) != 5000 {
+		t.Fatalf("consumed %d records, want 5000", len(got))
+	}
+	for i, o := range got {
+		if o != int64(i) {
+			t.Fatalf("record %d has offset %d, want %d", i, o, i)
+		}
+	}
+}
+
+// BenchmarkProduce100B: 200,000 records of 100 B, acks=all, to a new
+// one-partition topic per iteration.
+func BenchmarkProduce100B(b *testing.B) {
+	addr := servertest.Addr(servertest.Start(b))
+	b.SetBytes(200000 * valueSize)
+	for i := 0; b.Loop(); i++ {
+		produce(b, addr, fmt.Sprintf("produce-%d", i), 200000)
+	}
+}
+
+// BenchmarkConsume100B: read a one-partition topic of 200,000 records of
+// 100 B from the start with a fresh client per iteration.
+func BenchmarkConsume100B(b *testing.B) {
+	addr := servertest.Addr(servertest.Start(b))
+	produce(b, addr, "consume", 200000)
+	b.SetBytes(200000 * valueSize)
+	for b.Loop() {
+		consume(b, addr, "consume", 200000)
+	}
+}
