@@ -138,6 +138,37 @@ class Confluent:
             c.close()
 
 
+    def transact(self, topic, aborted, committed, txn_id):
+        """Produces `aborted` values in a transaction it aborts, then
+        `committed` values in one it commits, all to partition 0."""
+        from confluent_kafka import Producer
+        p = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": txn_id,
+                      "linger.ms": 5, "message.timeout.ms": 20000})
+        p.init_transactions(20)
+        for values, commit in ((aborted, False), (committed, True)):
+            p.begin_transaction()
+            for v in values:
+                p.produce(topic, value=v, partition=0)
+            assert p.flush(20) == 0, "undelivered records"
+            if commit:
+                p.commit_transaction(20)
+            else:
+                p.abort_transaction(20)
+
+    def read_isolated(self, topic, isolation, n, timeout=20):
+        """Reads partition 0 from the start with the given isolation level."""
+        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+        c = self._consumer({"isolation.level": isolation})
+        try:
+            c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+            got = self._poll(c, n, timeout)
+            # Nothing beyond n may arrive.
+            got += self._poll(c, 1, 1)
+            return got
+        finally:
+            c.close()
+
+
 class KafkaPython:
     name = "kafkapython"
 
@@ -257,5 +288,37 @@ class KafkaPython:
         finally:
             c.close()
 
+    def transact(self, topic, aborted, committed, txn_id):
+        from kafka import KafkaProducer
+        p = KafkaProducer(bootstrap_servers=self.bootstrap, transactional_id=txn_id,
+                          enable_idempotence=True, linger_ms=5,
+                          request_timeout_ms=10000, max_block_ms=15000)
+        try:
+            p.init_transactions()
+            for values, commit in ((aborted, False), (committed, True)):
+                p.begin_transaction()
+                futs = [p.send(topic, value=v, partition=0) for v in values]
+                p.flush(20)
+                for f in futs:
+                    f.get(10)
+                if commit:
+                    p.commit_transaction()
+                else:
+                    p.abort_transaction()
+        finally:
+            p.close(5)
+
+    def read_isolated(self, topic, isolation, n, timeout=20):
+        from kafka import TopicPartition
+        c = self._consumer(isolation_level=isolation)
+        try:
+            tp = TopicPartition(topic, 0)
+            c.assign([tp])
+            c.seek_to_beginning(tp)
+            got = self._poll(c, n, timeout)
+            got += self._poll(c, 1, 1)
+            return got
+        finally:
+            c.close()
 
 CLIENTS = {"confluent": Confluent, "kafkapython": KafkaPython}

@@ -140,3 +140,16 @@ def test_group_consume_commit(samsa, cli, topic):
                          capture_output=True, text=True, timeout=20, check=True).stdout
     lag = [line.split()[1] for line in out.splitlines() if line.startswith("TOTAL-LAG")]
     assert lag == ["0"], out
+
+
+@both
+@pytest.mark.feature("transactions: abort hidden from read_committed", issue="4")
+def test_transactions(samsa, cli, topic):
+    samsa.create_topic(topic, partitions=1)
+    cli.transact(topic, [b"a0", b"a1"], [b"c0", b"c1", b"c2"], "txn-" + topic)
+    committed = cli.read_isolated(topic, "read_committed", 3)
+    assert [r.value for r in committed] == [b"c0", b"c1", b"c2"]
+    # Aborted a0 a1 at 0-1, abort marker at 2, committed at 3-5, commit marker at 6.
+    assert [r.offset for r in committed] == [3, 4, 5]
+    everything = cli.read_isolated(topic, "read_uncommitted", 5)
+    assert [r.value for r in everything] == [b"a0", b"a1", b"c0", b"c1", b"c2"]
