@@ -98,17 +98,9 @@ func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (_ *Se
 	if err != nil {
 		return nil, err
 	}
-	s.groups = group.New(groupConfig(cfg, s.loader, logger))
-	tcfg := txnConfig(cfg, logger)
-	// New producer ids come from the broker's blocks; the broker exists
-	// before the first request reaches the coordinator.
-	tcfg.ProducerIDs = func(ctx context.Context) (int64, error) { return s.broker.NextProducerID(ctx) }
-	tcfg.Markers = broker.NewMarkerWriter(s.replicas, s.loader.Image, s.groups, logger)
-	tcfg.GroupPartition = func(groupID string) (string, int32) { return "__consumer_offsets", s.groups.PartitionFor(groupID) }
-	if err := tcfg.Validate(); err != nil {
+	if err := s.startCoordinators(); err != nil {
 		return nil, err
 	}
-	s.txns = txn.New(tcfg)
 	s.broker = broker.New(broker.Config{
 		NodeID:     cfg.NodeID,
 		Static:     cfg,
@@ -119,51 +111,78 @@ func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (_ *Se
 		Txns:       s.txns,
 		Logger:     logger,
 	})
-	// The broker's publisher opens and deletes logs as metadata changes;
-	// registered now, it first catches up on the replayed image.
 	if level != nil {
 		s.broker.SetLogLevel(level)
 	}
+	// The broker's publisher opens and deletes logs as metadata changes;
+	// registered now, it first catches up on the replayed image.
 	if err := s.loader.Register(s.broker); err != nil {
 		return nil, err
 	}
+	if err := s.serve(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
 
+// startCoordinators creates the group and transaction coordinators. Their
+// partitions are loaded later, as the broker's publisher learns which
+// partitions of __consumer_offsets and __transaction_state it leads.
+func (s *Server) startCoordinators() error {
+	s.groups = group.New(groupConfig(s.cfg, s.loader, s.logger))
+	tcfg := txnConfig(s.cfg, s.logger)
+	// New producer ids come from the broker's blocks; the broker exists
+	// before the first request reaches the coordinator.
+	tcfg.ProducerIDs = func(ctx context.Context) (int64, error) { return s.broker.NextProducerID(ctx) }
+	tcfg.Markers = broker.NewMarkerWriter(s.replicas, s.loader.Image, s.groups, s.logger)
+	tcfg.GroupPartition = func(groupID string) (string, int32) { return "__consumer_offsets", s.groups.PartitionFor(groupID) }
+	if err := tcfg.Validate(); err != nil {
+		return err
+	}
+	s.txns = txn.New(tcfg)
+	return nil
+}
+
+// serve bootstraps the metadata log if it is new, binds the client
+// listeners, registers this broker with the controller and starts
+// answering clients.
+func (s *Server) serve() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.ctrl.Bootstrap(ctx); err != nil {
-		return nil, fmt.Errorf("bootstrap metadata: %w", err)
-	}
-	listeners, endpoints, err := s.bind()
-	if err != nil {
-		return nil, err
+		return fmt.Errorf("bootstrap metadata: %w", err)
 	}
 	incarnation, err := metadata.RandomUuid(rand.Reader)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	listeners, endpoints, err := s.bind()
+	if err != nil {
+		return err
 	}
 	var rack *string
-	if cfg.BrokerRack != "" {
-		rack = &cfg.BrokerRack
+	if s.cfg.BrokerRack != "" {
+		rack = &s.cfg.BrokerRack
 	}
-	epoch, err := s.ctrl.RegisterBroker(ctx, cfg.NodeID, incarnation, endpoints, rack)
+	epoch, err := s.ctrl.RegisterBroker(ctx, s.cfg.NodeID, incarnation, endpoints, rack)
 	if err != nil {
 		for _, ln := range listeners {
 			ln.Close()
 		}
-		return nil, fmt.Errorf("register broker: %w", err)
+		return fmt.Errorf("register broker: %w", err)
 	}
 	s.broker.SetEpoch(epoch)
 	for name, ln := range listeners {
 		s.listeners = append(s.listeners, network.Serve(ln, network.Config{
 			Listener:       name,
-			MaxRequestSize: cfg.SocketRequestMaxBytes,
+			MaxRequestSize: s.cfg.SocketRequestMaxBytes,
 			Handler:        s.broker,
 			Versions:       s.broker.Versions(),
-			Logger:         logger,
+			Logger:         s.logger,
 		}))
-		logger.Info("serving Kafka clients", "listener", name, "addr", ln.Addr().String())
+		s.logger.Info("serving Kafka clients", "listener", name, "addr", ln.Addr().String())
 	}
-	return s, nil
+	return nil
 }
 
 // format makes sure every data directory has a meta.properties of one
