@@ -55,9 +55,9 @@ type Broker struct {
 	epoch       atomic.Int64 // broker epoch from registration
 	dyn         dynamicState // dynamic broker configs and log level (publisher.go)
 	// offsetsLoaded is owned by the metadata publisher.
-	offsetsLoaded offsetsLoader
+	offsetsLoaded coordinatorLoader
 	// txnLoaded is owned by the metadata publisher.
-	txnLoaded txnLoader
+	txnLoaded coordinatorLoader
 }
 
 // handler answers one API. It returns the response with its version set

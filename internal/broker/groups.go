@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -95,51 +94,16 @@ func (b *Broker) ensureInternalTopic(ctx context.Context, name string, partition
 	return t, nil
 }
 
-// offsetsLoader tracks which partitions of __consumer_offsets this node
-// has handed to the group coordinator. Only the metadata publisher uses
-// it, from the apply path, so the lock just documents that ownership.
-type offsetsLoader struct {
-	mu     sync.Mutex
-	loaded map[int32]bool
-}
-
 // publishOffsetsTopic loads partitions of __consumer_offsets this node
 // leads into the group coordinator and unloads the rest.
 func (b *Broker) publishOffsetsTopic(img *metadata.Image) {
 	if b.cfg.Groups == nil {
 		return
 	}
-	l := &b.offsetsLoaded
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.loaded == nil {
-		l.loaded = make(map[int32]bool)
-	}
-	lead := make(map[int32]bool)
-	if t, ok := img.Topic(offsetsTopic); ok {
-		for _, p := range t.Partitions {
-			if p.Leader == b.cfg.NodeID {
-				lead[p.Partition] = true
-			}
-		}
-	}
-	for p := range lead {
-		if l.loaded[p] {
-			continue
-		}
-		part, ok := b.cfg.Replicas.Partition(offsetsTopic, p)
-		if !ok {
-			continue // its log failed to open; logged by Publish
-		}
-		l.loaded[p] = true
-		b.cfg.Groups.Load(p, &partitionLog{p: part, now: b.cfg.Now})
-	}
-	for p := range l.loaded {
-		if !lead[p] {
-			delete(l.loaded, p)
-			b.cfg.Groups.Unload(p)
-		}
-	}
+	b.offsetsLoaded.reconcile(img, offsetsTopic, b.cfg.NodeID, b.cfg.Replicas,
+		func(partition, _ int32, p *replica.Partition) {
+			b.cfg.Groups.Load(partition, &partitionLog{p: p, now: b.cfg.Now})
+		}, b.cfg.Groups.Unload)
 }
 
 // partitionLog lets the group coordinator write to and replay one

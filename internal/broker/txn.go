@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -44,53 +43,17 @@ func (b *Broker) ensureTxnTopic(ctx context.Context) (*metadata.TopicImage, erro
 		st.TransactionStateLogReplicationFactor, st.MustInt32("transaction.state.log.segment.bytes"))
 }
 
-// txnLoader tracks which partitions of __transaction_state this node has
-// handed to the transaction coordinator, with the leader epoch they were
-// loaded at. Only the metadata publisher uses it.
-type txnLoader struct {
-	mu     sync.Mutex
-	loaded map[int32]int32 // partition → coordinator epoch
-}
-
 // publishTxnTopic loads the partitions of __transaction_state this node
-// leads into the transaction coordinator and unloads the rest. A new
-// leader epoch reloads the partition: markers carry the epoch, so the
-// coordinator must know the current one.
+// leads into the transaction coordinator, at their leader epoch (markers
+// carry it), and unloads the rest.
 func (b *Broker) publishTxnTopic(img *metadata.Image) {
 	if b.cfg.Txns == nil {
 		return
 	}
-	l := &b.txnLoaded
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.loaded == nil {
-		l.loaded = make(map[int32]int32)
-	}
-	lead := make(map[int32]int32)
-	if t, ok := img.Topic(txnStateTopic); ok {
-		for _, p := range t.Partitions {
-			if p.Leader == b.cfg.NodeID {
-				lead[p.Partition] = p.LeaderEpoch
-			}
-		}
-	}
-	for p, epoch := range lead {
-		if e, ok := l.loaded[p]; ok && e == epoch {
-			continue
-		}
-		part, ok := b.cfg.Replicas.Partition(txnStateTopic, p)
-		if !ok {
-			continue // its log failed to open; logged by Publish
-		}
-		l.loaded[p] = epoch
-		b.cfg.Txns.Load(p, epoch, &txnLog{p: part, now: b.cfg.Now})
-	}
-	for p := range l.loaded {
-		if _, ok := lead[p]; !ok {
-			delete(l.loaded, p)
-			b.cfg.Txns.Unload(p)
-		}
-	}
+	b.txnLoaded.reconcile(img, txnStateTopic, b.cfg.NodeID, b.cfg.Replicas,
+		func(partition, epoch int32, p *replica.Partition) {
+			b.cfg.Txns.Load(partition, epoch, &txnLog{p: p, now: b.cfg.Now})
+		}, b.cfg.Txns.Unload)
 }
 
 // txnLog lets the transaction coordinator write to and replay one
