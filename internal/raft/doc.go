@@ -47,4 +47,15 @@
 // Each proposed entry is wrapped in a small envelope (format byte, a random
 // per-process nonce and a sequence number) so the proposer can recognise its
 // own entry when it is applied, whatever index raft gave it.
+//
+// # Peers
+//
+// A quorum of more than one voter (controller.quorum.voters) talks through
+// TCPTransport: each node dials every peer once and writes raft messages on
+// that connection as CRC-framed protobufs after a hello naming its id and
+// cluster id (wire format in transport.go). Send never blocks; a full
+// per-peer queue or a broken connection drops messages, which raft
+// retransmits. Wire it with NewTCPTransport, Open(Config{Transport: t}) and
+// t.Attach(node), which routes received messages to Node.Step and delivery
+// feedback (unreachable peers, snapshot outcome) to the node.
 package raft

@@ -106,11 +106,13 @@ type Node struct {
 	rn      *etcdraft.RawNode // owned by the run goroutine
 	nonce   uint64
 
-	propc  chan *proposal
-	recvc  chan *pb.Message
-	stopc  chan struct{}
-	donec  chan struct{}
-	closed sync.Once
+	propc chan *proposal
+	recvc chan *pb.Message
+	// reportc carries transport feedback (see Reporter) to the run goroutine.
+	reportc chan func(*etcdraft.RawNode)
+	stopc   chan struct{}
+	donec   chan struct{}
+	closed  sync.Once
 
 	leader atomic.Uint64
 	term   atomic.Uint64
@@ -151,7 +153,8 @@ func Open(cfg Config) (*Node, error) {
 	n := &Node{
 		cfg: cfg, log: dl, storage: etcdraft.NewMemoryStorage(),
 		propc: make(chan *proposal), recvc: make(chan *pb.Message, 256),
-		stopc: make(chan struct{}), donec: make(chan struct{}),
+		reportc: make(chan func(*etcdraft.RawNode), 256),
+		stopc:   make(chan struct{}), donec: make(chan struct{}),
 		waiting: map[uint64]*proposal{},
 	}
 	var nb [8]byte
@@ -283,6 +286,30 @@ func (n *Node) Step(ctx context.Context, m *pb.Message) error {
 	}
 }
 
+// ReportUnreachable tells raft that messages to peer id were lost, so the
+// leader probes it instead of streaming appends into the void. Never blocks:
+// feedback is dropped if the node is backed up (it is only an optimisation).
+func (n *Node) ReportUnreachable(id uint64) {
+	n.report(func(rn *etcdraft.RawNode) { rn.ReportUnreachable(id) })
+}
+
+// ReportSnapshot tells raft whether a MsgSnap to peer id was sent. Without
+// it the leader keeps that follower paused forever after a lost snapshot.
+func (n *Node) ReportSnapshot(id uint64, failed bool) {
+	st := etcdraft.SnapshotFinish
+	if failed {
+		st = etcdraft.SnapshotFailure
+	}
+	n.report(func(rn *etcdraft.RawNode) { rn.ReportSnapshot(id, st) })
+}
+
+func (n *Node) report(f func(*etcdraft.RawNode)) {
+	select {
+	case n.reportc <- f:
+	default:
+	}
+}
+
 // IsLeader reports whether this node currently leads the quorum.
 func (n *Node) IsLeader() bool { return n.leader.Load() == n.cfg.ID }
 
@@ -316,6 +343,8 @@ func (n *Node) run() {
 			n.rn.Tick()
 		case p := <-n.propc:
 			n.handleProposal(p)
+		case f := <-n.reportc:
+			f(n.rn)
 		case m := <-n.recvc:
 			if err := n.rn.Step(m); err != nil {
 				n.cfg.Logger.Debug("raft step", "err", err)
