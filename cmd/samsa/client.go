@@ -241,3 +241,22 @@ func describeEach(cmd, synopsis, want string, args []string, stdout, stderr io.W
 	}
 	return exitOK
 }
+
+// subcommand is one action of a command with subcommands (topic create, ...).
+type subcommand func(args []string, stdout, stderr io.Writer) int
+
+// dispatch runs the subcommand args[0] of cmd, or prints usage and exits 2
+// for help requests and unknown subcommands.
+func dispatch(cmd, usage string, subs map[string]subcommand, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	sub, ok := subs[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "samsa %s: unknown subcommand %q\n", cmd, args[0])
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	return sub(args[1:], stdout, stderr)
+}

@@ -26,22 +26,12 @@ const configUsage = `usage: samsa config <get|set|delete> <topic NAME | broker I
 Run "samsa config <subcommand> -h" for the flags of each.
 `
 
-func runConfig(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, configUsage)
-		return exitUsage
-	}
-	switch args[0] {
-	case "get":
-		return configGet(args[1:], stdout, stderr)
-	case "set":
-		return configAlter("set", args[1:], stdout, stderr)
-	case "delete":
-		return configAlter("delete", args[1:], stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "samsa config: unknown subcommand %q\n", args[0])
-	fmt.Fprint(stderr, configUsage)
-	return exitUsage
+func runConfig(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	return dispatch("config", configUsage, map[string]subcommand{
+		"get":    configGet,
+		"set":    func(a []string, o, e io.Writer) int { return configAlter("set", a, o, e) },
+		"delete": func(a []string, o, e io.Writer) int { return configAlter("delete", a, o, e) },
+	}, args, stdout, stderr)
 }
 
 // entity is the resource a config command is about.

@@ -30,24 +30,13 @@ const groupUsage = `usage: samsa group <list|describe|delete|reset-offsets> [fla
 Run "samsa group <subcommand> -h" for the flags of each.
 `
 
-func runGroup(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, groupUsage)
-		return exitUsage
-	}
-	subs := map[string]func([]string, io.Writer, io.Writer) int{
+func runGroup(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	return dispatch("group", groupUsage, map[string]subcommand{
 		"list":          groupList,
 		"describe":      groupDescribe,
 		"delete":        groupDelete,
 		"reset-offsets": groupResetOffsets,
-	}
-	sub, ok := subs[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "samsa group: unknown subcommand %q\n", args[0])
-		fmt.Fprint(stderr, groupUsage)
-		return exitUsage
-	}
-	return sub(args[1:], stdout, stderr)
+	}, args, stdout, stderr)
 }
 
 // groupStates are the states Kafka reports for groups (classic and KIP-848),

@@ -28,25 +28,14 @@ const topicUsage = `usage: samsa topic <create|list|describe|delete|trim> [flags
 Run "samsa topic <subcommand> -h" for the flags of each.
 `
 
-func runTopic(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, topicUsage)
-		return exitUsage
-	}
-	subs := map[string]func([]string, io.Writer, io.Writer) int{
+func runTopic(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	return dispatch("topic", topicUsage, map[string]subcommand{
 		"create":   topicCreate,
 		"list":     topicList,
 		"describe": topicDescribe,
 		"delete":   topicDelete,
 		"trim":     topicTrim,
-	}
-	sub, ok := subs[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "samsa topic: unknown subcommand %q\n", args[0])
-		fmt.Fprint(stderr, topicUsage)
-		return exitUsage
-	}
-	return sub(args[1:], stdout, stderr)
+	}, args, stdout, stderr)
 }
 
 func topicCreate(args []string, stdout, stderr io.Writer) int {

@@ -27,22 +27,11 @@ const txnUsage = `usage: samsa txn <list|describe> [flags]
 Run "samsa txn <subcommand> -h" for the flags of each.
 `
 
-func runTxn(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, txnUsage)
-		return exitUsage
-	}
-	subs := map[string]func([]string, io.Writer, io.Writer) int{
+func runTxn(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	return dispatch("txn", txnUsage, map[string]subcommand{
 		"list":     txnList,
 		"describe": txnDescribe,
-	}
-	sub, ok := subs[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "samsa txn: unknown subcommand %q\n", args[0])
-		fmt.Fprint(stderr, txnUsage)
-		return exitUsage
-	}
-	return sub(args[1:], stdout, stderr)
+	}, args, stdout, stderr)
 }
 
 // txnStates are the transaction states Kafka reports, keyed by lower case
