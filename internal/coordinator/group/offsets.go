@@ -24,31 +24,15 @@ func commitErrorCode(err error) int16 {
 // no members; otherwise the member and generation must be current.
 func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	r := kmsg.NewPtrOffsetCommitResponse()
-	// codes[i][j] answers req.Topics[i].Partitions[j]; 0 until decided.
-	codes := make([][]int16, len(req.Topics))
-	names := make([]string, len(req.Topics))
-	for i, t := range req.Topics {
-		codes[i] = make([]int16, len(t.Partitions))
-		names[i] = t.Topic
-		if req.Version >= 10 {
-			names[i] = ""
-			if c.cfg.TopicName != nil {
-				names[i], _ = c.cfg.TopicName(t.TopicID)
-			}
-		}
-	}
-	setAll := func(code int16) {
-		for i := range codes {
-			for j := range codes[i] {
-				codes[i][j] = code
-			}
-		}
-	}
+	codes := newCodeGrid(len(req.Topics), func(i int) int { return len(req.Topics[i].Partitions) })
+	names := c.commitTopicNames(len(req.Topics), req.Version >= 10, func(i int) (string, [16]byte) {
+		return req.Topics[i].Topic, req.Topics[i].TopicID
+	})
 	s, code := c.shardFor(req.Group)
 	if code != 0 {
-		setAll(code)
+		codes.setAll(code)
 	} else if !s.write(ctx, func() ([]KV, func(error)) { return s.decideCommitLocked(req, names, codes) }) {
-		setAll(kerr.NotCoordinator.Code)
+		codes.setAll(kerr.NotCoordinator.Code)
 	}
 	for i, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
@@ -64,13 +48,9 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	return r
 }
 
-func (s *shard) decideCommitLocked(req *kmsg.OffsetCommitRequest, names []string, codes [][]int16) ([]KV, func(error)) {
+func (s *shard) decideCommitLocked(req *kmsg.OffsetCommitRequest, names []string, codes codeGrid) ([]KV, func(error)) {
 	setAll := func(code int16) ([]KV, func(error)) {
-		for i := range codes {
-			for j := range codes[i] {
-				codes[i][j] = code
-			}
-		}
+		codes.setAll(code)
 		return nil, nil
 	}
 	generation, memberID := req.Generation, req.MemberID
@@ -138,13 +118,7 @@ func (s *shard) decideCommitLocked(req *kmsg.OffsetCommitRequest, names []string
 	return kvs, func(err error) {
 		if err != nil {
 			code := commitErrorCode(err)
-			for i := range codes {
-				for j := range codes[i] {
-					if codes[i][j] == 0 {
-						codes[i][j] = code
-					}
-				}
-			}
+			codes.fill(code)
 			return
 		}
 		if created && s.mu.groups[req.Group] == nil {

@@ -27,33 +27,18 @@ import (
 // that the transaction coordinator added the partition (AddOffsetsToTxn).
 func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
 	r := kmsg.NewPtrTxnOffsetCommitResponse()
-	codes := make([][]int16, len(req.Topics))
-	names := make([]string, len(req.Topics))
-	for i, t := range req.Topics {
-		codes[i] = make([]int16, len(t.Partitions))
-		names[i] = t.Topic
-		if req.Version >= 6 {
-			names[i] = ""
-			if c.cfg.TopicName != nil {
-				names[i], _ = c.cfg.TopicName(t.TopicID)
-			}
-		}
-	}
-	setAll := func(code int16) {
-		for i := range codes {
-			for j := range codes[i] {
-				codes[i][j] = code
-			}
-		}
-	}
+	codes := newCodeGrid(len(req.Topics), func(i int) int { return len(req.Topics[i].Partitions) })
+	names := c.commitTopicNames(len(req.Topics), req.Version >= 6, func(i int) (string, [16]byte) {
+		return req.Topics[i].Topic, req.Topics[i].TopicID
+	})
 	s, code := c.shardFor(req.Group)
 	appendTxn := func(ctx context.Context, kvs []KV) error {
 		return s.log.AppendTransactional(ctx, req.ProducerID, req.ProducerEpoch, kvs)
 	}
 	if code != 0 {
-		setAll(code)
+		codes.setAll(code)
 	} else if !s.writeWith(ctx, appendTxn, func() ([]KV, func(error)) { return s.decideTxnCommitLocked(req, names, codes) }) {
-		setAll(kerr.NotCoordinator.Code)
+		codes.setAll(kerr.NotCoordinator.Code)
 	}
 	for i, t := range req.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
@@ -71,13 +56,9 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 	return r
 }
 
-func (s *shard) decideTxnCommitLocked(req *kmsg.TxnOffsetCommitRequest, names []string, codes [][]int16) ([]KV, func(error)) {
+func (s *shard) decideTxnCommitLocked(req *kmsg.TxnOffsetCommitRequest, names []string, codes codeGrid) ([]KV, func(error)) {
 	setAll := func(code int16) ([]KV, func(error)) {
-		for i := range codes {
-			for j := range codes[i] {
-				codes[i][j] = code
-			}
-		}
+		codes.setAll(code)
 		return nil, nil
 	}
 	generation, memberID, instanceID := int32(-1), "", ""
@@ -137,13 +118,7 @@ func (s *shard) decideTxnCommitLocked(req *kmsg.TxnOffsetCommitRequest, names []
 			if errors.Is(err, ErrProducerFenced) {
 				code = kerr.ProducerFenced.Code
 			}
-			for i := range codes {
-				for j := range codes[i] {
-					if codes[i][j] == 0 {
-						codes[i][j] = code
-					}
-				}
-			}
+			codes.fill(code)
 			return
 		}
 		for _, kv := range kvs {
