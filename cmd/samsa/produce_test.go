@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"github.com/samsa-io/samsa/internal/servertest"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func TestProduceKeysConsumeBack(t *testing.T) {
@@ -80,6 +83,9 @@ func TestProduceOptions(t *testing.T) {
 			off++
 		}
 	}
+	// acks=0 returns before the broker has appended: wait until all 15
+	// records are in the log before reading to its end.
+	waitForEndOffset(t, b, "opts", 0, int64(off))
 	r := mustRun(t, "", "consume", "opts", "--exit-at-end", "--format", `%t|%p|%o|%v|%h\n`, "--bootstrap", b)
 	if r.stdout != want.String() {
 		t.Errorf("consumed:\n%s\nwant:\n%s", r.stdout, want.String())
@@ -164,5 +170,32 @@ func TestMurmur2MatchesKafka(t *testing.T) {
 		if got := murmur2([]byte(s)); got != want {
 			t.Errorf("murmur2(%q) = %d, want %d", s, got, want)
 		}
+	}
+}
+
+// waitForEndOffset waits (up to 10 s) until partition p of topic ends at
+// end.
+func waitForEndOffset(t *testing.T, bootstrap, topic string, p int32, end int64) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		cancel()
+		if err == nil {
+			if o, ok := ends.Lookup(topic, p); ok && o.Offset >= end {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s-%d never reached end offset %d (last error %v)", topic, p, end, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
