@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -259,4 +260,23 @@ func dispatch(cmd, usage string, subs map[string]subcommand, args []string, stdo
 		return exitUsage
 	}
 	return sub(args[1:], stdout, stderr)
+}
+
+// parseStates turns a comma-separated --state value into the canonical
+// names of known, matching case-insensitively as Kafka's tools do; what
+// names the kind of state in errors ("group", "transaction").
+func parseStates(value, what string, known []string) ([]string, error) {
+	var out []string
+	for part := range strings.SplitSeq(value, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		i := slices.IndexFunc(known, func(k string) bool { return strings.EqualFold(k, part) })
+		if i < 0 {
+			return nil, fmt.Errorf("unknown %s state %q: want one of %s", what, part, strings.Join(known, ", "))
+		}
+		out = append(out, known[i])
+	}
+	return out, nil
 }

@@ -39,34 +39,8 @@ func runGroup(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}, args, stdout, stderr)
 }
 
-// groupStates are the states Kafka reports for groups (classic and KIP-848),
-// keyed by lower case: kafka-consumer-groups --state matches them
-// case-insensitively, and so do we.
-var groupStates = func() map[string]string {
-	m := map[string]string{}
-	for _, s := range []string{"PreparingRebalance", "CompletingRebalance", "Stable",
-		"Dead", "Empty", "Assigning", "Reconciling"} {
-		m[strings.ToLower(s)] = s
-	}
-	return m
-}()
-
-// parseStates turns "stable,Empty" into canonical state names.
-func parseStates(s string) ([]string, error) {
-	var out []string
-	for part := range strings.SplitSeq(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		st, ok := groupStates[strings.ToLower(part)]
-		if !ok {
-			return nil, fmt.Errorf("unknown group state %q: want one of Stable, Empty, PreparingRebalance, CompletingRebalance, Dead, Assigning, Reconciling", part)
-		}
-		out = append(out, st)
-	}
-	return out, nil
-}
+// groupStates are the states Kafka reports for groups (classic and KIP-848).
+var groupStates = []string{"Stable", "Empty", "PreparingRebalance", "CompletingRebalance", "Dead", "Assigning", "Reconciling"}
 
 func groupList(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("group list", "samsa group list [flags]", stderr)
@@ -80,7 +54,7 @@ func groupList(args []string, stdout, stderr io.Writer) int {
 	if len(pos) != 0 {
 		return usageError(fs, stderr, "unexpected argument %q", pos[0])
 	}
-	states, err := parseStates(*stateFlag)
+	states, err := parseStates(*stateFlag, "group", groupStates)
 	if err != nil {
 		return usageError(fs, stderr, "%v", err)
 	}

@@ -34,32 +34,8 @@ func runTxn(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}, args, stdout, stderr)
 }
 
-// txnStates are the transaction states Kafka reports, keyed by lower case
-// so --state matches them case-insensitively.
-var txnStates = func() map[string]string {
-	m := map[string]string{}
-	for _, s := range []string{"Empty", "Ongoing", "PrepareCommit", "PrepareAbort",
-		"CompleteCommit", "CompleteAbort", "Dead", "PrepareEpochFence"} {
-		m[strings.ToLower(s)] = s
-	}
-	return m
-}()
-
-func parseTxnStates(s string) ([]string, error) {
-	var out []string
-	for part := range strings.SplitSeq(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		st, ok := txnStates[strings.ToLower(part)]
-		if !ok {
-			return nil, fmt.Errorf("unknown transaction state %q: want one of Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort", part)
-		}
-		out = append(out, st)
-	}
-	return out, nil
-}
+// txnStates are the transaction states Kafka reports.
+var txnStates = []string{"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead", "PrepareEpochFence"}
 
 func txnList(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("txn list", "samsa txn list [flags]", stderr)
@@ -74,7 +50,7 @@ func txnList(args []string, stdout, stderr io.Writer) int {
 	if len(pos) != 0 {
 		return usageError(fs, stderr, "unexpected argument %q", pos[0])
 	}
-	states, err := parseTxnStates(*stateFlag)
+	states, err := parseStates(*stateFlag, "transaction", txnStates)
 	if err != nil {
 		return usageError(fs, stderr, "%v", err)
 	}
