@@ -45,7 +45,7 @@ func (b *Broker) Publish(d *metadata.Delta, img *metadata.Image) {
 			if p.Leader != b.cfg.NodeID {
 				continue
 			}
-			if _, err := b.cfg.Replicas.Ensure(t.Name, t.ID, p.Partition, p.LeaderEpoch, pcfg); err != nil {
+			if _, err := b.cfg.Replicas.Ensure(t.Name, t.ID, p.Partition, partitionState(p), pcfg); err != nil {
 				b.cfg.Logger.Error("open partition", "topic", t.Name, "partition", p.Partition, "err", err)
 			}
 		}
@@ -166,4 +166,10 @@ func PartitionConfig(static *config.Config, overrides map[string]string) (replic
 		TimestampBeforeMaxMs: tc.MessageTimestampBeforeMaxMs,
 		TimestampAfterMaxMs:  tc.MessageTimestampAfterMaxMs,
 	}, nil
+}
+
+// partitionState is the replica package's view of a partition image.
+func partitionState(p metadata.PartitionImage) replica.PartitionState {
+	return replica.PartitionState{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+		Replicas: p.Replicas, ISR: p.ISR}
 }

@@ -24,7 +24,7 @@ func newTestPartition(t *testing.T, policy storage.CleanupPolicy) *Partition {
 	}
 	t.Cleanup(func() { logs.Close() })
 	m := NewManager(Config{Logs: logs})
-	p, err := m.Ensure("orders", [16]byte{1}, 0, 0, PartitionConfig{
+	p, err := m.Ensure("orders", [16]byte{1}, 0, PartitionState{Leader: 0, Replicas: []int32{0}, ISR: []int32{0}}, PartitionConfig{
 		Log:                  storage.LogConfig{CleanupPolicy: policy},
 		MaxMessageBytes:      1 << 20,
 		TimestampBeforeMaxMs: math.MaxInt64,

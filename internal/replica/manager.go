@@ -68,10 +68,12 @@ func (m *Manager) Partition(topic string, partition int32) (*Partition, bool) {
 	return p, ok
 }
 
-// Ensure makes the node host a partition as leader with the given epoch and
-// configuration, opening (or creating) its log. It is idempotent: an existing
-// partition gets the new epoch and configuration.
-func (m *Manager) Ensure(topic string, topicID [16]byte, partition, leaderEpoch int32, cfg PartitionConfig) (*Partition, error) {
+// Ensure makes the node host a partition in the state the metadata image
+// gives it — leader when st.Leader is this node, follower otherwise — with
+// the given configuration, opening (or creating) its log. It is idempotent:
+// an existing partition takes the new state and configuration.
+func (m *Manager) Ensure(topic string, topicID [16]byte, partition int32, st PartitionState, cfg PartitionConfig) (*Partition, error) {
+	leaderEpoch := st.LeaderEpoch
 	tp := TopicPartition{topic, partition}
 	m.mu.Lock()
 	defer m.mu.Unlock()

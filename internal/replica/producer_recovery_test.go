@@ -35,7 +35,7 @@ func openNode(t *testing.T, dir string, now func() time.Time) *testNode {
 	}
 	t.Cleanup(func() { logs.Close() })
 	m := NewManager(Config{Logs: logs, Now: now, ProducerIDExpirationMs: 3_600_000, ProducerIDExpirationCheckIntervalMs: 60_000})
-	p, err := m.Ensure("orders", [16]byte{1}, 0, 0, PartitionConfig{
+	p, err := m.Ensure("orders", [16]byte{1}, 0, PartitionState{Leader: 0, Replicas: []int32{0}, ISR: []int32{0}}, PartitionConfig{
 		Log:                  storage.LogConfig{SegmentBytes: 400},
 		MaxMessageBytes:      1 << 20,
 		TimestampBeforeMaxMs: math.MaxInt64,
