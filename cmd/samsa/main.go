@@ -20,6 +20,8 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"server", "start a Samsa node", runServer},
+		{"dev", "run a local multi-node cluster for development (dev cluster)", runDev},
+		{"cluster", "show the cluster's brokers and controller; make cluster ids", runCluster},
 		{"topic", "create, list, describe and delete topics", runTopic},
 		{"produce", "produce lines from stdin to a topic", runProduce},
 		{"consume", "print records of a topic", runConsume},

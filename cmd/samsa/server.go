@@ -27,6 +27,7 @@ func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
 	var overrides stringList
 	fs.Var(&overrides, "override", "set one config `key=value` (repeatable); wins over --config")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	clusterID := fs.String("cluster-id", "", "cluster `id` to format fresh data directories with; every node of a multi-node cluster needs the same one")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: samsa server [--config FILE] [--override key=value ...]")
 		fs.PrintDefaults()
@@ -53,6 +54,7 @@ func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
 	for _, w := range warnings {
 		logger.Warn(w)
 	}
+	cfg.ClusterID = *clusterID
 	// Catch signals before serving, so one that arrives during start-up
 	// still shuts down cleanly.
 	sig := make(chan os.Signal, 1)

@@ -11,8 +11,17 @@ package broker
 //     is validated, offsets are assigned in place, and it is appended as is.
 //   - Clients may not write to internal topics (INVALID_TOPIC_EXCEPTION).
 //   - zstd batches need produce v7+ (UNSUPPORTED_COMPRESSION_TYPE before).
-//   - acks must be -1, 0 or 1 (INVALID_REQUIRED_ACKS). With one replica
-//     acks=all is satisfied by the local append.
+//   - acks must be -1, 0 or 1 (INVALID_REQUIRED_ACKS). Only the partition
+//     leader appends (NOT_LEADER_OR_FOLLOWER elsewhere).
+//   - acks=1 answers after the leader's append. acks=-1 (all) first checks
+//     the ISR holds at least min.insync.replicas (NOT_ENOUGH_REPLICAS,
+//     nothing appended), appends every partition, then waits until each
+//     batch is committed (the high watermark passes it) within
+//     timeout_ms. A partition that does not commit in time answers
+//     REQUEST_TIMED_OUT, one committed with too small an ISR
+//     NOT_ENOUGH_REPLICAS_AFTER_APPEND, one whose leadership moved
+//     NOT_LEADER_OR_FOLLOWER; as in Kafka's DelayedProduce, the base
+//     offset of the append is still reported with the error.
 //   - acks=0 sends no response; an error then closes the connection, which
 //     is the only way a fire-and-forget producer can learn of it (Kafka does
 //     the same).
@@ -21,15 +30,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/record"
+	"github.com/samsa-io/samsa/internal/replica"
 )
 
-func handleProduce(_ context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleProduce(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	resp.Version = req.Version
@@ -37,6 +49,7 @@ func handleProduce(_ context.Context, b *Broker, _ *network.Conn, kreq kmsg.Requ
 	acksOK := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
 	img := b.cfg.Image()
 	var firstErr error
+	var pending []pendingProduce
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
@@ -56,13 +69,15 @@ func handleProduce(_ context.Context, b *Broker, _ *network.Conn, kreq kmsg.Requ
 			case isInternalTopic(rt.Topic):
 				err = fmt.Errorf("%w: cannot append to internal topic %s", kerr.InvalidTopicException, rt.Topic)
 			default:
-				err = b.produceTo(rt.Topic, rp.Records, &sp, req.Version)
+				var w pendingProduce
+				w, err = b.produceTo(rt.Topic, rp.Records, &sp, req.Version, req.Acks == -1)
+				if err == nil && w.p != nil {
+					w.topic, w.partition = len(resp.Topics), len(st.Partitions)
+					pending = append(pending, w)
+				}
 			}
 			if err != nil {
-				sp.ErrorCode = b.errCode(err, "produce")
-				if sp.ErrorMessage == nil {
-					sp.ErrorMessage = errMessage(err)
-				}
+				setProduceError(b, &sp, err)
 				if firstErr == nil {
 					firstErr = fmt.Errorf("produce to %s-%d: %w", rt.Topic, rp.Partition, err)
 				}
@@ -74,37 +89,85 @@ func handleProduce(_ context.Context, b *Broker, _ *network.Conn, kreq kmsg.Requ
 	if req.Acks == 0 {
 		return nil, firstErr
 	}
+	b.awaitCommitted(ctx, resp, pending, time.Duration(req.TimeoutMillis)*time.Millisecond)
 	return resp, nil
 }
 
-// produceTo appends one partition's batch and fills in the response.
-func (b *Broker) produceTo(topic string, records []byte, sp *kmsg.ProduceResponseTopicPartition, version int16) error {
-	p, ok := b.cfg.Replicas.Partition(topic, sp.Partition)
-	if !ok {
-		img := b.cfg.Image()
-		if t, ok := img.Topic(topic); ok && sp.Partition >= 0 && int(sp.Partition) < len(t.Partitions) {
-			return kerr.NotLeaderForPartition
+// pendingProduce is an acks=all append waiting to commit, and where its
+// answer is in the response.
+type pendingProduce struct {
+	p                *replica.Partition
+	lastOffset       int64
+	topic, partition int
+}
+
+// awaitCommitted waits, in parallel and against one deadline, until every
+// pending append is committed, and sets the error of those that are not.
+func (b *Broker) awaitCommitted(ctx context.Context, resp *kmsg.ProduceResponse, pending []pendingProduce, timeout time.Duration) {
+	if len(pending) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, max(timeout, 0))
+	defer cancel()
+	errs := make([]error, len(pending))
+	var wg sync.WaitGroup
+	for i, w := range pending {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = w.p.WaitCommitted(ctx, w.lastOffset)
+		}()
+	}
+	wg.Wait()
+	for i, w := range pending {
+		if errs[i] != nil {
+			setProduceError(b, &resp.Topics[w.topic].Partitions[w.partition], errs[i])
 		}
-		return kerr.UnknownTopicOrPartition
+	}
+}
+
+func setProduceError(b *Broker, sp *kmsg.ProduceResponseTopicPartition, err error) {
+	sp.ErrorCode = b.errCode(err, "produce")
+	if sp.ErrorMessage == nil {
+		sp.ErrorMessage = errMessage(err)
+	}
+}
+
+// produceTo appends one partition's batch and fills in the response. With
+// acksAll it checks the ISR first and returns the append to wait for.
+func (b *Broker) produceTo(topic string, records []byte, sp *kmsg.ProduceResponseTopicPartition, version int16, acksAll bool) (pendingProduce, error) {
+	p, err := b.leaderPartition(topic, sp.Partition)
+	if err != nil {
+		return pendingProduce{}, err
 	}
 	h, err := record.ParseHeader(records)
 	switch {
 	case errors.Is(err, record.ErrUnsupportedMagic):
-		return kerr.UnsupportedVersion
+		return pendingProduce{}, kerr.UnsupportedVersion
 	case err == nil && h.Size() < len(records):
 		sp.ErrorMessage = strPtr("a produce request must hold exactly one record batch per partition")
-		return kerr.InvalidRecord
+		return pendingProduce{}, kerr.InvalidRecord
 	case err == nil && h.Codec() == record.CodecZstd && version < 7:
-		return kerr.UnsupportedCompressionType // zstd came with produce v7
+		return pendingProduce{}, kerr.UnsupportedCompressionType // zstd came with produce v7
+	}
+	if acksAll {
+		if err := p.CheckEnoughReplicas(); err != nil {
+			return pendingProduce{}, err
+		}
 	}
 	res, err := p.Append(records)
 	if err != nil {
-		return err
+		return pendingProduce{}, err
 	}
 	sp.BaseOffset = res.BaseOffset
 	sp.LogAppendTime = res.LogAppendTime
 	sp.LogStartOffset = res.LogStartOffset
-	return nil
+	if !acksAll {
+		return pendingProduce{}, nil
+	}
+	// Append succeeded, so the header parsed; a duplicate batch answers
+	// the offsets of the original, which must be committed too.
+	return pendingProduce{p: p, lastOffset: res.BaseOffset + int64(h.LastOffsetDelta)}, nil
 }
 
 func strPtr(s string) *string { return &s }

@@ -22,6 +22,14 @@ package broker
 //     (the first offset of the oldest open transaction) and get the
 //     aborted transactions overlapping the returned batches, so the client
 //     drops their records. Both are told the last stable offset.
+//   - Consumers (replica id -1) are served by the partition leader only:
+//     a follower answers NOT_LEADER_OR_FOLLOWER.
+//   - A replica id >= 0 (replica_id before v15, replica_state.replica_id
+//     from v15) is a follower replicating: the leader records its position
+//     (which may advance the high watermark), reads up to the log end
+//     offset, and answers diverging_epoch when the follower's log diverged
+//     at its last fetched epoch. It long-polls like a consumer; a move of
+//     the high watermark also wakes it.
 
 import (
 	"context"
@@ -44,9 +52,13 @@ func handleFetch(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Requ
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return resp, nil
 	}
+	replicaID := req.ReplicaID
+	if req.Version >= 15 {
+		replicaID = req.ReplicaState.ID
+	}
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
-		resp, bytes, waitOn := b.fetchOnce(req)
+		resp, bytes, waitOn := b.fetchOnce(req, replicaID)
 		if bytes >= int(req.MinBytes) || req.MaxWaitMillis <= 0 || len(waitOn) == 0 {
 			return resp, nil
 		}
@@ -63,10 +75,11 @@ func handleFetch(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Requ
 	}
 }
 
-// fetchOnce reads every requested partition once. It returns the response,
-// how many record bytes it holds, and the partitions whose appends would
-// change the answer.
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, []<-chan struct{}) {
+// fetchOnce reads every requested partition once, for a consumer
+// (replicaID -1) or a follower. It returns the response, how many record
+// bytes it holds, and the partitions whose appends would change the
+// answer.
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32) (*kmsg.FetchResponse, int, []<-chan struct{}) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.Version = req.Version
 	img := b.cfg.Image()
@@ -112,8 +125,18 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, []
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			waitOn = append(waitOn, p.Appended())
-			n := b.fetchPartition(p, rp, &sp, min(int(rp.PartitionMaxBytes), budget-total), total == 0, req.IsolationLevel == 1)
+			maxBytes := min(int(rp.PartitionMaxBytes), budget-total)
+			var n int
+			switch {
+			case replicaID >= 0:
+				waitOn = append(waitOn, p.Appended())
+				n = b.fetchForFollower(p, replicaID, rp, &sp, maxBytes)
+			case !p.IsLeader():
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
+			default:
+				waitOn = append(waitOn, p.Appended())
+				n = b.fetchPartition(p, rp, &sp, maxBytes, total == 0, req.IsolationLevel == 1)
+			}
 			total += n
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -159,6 +182,34 @@ func (b *Broker) fetchPartition(p *replica.Partition, rp kmsg.FetchRequestTopicP
 		sp.RecordBatches = data
 	}
 	return len(data)
+}
+
+// fetchForFollower serves one partition to a follower replica and
+// returns the byte count.
+func (b *Broker) fetchForFollower(p *replica.Partition, replicaID int32, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, maxBytes int) int {
+	res, err := p.FetchForFollower(replica.FollowerFetch{
+		ReplicaID:          replicaID,
+		FetchOffset:        rp.FetchOffset,
+		LastFetchedEpoch:   rp.LastFetchedEpoch,
+		CurrentLeaderEpoch: rp.CurrentLeaderEpoch,
+		MaxBytes:           max(maxBytes, 0),
+	})
+	if err != nil {
+		sp.ErrorCode = b.errCode(err, "follower fetch")
+		return 0
+	}
+	sp.HighWatermark = res.Offsets.HighWatermark
+	sp.LastStableOffset = res.Offsets.LastStableOffset
+	sp.LogStartOffset = res.Offsets.LogStartOffset
+	if res.Diverging != nil {
+		sp.DivergingEpoch.Epoch = res.Diverging.Epoch
+		sp.DivergingEpoch.EndOffset = res.Diverging.EndOffset
+		return 0
+	}
+	if len(res.Records) > 0 {
+		sp.RecordBatches = res.Records
+	}
+	return len(res.Records)
 }
 
 // waitForAppend waits until one of chans is closed (an append happened),

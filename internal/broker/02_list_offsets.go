@@ -12,6 +12,10 @@ package broker
 //     it, below the high watermark (the last stable offset for
 //     read_committed); none gives offset -1 and timestamp -1.
 //   - current_leader_epoch is checked as in Fetch.
+//   - Only the partition leader answers (NOT_LEADER_OR_FOLLOWER elsewhere).
+//     A follower replica (replica_id >= 0) asking for the latest offset
+//     gets the leader's log end offset, not the high watermark: it needs
+//     it to truncate after OFFSET_OUT_OF_RANGE.
 
 import (
 	"context"
@@ -44,15 +48,11 @@ func handleListOffsets(_ context.Context, b *Broker, _ *network.Conn, kreq kmsg.
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
-			p, ok := b.cfg.Replicas.Partition(rt.Topic, rp.Partition)
-			if !ok {
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				if t, ok := b.cfg.Image().Topic(rt.Topic); ok && rp.Partition >= 0 && int(rp.Partition) < len(t.Partitions) {
-					sp.ErrorCode = kerr.NotLeaderForPartition.Code
-				}
-			} else {
-				sp.ErrorCode = b.errCode(listOffset(p, rp, req.IsolationLevel == 1, &sp), "list offsets")
+			p, err := b.leaderPartition(rt.Topic, rp.Partition)
+			if err == nil {
+				err = listOffset(p, rp, req.ReplicaID >= 0, req.IsolationLevel == 1, &sp)
 			}
+			sp.ErrorCode = b.errCode(err, "list offsets")
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
@@ -60,11 +60,15 @@ func handleListOffsets(_ context.Context, b *Broker, _ *network.Conn, kreq kmsg.
 	return resp, nil
 }
 
-func listOffset(p *replica.Partition, rp kmsg.ListOffsetsRequestTopicPartition, readCommitted bool, sp *kmsg.ListOffsetsResponseTopicPartition) error {
+func listOffset(p *replica.Partition, rp kmsg.ListOffsetsRequestTopicPartition, fromReplica, readCommitted bool, sp *kmsg.ListOffsetsResponseTopicPartition) error {
 	off := p.Offsets()
-	// The last offset a consumer of this isolation level may read up to.
+	// The last offset a consumer of this isolation level may read up to;
+	// a replica may see the whole log.
 	fetchable := off.HighWatermark
-	if readCommitted {
+	switch {
+	case fromReplica:
+		fetchable = off.LogEndOffset
+	case readCommitted:
 		fetchable = off.LastStableOffset
 	}
 	if rp.CurrentLeaderEpoch >= 0 {

@@ -13,6 +13,11 @@ package broker
 //     so the response already describes the new topic.
 //   - Unknown names get UNKNOWN_TOPIC_OR_PARTITION, illegal names
 //     INVALID_TOPIC_EXCEPTION, unknown ids UNKNOWN_TOPIC_ID.
+//   - Only registered, unfenced brokers are listed. Each partition names
+//     its leader and leader epoch, replicas, ISR and offline replicas
+//     (those on fenced or unregistered brokers, or without an endpoint on
+//     this listener). A partition without a live leader answers
+//     LEADER_NOT_AVAILABLE with leader -1, so clients refresh and retry.
 
 import (
 	"context"
@@ -36,7 +41,7 @@ func handleMetadata(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.R
 	}
 
 	resp.ClusterID = &img.ClusterID
-	resp.ControllerID = b.cfg.NodeID
+	resp.ControllerID = b.controllerID(img)
 	for _, br := range img.Brokers() {
 		if br.Fenced {
 			continue
@@ -55,7 +60,7 @@ func handleMetadata(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.R
 
 	if allTopics {
 		for _, t := range img.Topics() {
-			resp.Topics = append(resp.Topics, metadataTopic(t))
+			resp.Topics = append(resp.Topics, metadataTopic(img, t, c.Listener()))
 		}
 		return resp, nil
 	}
@@ -68,7 +73,7 @@ func handleMetadata(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.R
 			t, ok = img.TopicByID(metadata.Uuid(rt.TopicID))
 		}
 		if ok {
-			resp.Topics = append(resp.Topics, metadataTopic(t))
+			resp.Topics = append(resp.Topics, metadataTopic(img, t, c.Listener()))
 			continue
 		}
 		mt := kmsg.NewMetadataResponseTopic()
@@ -122,7 +127,7 @@ func (b *Broker) autoCreate(ctx context.Context, img *metadata.Image, req *kmsg.
 	return b.cfg.Image()
 }
 
-func metadataTopic(t *metadata.TopicImage) kmsg.MetadataResponseTopic {
+func metadataTopic(img *metadata.Image, t *metadata.TopicImage, listener string) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name
@@ -135,12 +140,30 @@ func metadataTopic(t *metadata.TopicImage) kmsg.MetadataResponseTopic {
 		mp.LeaderEpoch = p.LeaderEpoch
 		mp.Replicas = p.Replicas
 		mp.ISR = p.ISR
-		if p.Leader < 0 {
+		mp.OfflineReplicas = []int32{}
+		for _, r := range p.Replicas {
+			if !brokerLive(img, r, listener) {
+				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
+			}
+		}
+		if p.Leader < 0 || !brokerLive(img, p.Leader, listener) {
+			mp.Leader = -1
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
+}
+
+// brokerLive reports whether a broker is registered, unfenced and
+// reachable on listener: one clients can be sent to.
+func brokerLive(img *metadata.Image, id int32, listener string) bool {
+	br, ok := img.Broker(id)
+	if !ok || br.Fenced {
+		return false
+	}
+	_, ok = endpointFor(br, listener)
+	return ok
 }
 
 func isInternalTopic(name string) bool {

@@ -13,6 +13,8 @@ package broker
 //     transaction.state.log.replication.factor. An empty id is
 //     INVALID_REQUEST. Share keys (type 2) are INVALID_REQUEST.
 //   - v4+ batches keys; earlier versions carry one key.
+//   - COORDINATOR_NOT_AVAILABLE while the coordinator partition has no
+//     leader, or its leader is fenced or unregistered.
 
 import (
 	"context"
@@ -89,7 +91,7 @@ func (b *Broker) findCoordinator(ctx context.Context, c *network.Conn, keyType i
 		return fail(kerr.CoordinatorNotAvailable, "")
 	}
 	leader, ok := b.cfg.Image().Broker(t.Partitions[p].Leader)
-	if !ok {
+	if !ok || leader.Fenced {
 		return fail(kerr.CoordinatorNotAvailable, "")
 	}
 	ep, ok := endpointFor(leader, c.Listener())

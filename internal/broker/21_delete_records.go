@@ -10,8 +10,9 @@ package broker
 //     OFFSET_OUT_OF_RANGE. A partition this node does not lead is
 //     NOT_LEADER_FOR_PARTITION when it exists, else
 //     UNKNOWN_TOPIC_OR_PARTITION.
-//   - The timeout is not used: with one replica per partition there are no
-//     followers whose low watermarks must catch up.
+//   - The timeout is not used: the answer does not wait for followers to
+//     move their log start offsets too (Kafka's DelayedDeleteRecords);
+//     they learn it from their next fetch.
 
 import (
 	"context"
@@ -39,7 +40,7 @@ func handleDeleteRecords(_ context.Context, b *Broker, _ *network.Conn, kreq kms
 			switch {
 			case !topicOK || rp.Partition < 0 || int(rp.Partition) >= len(ti.Partitions):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case ti.Partitions[rp.Partition].Leader != b.cfg.NodeID || !hosted:
+			case ti.Partitions[rp.Partition].Leader != b.cfg.NodeID || !hosted || !p.IsLeader():
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
 				low, err := deleteRecords(p, rp.Offset)

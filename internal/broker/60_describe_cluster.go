@@ -27,7 +27,7 @@ func handleDescribeCluster(_ context.Context, b *Broker, c *network.Conn, kreq k
 	}
 	img := b.cfg.Image()
 	resp.ClusterID = img.ClusterID
-	resp.ControllerID = b.cfg.NodeID
+	resp.ControllerID = b.controllerID(img)
 	resp.EndpointType = 1
 	for _, br := range img.Brokers() {
 		if br.Fenced && !req.IncludeFencedBrokers {

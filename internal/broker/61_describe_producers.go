@@ -3,19 +3,18 @@ package broker
 // DescribeProducers, version 0.
 //
 // Behavior:
-//   - For each requested partition hosted here, the idempotent producers
+//   - For each requested partition this node leads, the idempotent producers
 //     its producer state tracks (those not yet expired by
 //     producer.id.expiration.ms): id, epoch, last sequence, the max
 //     timestamp of its last batch. Without transactions, coordinator epoch
 //     and current transaction start offset are always -1.
-//   - A partition of an existing topic that is not hosted here is
+//   - A partition of an existing topic that this node does not lead is
 //     NOT_LEADER_OR_FOLLOWER; an unknown topic or partition is
 //     UNKNOWN_TOPIC_OR_PARTITION.
 
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/network"
@@ -31,12 +30,9 @@ func handleDescribeProducers(_ context.Context, b *Broker, _ *network.Conn, kreq
 		for _, partition := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = partition
-			p, ok := b.cfg.Replicas.Partition(rt.Topic, partition)
-			if !ok {
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				if t, ok := b.cfg.Image().Topic(rt.Topic); ok && partition >= 0 && int(partition) < len(t.Partitions) {
-					sp.ErrorCode = kerr.NotLeaderForPartition.Code
-				}
+			p, err := b.leaderPartition(rt.Topic, partition)
+			if err != nil {
+				sp.ErrorCode = b.errCode(err, "describe producers")
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}

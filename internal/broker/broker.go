@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/config"
+	"github.com/samsa-io/samsa/internal/kclient"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/replica"
@@ -41,7 +42,15 @@ type Config struct {
 	Groups GroupCoordinator
 	// Txns coordinates transactions; nil serves none (transactional
 	// FindCoordinator and InitProducerId get COORDINATOR_NOT_AVAILABLE).
-	Txns   TxnCoordinator
+	Txns TxnCoordinator
+	// ActiveController returns the node id of the active controller, or
+	// -1 while none is known; Metadata and DescribeCluster report it (a
+	// combined node is also a broker, so clients may send it admin
+	// requests). Nil reports this node.
+	ActiveController func() int32
+	// Dial connects to another broker's inter-broker listener, for the
+	// replica fetchers; nil uses kclient.Dial.
+	Dial   func(ctx context.Context, addr string) (PeerConn, error)
 	Logger *slog.Logger
 	Now    func() time.Time
 }
@@ -58,6 +67,8 @@ type Broker struct {
 	offsetsLoaded coordinatorLoader
 	// txnLoaded is owned by the metadata publisher.
 	txnLoaded coordinatorLoader
+	// fetchers replicate the partitions this node follows (fetcher.go).
+	fetchers *fetcherManager
 }
 
 // handler answers one API. It returns the response with its version set
@@ -72,7 +83,20 @@ func New(cfg Config) *Broker {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Dial == nil {
+		cfg.Dial = func(ctx context.Context, addr string) (PeerConn, error) {
+			c, err := kclient.Dial(ctx, addr, fmt.Sprintf("samsa-replica-fetcher-%d", cfg.NodeID))
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		}
+	}
 	b := &Broker{cfg: cfg, handlers: handlers()}
+	b.fetchers = newFetcherManager(b.fetcherConfig())
 	ranges := make([]wire.VersionRange, 0, len(b.handlers))
 	for k, h := range b.handlers {
 		ranges = append(ranges, wire.VersionRange{Key: k, Min: h.min, Max: h.max})
@@ -94,6 +118,7 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.CreateTopics:            {2, 7, handleCreateTopics},
 		kmsg.DeleteTopics:            {1, 6, handleDeleteTopics},
 		kmsg.InitProducerID:          {0, 5, handleInitProducerID},
+		kmsg.OffsetForLeaderEpoch:    {0, 4, handleOffsetForLeaderEpoch},
 		kmsg.DescribeConfigs:         {1, 4, handleDescribeConfigs},
 		kmsg.CreatePartitions:        {0, 3, handleCreatePartitions},
 		kmsg.DescribeCluster:         {0, 2, handleDescribeCluster},
@@ -124,6 +149,43 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.DescribeTransactions: {0, 0, handleDescribeTransactions},
 		kmsg.ListTransactions:     {0, 1, handleListTransactions},
 	}
+}
+
+// Close stops the replica fetchers and waits for them. Call it before
+// closing the logs.
+func (b *Broker) Close() { b.fetchers.close() }
+
+// fetcherConfig maps the replica.fetch.* settings to the fetchers.
+func (b *Broker) fetcherConfig() fetcherConfig {
+	fc := fetcherConfig{
+		nodeID:      b.cfg.NodeID,
+		brokerEpoch: b.epoch.Load,
+		image:       b.cfg.Image,
+		dial:        b.cfg.Dial,
+		partition: func(topic string, partition int32) (followerLog, bool) {
+			if b.cfg.Replicas == nil {
+				return nil, false
+			}
+			p, ok := b.cfg.Replicas.Partition(topic, partition)
+			if !ok {
+				return nil, false
+			}
+			return p, true
+		},
+		maxWaitMs: 500, minBytes: 1, maxBytes: 10 << 20, partitionMaxBytes: 1 << 20,
+		backoff: maxFetchBackoff,
+		logger:  b.cfg.Logger,
+		now:     b.cfg.Now,
+	}
+	if st := b.cfg.Static; st != nil {
+		fc.listener = st.InterBrokerListenerName
+		fc.maxWaitMs = st.MustInt32("replica.fetch.wait.max.ms")
+		fc.minBytes = st.MustInt32("replica.fetch.min.bytes")
+		fc.maxBytes = st.MustInt32("replica.fetch.response.max.bytes")
+		fc.partitionMaxBytes = st.MustInt32("replica.fetch.max.bytes")
+		fc.backoff = time.Duration(st.MustInt32("replica.fetch.backoff.ms")) * time.Millisecond
+	}
+	return fc
 }
 
 // SetEpoch records the broker epoch the controller gave this broker when it
@@ -180,4 +242,32 @@ func errMessage(err error) *string {
 	}
 	msg := err.Error()
 	return &msg
+}
+
+// leaderPartition returns a partition this node leads, for the APIs that
+// serve clients from the leader only. Otherwise the error is
+// NOT_LEADER_OR_FOLLOWER for a partition that exists (the client refreshes
+// its metadata) and UNKNOWN_TOPIC_OR_PARTITION for one that does not.
+func (b *Broker) leaderPartition(topic string, partition int32) (*replica.Partition, error) {
+	p, ok := b.cfg.Replicas.Partition(topic, partition)
+	if ok && p.IsLeader() {
+		return p, nil
+	}
+	if t, known := b.cfg.Image().Topic(topic); known && partition >= 0 && int(partition) < len(t.Partitions) {
+		return nil, kerr.NotLeaderForPartition
+	}
+	return nil, kerr.UnknownTopicOrPartition
+}
+
+// controllerID is the controller id reported to clients: the active
+// controller when it is a live broker, else this node (which forwards).
+func (b *Broker) controllerID(img *metadata.Image) int32 {
+	if b.cfg.ActiveController == nil {
+		return b.cfg.NodeID
+	}
+	id := b.cfg.ActiveController()
+	if br, ok := img.Broker(id); ok && !br.Fenced {
+		return id
+	}
+	return b.cfg.NodeID
 }

@@ -7,4 +7,11 @@
 // combined node it is the local QuorumController; on a broker-only node it
 // will forward to the active one). Reads of metadata come from the latest
 // published image. Partition data goes through the replica manager.
+//
+// Replication: the metadata publisher (publisher.go) makes each hosted
+// replica leader or follower as the image says, and hands followed
+// partitions to the replica fetchers (fetcher.go), one goroutine per
+// leader broker, which replicate with the Fetch API as replica NodeID.
+// Client-facing partition APIs are served by the leader only; acks=all
+// produce and coordinator writes wait until the ISR has the records.
 package broker

@@ -102,42 +102,67 @@ func (b *Broker) publishOffsetsTopic(img *metadata.Image) {
 	}
 	b.offsetsLoaded.reconcile(img, offsetsTopic, b.cfg.NodeID, b.cfg.Replicas,
 		func(partition, _ int32, p *replica.Partition) {
-			b.cfg.Groups.Load(partition, &partitionLog{p: p, now: b.cfg.Now})
+			b.cfg.Groups.Load(partition, &partitionLog{p: p, now: b.cfg.Now, commitTimeout: b.offsetsCommitTimeout()})
 		}, b.cfg.Groups.Unload)
+}
+
+// offsetsCommitTimeout is offsets.commit.timeout.ms: how long a write to
+// __consumer_offsets waits to be replicated.
+func (b *Broker) offsetsCommitTimeout() time.Duration {
+	if b.cfg.Static == nil {
+		return 5 * time.Second
+	}
+	return time.Duration(b.cfg.Static.MustInt32("offsets.commit.timeout.ms")) * time.Millisecond
 }
 
 // partitionLog lets the group coordinator write to and replay one
 // partition of __consumer_offsets.
 type partitionLog struct {
-	p   *replica.Partition
-	now func() time.Time
+	p             *replica.Partition
+	now           func() time.Time
+	commitTimeout time.Duration
 }
 
-// Append writes kvs as one uncompressed batch. With one replica the append
-// is committed when it returns.
-func (l *partitionLog) Append(_ context.Context, kvs []group.KV) error {
-	_, err := l.p.Append(buildKVBatch(l.now(), nil, len(kvs), func(i int) ([]byte, []byte) { return kvs[i].Key, kvs[i].Value }))
+// Append writes kvs as one uncompressed batch and returns once it is
+// committed (replicated to the ISR), so the coordinator never serves a
+// state a new leader would not have.
+func (l *partitionLog) Append(ctx context.Context, kvs []group.KV) error {
+	res, err := l.p.Append(buildKVBatch(l.now(), nil, len(kvs), func(i int) ([]byte, []byte) { return kvs[i].Key, kvs[i].Value }))
+	if err == nil {
+		err = waitCommitted(ctx, l.p, res.BaseOffset+int64(len(kvs))-1, l.commitTimeout)
+	}
 	return groupLogError(err)
 }
 
 // AppendTransactional writes a TxnOffsetCommit batch: transactional, of
 // producerID at epoch, with no sequence (Kafka writes these batches with
 // NO_SEQUENCE). The partition fences stale epochs but checks no sequence.
-func (l *partitionLog) AppendTransactional(_ context.Context, producerID int64, epoch int16, kvs []group.KV) error {
+func (l *partitionLog) AppendTransactional(ctx context.Context, producerID int64, epoch int16, kvs []group.KV) error {
 	prod := &record.ProducerInfo{ID: producerID, Epoch: epoch, BaseSequence: -1}
-	_, err := l.p.AppendAsCoordinator(buildKVBatch(l.now(), prod, len(kvs), func(i int) ([]byte, []byte) { return kvs[i].Key, kvs[i].Value }))
+	res, err := l.p.AppendAsCoordinator(buildKVBatch(l.now(), prod, len(kvs), func(i int) ([]byte, []byte) { return kvs[i].Key, kvs[i].Value }))
 	if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) {
 		return fmt.Errorf("%w: %v", group.ErrProducerFenced, err)
 	}
+	if err == nil {
+		err = waitCommitted(ctx, l.p, res.BaseOffset+int64(len(kvs))-1, l.commitTimeout)
+	}
 	return groupLogError(err)
+}
+
+// waitCommitted waits at most timeout for p's high watermark to pass
+// lastOffset. A coordinator treats a write as durable only then.
+func waitCommitted(ctx context.Context, p *replica.Partition, lastOffset int64, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return p.WaitCommitted(ctx, lastOffset)
 }
 
 func groupLogError(err error) error {
 	switch {
 	case errors.Is(err, kerr.MessageTooLarge):
 		return fmt.Errorf("%w: %v", group.ErrRecordTooLarge, err)
-	case errors.Is(err, storage.ErrClosed):
-		// The partition was removed under us: no longer its leader.
+	case errors.Is(err, storage.ErrClosed), errors.Is(err, kerr.NotLeaderForPartition):
+		// The partition was removed under us or its leadership moved.
 		return fmt.Errorf("%w: %v", group.ErrNotLeader, err)
 	}
 	return err

@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -13,13 +14,16 @@ import (
 )
 
 // Publish implements metadata.Publisher: it makes the partitions this node
-// leads match the image — opening logs for new ones, applying changed
-// topic and broker configs, and deleting the logs of removed topics. It runs
-// in the metadata apply path, so a request answered after a commit sees its
-// effect.
+// hosts match the image — opening logs for new replicas, making each the
+// leader or a follower (handed to the replica fetchers) of its partition,
+// applying changed topic and broker configs, and deleting the logs of
+// removed topics and of replicas moved away. It runs in the metadata apply
+// path, so a request answered after a commit sees its effect; it makes no
+// network calls.
 func (b *Broker) Publish(d *metadata.Delta, img *metadata.Image) {
 	for _, old := range d.DeletedTopics {
 		for _, p := range old.Partitions {
+			b.fetchers.unfollow(replica.TopicPartition{Topic: old.Name, Partition: p.Partition})
 			if err := b.cfg.Replicas.Remove(old.Name, p.Partition); err != nil {
 				b.cfg.Logger.Error("delete partition log", "topic", old.Name, "partition", p.Partition, "err", err)
 			}
@@ -42,16 +46,41 @@ func (b *Broker) Publish(d *metadata.Delta, img *metadata.Image) {
 			pcfg, _ = PartitionConfig(eff, nil)
 		}
 		for _, p := range t.Partitions {
-			if p.Leader != b.cfg.NodeID {
-				continue
-			}
-			if _, err := b.cfg.Replicas.Ensure(t.Name, t.ID, p.Partition, partitionState(p), pcfg); err != nil {
-				b.cfg.Logger.Error("open partition", "topic", t.Name, "partition", p.Partition, "err", err)
-			}
+			b.publishPartition(t, p, pcfg)
 		}
 	}
 	b.publishOffsetsTopic(img)
 	b.publishTxnTopic(img)
+}
+
+// publishPartition applies one partition's image to its local replica: a
+// leader stops fetching before it leads; a follower starts fetching once
+// it follows; a replica no longer assigned here is removed.
+func (b *Broker) publishPartition(t *metadata.TopicImage, p metadata.PartitionImage, pcfg replica.PartitionConfig) {
+	self := b.cfg.NodeID
+	tp := replica.TopicPartition{Topic: t.Name, Partition: p.Partition}
+	if !slices.Contains(p.Replicas, self) {
+		if _, hosted := b.cfg.Replicas.Partition(t.Name, p.Partition); hosted {
+			// Reassigned away: the new replicas have the data.
+			b.fetchers.unfollow(tp)
+			b.cfg.Logger.Info("removing replica moved away", "topic", t.Name, "partition", p.Partition)
+			if err := b.cfg.Replicas.Remove(t.Name, p.Partition); err != nil {
+				b.cfg.Logger.Error("delete partition log", "topic", t.Name, "partition", p.Partition, "err", err)
+			}
+		}
+		return
+	}
+	follows := p.Leader >= 0 && p.Leader != self
+	if !follows {
+		b.fetchers.unfollow(tp)
+	}
+	if _, err := b.cfg.Replicas.Ensure(t.Name, t.ID, p.Partition, partitionState(p), pcfg); err != nil {
+		b.cfg.Logger.Error("open partition", "topic", t.Name, "partition", p.Partition, "err", err)
+		return
+	}
+	if follows {
+		b.fetchers.follow(tp, t.ID, p.Leader, p.LeaderEpoch)
+	}
 }
 
 // dynamicState is the broker's view of its dynamic configuration. The
@@ -162,6 +191,7 @@ func PartitionConfig(static *config.Config, overrides map[string]string) (replic
 			MaxCompactionLagMs:     tc.MaxCompactionLagMs,
 		},
 		MaxMessageBytes:      tc.MaxMessageBytes,
+		MinInsyncReplicas:    tc.MinInsyncReplicas,
 		LogAppendTime:        tc.MessageTimestampType == "LogAppendTime",
 		TimestampBeforeMaxMs: tc.MessageTimestampBeforeMaxMs,
 		TimestampAfterMaxMs:  tc.MessageTimestampAfterMaxMs,

@@ -63,14 +63,22 @@ type txnLog struct {
 	now func() time.Time
 }
 
-// Append writes kvs as one uncompressed batch. With one replica the append
-// is committed when it returns.
-func (l *txnLog) Append(_ context.Context, kvs []txn.KV) error {
-	_, err := l.p.Append(buildKVBatch(l.now(), nil, len(kvs), func(i int) ([]byte, []byte) { return kvs[i].Key, kvs[i].Value }))
+// txnWriteTimeout bounds how long a write of the transaction coordinator
+// (a __transaction_state record, or a marker) waits to be replicated:
+// Kafka's request.timeout.ms default.
+const txnWriteTimeout = 30 * time.Second
+
+// Append writes kvs as one uncompressed batch and returns once it is
+// committed (replicated to the ISR).
+func (l *txnLog) Append(ctx context.Context, kvs []txn.KV) error {
+	res, err := l.p.Append(buildKVBatch(l.now(), nil, len(kvs), func(i int) ([]byte, []byte) { return kvs[i].Key, kvs[i].Value }))
+	if err == nil {
+		err = waitCommitted(ctx, l.p, res.BaseOffset+int64(len(kvs))-1, txnWriteTimeout)
+	}
 	switch {
 	case errors.Is(err, kerr.MessageTooLarge):
 		return fmt.Errorf("%w: %v", txn.ErrRecordTooLarge, err)
-	case errors.Is(err, storage.ErrClosed):
+	case errors.Is(err, storage.ErrClosed), errors.Is(err, kerr.NotLeaderForPartition):
 		return fmt.Errorf("%w: %v", txn.ErrNotLeader, err)
 	}
 	return err
@@ -88,8 +96,9 @@ func (l *txnLog) Replay(fn func(txn.KV) error) error {
 }
 
 // MarkerWriter writes transaction markers on this node, standing in for
-// Kafka's WriteTxnMarkers requests: with one node the coordinator and every
-// partition leader are the same broker, so markers are appended directly.
+// Kafka's WriteTxnMarkers requests: markers are appended directly to the
+// partitions this node leads. Partitions led by other brokers fail (and
+// are retried) until WriteTxnMarkers is sent between brokers.
 type MarkerWriter struct {
 	replicas *replica.Manager
 	image    func() *metadata.Image
@@ -109,11 +118,18 @@ func NewMarkerWriter(replicas *replica.Manager, image func() *metadata.Image, gr
 
 // WriteMarkers implements txn.MarkerWriter. Partitions of deleted topics
 // are skipped: nobody can read their transaction any more. A partition
-// that exists but is not hosted here fails the call, so the coordinator
-// retries until it is.
+// that exists but is not led here, or whose marker is not committed
+// (replicated to its ISR) in time, fails the call, so the coordinator
+// retries.
 func (w *MarkerWriter) WriteMarkers(ctx context.Context, producerID int64, epoch int16, coordinatorEpoch int32, commit bool, partitions []txn.TopicPartition) error {
 	img := w.image()
 	var errs []error
+	type written struct {
+		tp     txn.TopicPartition
+		p      *replica.Partition
+		offset int64
+	}
+	var toCommit []written
 	for _, tp := range partitions {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -123,11 +139,11 @@ func (w *MarkerWriter) WriteMarkers(ctx context.Context, producerID int64, epoch
 			continue
 		}
 		p, ok := w.replicas.Partition(tp.Topic, tp.Partition)
-		if !ok {
+		if !ok || !p.IsLeader() {
 			errs = append(errs, fmt.Errorf("%s-%d: %w", tp.Topic, tp.Partition, kerr.NotLeaderForPartition))
 			continue
 		}
-		_, err := p.WriteTxnMarker(producerID, epoch, coordinatorEpoch, commit)
+		offset, err := p.WriteTxnMarker(producerID, epoch, coordinatorEpoch, commit)
 		switch {
 		case errors.Is(err, storage.ErrClosed):
 			continue // deleted while we wrote
@@ -143,8 +159,22 @@ func (w *MarkerWriter) WriteMarkers(ctx context.Context, producerID int64, epoch
 			errs = append(errs, fmt.Errorf("%s-%d: %w", tp.Topic, tp.Partition, err))
 			continue
 		}
-		if tp.Topic == offsetsTopic && w.groups != nil {
-			w.groups.CompleteTransaction(tp.Partition, producerID, commit)
+		toCommit = append(toCommit, written{tp, p, offset})
+	}
+	// Wait for all markers against one deadline: a marker counts once
+	// committed, and only then may the group coordinator apply it.
+	wctx, cancel := context.WithTimeout(ctx, txnWriteTimeout)
+	defer cancel()
+	for _, m := range toCommit {
+		if err := m.p.WaitCommitted(wctx, m.offset); err != nil {
+			if errors.Is(err, storage.ErrClosed) {
+				continue
+			}
+			errs = append(errs, fmt.Errorf("%s-%d: marker not committed: %w", m.tp.Topic, m.tp.Partition, err))
+			continue
+		}
+		if m.tp.Topic == offsetsTopic && w.groups != nil {
+			w.groups.CompleteTransaction(m.tp.Partition, producerID, commit)
 		}
 	}
 	return errors.Join(errs...)

@@ -20,3 +20,12 @@ func (c *Config) MustInt64(name string) int64 {
 	}
 	return v
 }
+
+// MustBool returns the value of a Boolean key; it panics like MustInt32.
+func (c *Config) MustBool(name string) bool {
+	v, ok := c.values[name].(bool)
+	if !ok {
+		panic(fmt.Sprintf("config: %s is not a known boolean key", name))
+	}
+	return v
+}

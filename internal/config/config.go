@@ -52,6 +52,11 @@ type Config struct {
 	ControllerQuorumVoters           []Voter
 	ControllerQuorumBootstrapServers []string
 	BrokerRack                       string
+	// ClusterID is not a property: `samsa server --cluster-id` sets it to
+	// format fresh data directories with a cluster id shared by every node
+	// (Kafka's `kafka-storage format -t`). Empty: generate one, which only
+	// a single-voter cluster can do.
+	ClusterID string
 
 	LogDirs        []string // log.dirs, or log.dir when unset
 	MetadataLogDir string   // metadata.log.dir, or LogDirs[0] when unset

@@ -56,6 +56,16 @@ type Config struct {
 	// its default, for IncrementalAlterConfigs APPEND and SUBTRACT;
 	// default config.ListDefault.
 	ListDefault func(resourceType int8, name string) (def string, isList bool)
+	// SessionTimeout (broker.session.timeout.ms, default 9 s) is how long
+	// a broker may go without a heartbeat before the active controller
+	// fences it.
+	SessionTimeout time.Duration
+	// AutoLeaderRebalance (auto.leader.rebalance.enable) makes the
+	// background loop move leadership back to eligible preferred replicas
+	// every LeaderImbalanceCheckInterval
+	// (leader.imbalance.check.interval.seconds, default 300 s).
+	AutoLeaderRebalance          bool
+	LeaderImbalanceCheckInterval time.Duration
 }
 
 // Validate checks the configuration and fills defaults.
@@ -86,6 +96,12 @@ func (c *Config) Validate() error {
 	if c.ListDefault == nil {
 		c.ListDefault = config.ListDefault
 	}
+	if c.SessionTimeout <= 0 {
+		c.SessionTimeout = 9 * time.Second
+	}
+	if c.LeaderImbalanceCheckInterval <= 0 {
+		c.LeaderImbalanceCheckInterval = 300 * time.Second
+	}
 	return nil
 }
 
@@ -100,15 +116,36 @@ type Controller struct {
 		// caughtUpTerm is the raft term in which we last ran a barrier:
 		// a new leader must replay the whole log before deciding.
 		caughtUpTerm uint64
+		// sessions holds each broker's session deadline (last heartbeat +
+		// SessionTimeout). Only meaningful on the active controller; reset
+		// to now + SessionTimeout for every broker when a term begins.
+		sessions map[int32]time.Time
+		// heard marks brokers that registered or heartbeated with this
+		// active controller. A session a new controller only granted
+		// (resetSessionsLocked) does not block a new incarnation: the
+		// old one may be a process that died with the previous leader.
+		heard map[int32]bool
+		// nextRebalance is when the loop next checks preferred leaders.
+		nextRebalance time.Time
 	}
+
+	// The background loop (Start, Close).
+	startOnce sync.Once
+	closeOnce sync.Once
+	stop      context.CancelFunc
+	loopDone  chan struct{}
 }
 
-// New returns a Controller.
+// New returns a Controller. Call Start to run session expiry and leader
+// rebalancing, and Close to stop them.
 func New(cfg Config) (*Controller, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Controller{cfg: cfg}, nil
+	c := &Controller{cfg: cfg, loopDone: make(chan struct{})}
+	c.mu.sessions = map[int32]time.Time{}
+	c.mu.heard = map[int32]bool{}
+	return c, nil
 }
 
 // apiError is a decision's failure: a Kafka error and an optional message.
@@ -161,6 +198,7 @@ func (c *Controller) beginLocked(ctx context.Context) (*metadata.Image, error) {
 			return nil, c.raftError(err)
 		}
 		c.mu.caughtUpTerm = term
+		c.resetSessionsLocked(c.cfg.Loader.Image())
 	}
 	return c.cfg.Loader.Image(), nil
 }
@@ -209,32 +247,6 @@ func (c *Controller) Bootstrap(ctx context.Context) error {
 	return c.writeLocked(ctx, []metadata.Record{
 		&metadata.FeatureLevelRecord{Name: metadata.MetadataVersionFeature, FeatureLevel: MetadataVersion},
 	})
-}
-
-// RegisterBroker records a broker's (re)registration and returns its new
-// broker epoch. The broker is unfenced at once: there are no heartbeats yet.
-func (c *Controller) RegisterBroker(ctx context.Context, id int32, incarnation metadata.Uuid, endpoints []metadata.Endpoint, rack *string) (int64, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	img, err := c.beginLocked(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if id < 0 {
-		return 0, errorf(kerr.InvalidRequest, "invalid broker id %d", id)
-	}
-	// Kafka uses the offset of the registration record as the epoch; the
-	// next raft index is above img.Offset, so this is as monotonic.
-	epoch := int64(img.Offset) + 1
-	if old, ok := img.Broker(id); ok && old.Epoch >= epoch {
-		epoch = old.Epoch + 1
-	}
-	rec := &metadata.RegisterBrokerRecord{BrokerID: id, IncarnationID: incarnation, BrokerEpoch: epoch,
-		Endpoints: endpoints, Rack: rack}
-	if err := c.writeLocked(ctx, []metadata.Record{rec}); err != nil {
-		return 0, err
-	}
-	return epoch, nil
 }
 
 // AllocateProducerIDs hands brokerID the next block of producer ids. Blocks

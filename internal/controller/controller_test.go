@@ -44,6 +44,12 @@ func ctx(t *testing.T) context.Context {
 // 1..brokers (a registration survives restarts, so pass 0 on a restart).
 func start(t *testing.T, dir string, brokers int) *harness {
 	t.Helper()
+	return startWith(t, dir, brokers, nil)
+}
+
+// startWith is start with a hook to adjust the Config before New.
+func startWith(t *testing.T, dir string, brokers int, adjust func(*Config)) *harness {
+	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	loader := metadata.NewLoader("test-cluster", logger)
 	node, err := raft.Open(raft.Config{ID: 1, Dir: dir, Logger: logger, Applier: loader, TickInterval: 10 * time.Millisecond})
@@ -51,16 +57,21 @@ func start(t *testing.T, dir string, brokers int) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { node.Close() })
-	c, err := New(Config{NodeID: 1, Raft: node, Loader: loader, Logger: logger, Rand: seeded{rand.New(rand.NewPCG(1, 2))},
+	cfg := Config{NodeID: 1, Raft: node, Loader: loader, Logger: logger, Rand: seeded{rand.New(rand.NewPCG(1, 2))},
 		ValidateTopicConfig: func(name, value string) error {
 			if name == "retention.ms" && strings.HasPrefix(value, "-") {
 				return fmt.Errorf("invalid value %s for configuration retention.ms", value)
 			}
 			return nil
-		}})
+		}}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { c.Close() })
 	if err := c.Bootstrap(ctx(t)); err != nil {
 		t.Fatal(err)
 	}

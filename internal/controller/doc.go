@@ -5,12 +5,32 @@
 // a decision reads the latest metadata.Image, validates the request and
 // produces records plus a response; the records are proposed through raft
 // as one batch; the response is returned only after the batch is committed
-// and replayed by the metadata.Loader. The controller keeps no state of its
-// own — the Image is the state — and decisions are serialised by one mutex,
-// so each decision sees the effect of the previous one (two concurrent
-// CreateTopics of one name cannot both succeed).
+// and replayed by the metadata.Loader. The Image is the state, and
+// decisions are serialised by one mutex, so each decision sees the effect
+// of the previous one (two concurrent CreateTopics of one name cannot both
+// succeed). The one exception is broker sessions (the time of each
+// broker's last heartbeat), which Kafka too keeps in memory on the active
+// controller only: a node that becomes active gives every broker a full
+// session before judging it.
+//
+// # Brokers and partitions
+//
+// Brokers register fenced (BrokerRegistration), are unfenced by a heartbeat
+// once they have replayed their registration record, are fenced again when
+// their session expires or they ask to be, and leave through controlled
+// shutdown (BrokerHeartbeat WantShutdown), which moves their leaderships
+// away first. Only unfenced brokers not in controlled shutdown are placed
+// on, lead, or join an ISR. Fencing a broker removes it from every ISR
+// except where it is the last member and moves its leaderships to the first
+// eligible ISR member in replica order (or to no leader: clean election
+// only; unclean election happens only through ElectLeaders type 1).
+// Partition leaders change ISRs with AlterPartition; ElectLeaders and the
+// optional auto rebalance move leadership back to the preferred replica.
+// The background loop (Start, Close) expires sessions and rebalances.
 //
 // Request methods take and return kmsg types and fill every field of the
-// response; the caller sets the response Version. Errors are reported with
-// Kafka's codes and, where Kafka sends one, its message text.
+// response; the caller sets the response Version (BrokerRegistration,
+// BrokerHeartbeat, AlterPartition and ElectLeaders copy the request's).
+// Errors are reported with Kafka's codes and, where Kafka sends
+// one, its message text.
 package controller

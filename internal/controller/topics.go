@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/binary"
+	"maps"
 	"slices"
 	"strings"
 
@@ -15,29 +16,59 @@ import (
 // collisionKey maps names that collide in metric names ('.' vs '_').
 func collisionKey(name string) string { return strings.ReplaceAll(name, ".", "_") }
 
-// placement chooses replicas over the unfenced brokers.
+// placement chooses replicas over the eligible brokers (unfenced, not in
+// controlled shutdown).
 type placement struct {
-	brokers    []int32 // unfenced, sorted
+	brokers    []int32 // eligible, sorted; rack-alternating when racks are set
+	racks      map[int32]string
+	numRacks   int
 	registered map[int32]bool
-	fenced     map[int32]bool
+	eligible   map[int32]bool
 }
 
 func newPlacement(img *metadata.Image) *placement {
-	p := &placement{registered: map[int32]bool{}, fenced: map[int32]bool{}}
+	p := &placement{registered: map[int32]bool{}, eligible: map[int32]bool{}, racks: map[int32]string{}}
+	byRack := map[string][]int32{}
+	allRacked := true
 	for _, b := range img.Brokers() {
 		p.registered[b.ID] = true
-		if b.Fenced {
-			p.fenced[b.ID] = true
-		} else {
-			p.brokers = append(p.brokers, b.ID)
+		if !b.Eligible() {
+			continue
+		}
+		p.eligible[b.ID] = true
+		p.brokers = append(p.brokers, b.ID)
+		if b.Rack == nil {
+			allRacked = false
+			continue
+		}
+		p.racks[b.ID] = *b.Rack
+		byRack[*b.Rack] = append(byRack[*b.Rack], b.ID)
+	}
+	if !allRacked || len(byRack) < 2 {
+		p.racks = nil // rack-unaware, as Kafka when not every broker has a rack
+		return p
+	}
+	// Kafka's rack-alternated broker list: first broker of each rack, then
+	// the second of each, and so on.
+	p.numRacks = len(byRack)
+	names := slices.Sorted(maps.Keys(byRack))
+	p.brokers = p.brokers[:0]
+	for i := 0; len(p.brokers) < len(p.eligible); i++ {
+		for _, r := range names {
+			if i < len(byRack[r]) {
+				p.brokers = append(p.brokers, byRack[r][i])
+			}
 		}
 	}
 	return p
 }
 
 // place assigns count partitions of rf replicas starting at partition
-// first. Leaders go round-robin from a random start, followers are the next
-// brokers in id order, as Kafka's non-rack-aware assignment does.
+// first. Leaders go round-robin from a random start over the brokers, so
+// they are balanced. Without racks the followers are the next brokers in id
+// order; with racks the followers are chosen as Kafka's rack-aware
+// assignment does, each on a rack that has no replica yet while there is
+// one, with a shift per round so followers spread too.
 func (p *placement) place(first, count int32, rf int16, start int) ([][]int32, *apiError) {
 	n := len(p.brokers)
 	if int(rf) > n {
@@ -46,13 +77,39 @@ func (p *placement) place(first, count int32, rf int16, start int) ([][]int32, *
 	}
 	out := make([][]int32, count)
 	for i := range out {
-		replicas := make([]int32, rf)
-		for j := range replicas {
-			replicas[j] = p.brokers[(start+int(first)+i+j)%n]
+		pid := int(first) + i
+		if p.racks == nil {
+			replicas := make([]int32, rf)
+			for j := range replicas {
+				replicas[j] = p.brokers[(start+pid+j)%n]
+			}
+			out[i] = replicas
+			continue
 		}
-		out[i] = replicas
+		out[i] = p.placeRackAware(pid, int(rf), start)
 	}
 	return out, nil
+}
+
+func (p *placement) placeRackAware(pid, rf, start int) []int32 {
+	n := len(p.brokers)
+	firstIdx := (pid + start) % n
+	shift := (start + pid/n) % n // Kafka's nextReplicaShift, random start included
+	leader := p.brokers[firstIdx]
+	replicas := []int32{leader}
+	racks := map[string]bool{p.racks[leader]: true}
+	for k := 0; len(replicas) < rf; k++ {
+		b := p.brokers[(firstIdx+1+(shift*p.numRacks+k)%(n-1))%n]
+		if slices.Contains(replicas, b) {
+			continue
+		}
+		if racks[p.racks[b]] && len(racks) < p.numRacks {
+			continue
+		}
+		replicas = append(replicas, b)
+		racks[p.racks[b]] = true
+	}
+	return replicas
 }
 
 // checkManual validates one explicit replica list (Kafka's
@@ -78,12 +135,12 @@ func (p *placement) checkManual(replicas []int32, rf int) *apiError {
 	return nil
 }
 
-// partitionRecord builds a new partition: the ISR is the unfenced
-// replicas and the leader the first of them.
+// partitionRecord builds a new partition: the ISR is the eligible
+// replicas (all of them when placed by place) and the leader the first.
 func (p *placement) partitionRecord(id metadata.Uuid, part int32, replicas []int32) (*metadata.PartitionRecord, *apiError) {
 	var isr []int32
 	for _, r := range replicas {
-		if !p.fenced[r] {
+		if p.eligible[r] {
 			isr = append(isr, r)
 		}
 	}

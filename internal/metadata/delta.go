@@ -24,7 +24,8 @@ type Delta struct {
 	ChangedPartitions map[Uuid][]int32
 	// ChangedConfigs are the resources whose configs changed.
 	ChangedConfigs []ConfigResource
-	// ChangedBrokers are ids of brokers (re)registered.
+	// ChangedBrokers are ids of brokers (re)registered, fenced, unfenced
+	// or put in controlled shutdown.
 	ChangedBrokers []int32
 	// FeaturesChanged and ProducerIDsChanged flag those parts.
 	FeaturesChanged    bool
@@ -34,8 +35,11 @@ type Delta struct {
 // builder applies records to a copy-on-write successor of prev.
 type builder struct {
 	prev, next *Image
-	owned      map[string]bool // maps of next already copied from prev
-	ownTopic   map[Uuid]bool   // TopicImages of next already copied
+	// index is the log offset of the entry being applied (the snapshot's
+	// offset on restore).
+	index    uint64
+	owned    map[string]bool // maps of next already copied from prev
+	ownTopic map[Uuid]bool   // TopicImages of next already copied
 
 	created  map[Uuid]bool
 	deleted  map[Uuid]*TopicImage
@@ -115,8 +119,11 @@ func (b *builder) apply(r Record) error {
 	case *RegisterBrokerRecord:
 		b.own("brokers")
 		b.next.brokers[r.BrokerID] = BrokerImage{ID: r.BrokerID, Epoch: r.BrokerEpoch,
-			IncarnationID: r.IncarnationID, Endpoints: slices.Clone(r.Endpoints), Rack: r.Rack, Fenced: r.Fenced}
+			IncarnationID: r.IncarnationID, Endpoints: slices.Clone(r.Endpoints), Rack: r.Rack, Fenced: r.Fenced,
+			RegistrationOffset: b.index}
 		b.brokers[r.BrokerID] = true
+	case *BrokerRegistrationChangeRecord:
+		return b.applyBrokerChange(r)
 	case *FeatureLevelRecord:
 		b.own("features")
 		if r.FeatureLevel == 0 {
@@ -134,6 +141,26 @@ func (b *builder) apply(r Record) error {
 	default:
 		return fmt.Errorf("cannot replay %T", r)
 	}
+	return nil
+}
+
+func (b *builder) applyBrokerChange(r *BrokerRegistrationChangeRecord) error {
+	br, ok := b.next.brokers[r.BrokerID]
+	if !ok {
+		return fmt.Errorf("change of unregistered broker %d", r.BrokerID)
+	}
+	if br.Epoch != r.BrokerEpoch {
+		return fmt.Errorf("change of broker %d epoch %d, registered epoch %d", r.BrokerID, r.BrokerEpoch, br.Epoch)
+	}
+	if r.Fenced != nil {
+		br.Fenced = *r.Fenced
+	}
+	if r.InControlledShutdown != nil {
+		br.InControlledShutdown = *r.InControlledShutdown
+	}
+	b.own("brokers")
+	b.next.brokers[r.BrokerID] = br
+	b.brokers[r.BrokerID] = true
 	return nil
 }
 

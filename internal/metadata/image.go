@@ -46,8 +46,20 @@ type BrokerImage struct {
 	IncarnationID Uuid
 	Endpoints     []Endpoint
 	Rack          *string
-	Fenced        bool
+	// Fenced brokers lead nothing and are not placed on; a broker is
+	// registered fenced and unfenced once it has caught up.
+	Fenced bool
+	// InControlledShutdown: the broker asked to shut down and is losing
+	// its leaderships; it is not eligible as a leader or ISR member.
+	InControlledShutdown bool
+	// RegistrationOffset is the log offset of the registration record, the
+	// metadata a broker must have replayed before it is unfenced. After a
+	// snapshot restore it is the snapshot's offset (an upper bound).
+	RegistrationOffset uint64
 }
+
+// Eligible reports whether the broker may lead or join an ISR.
+func (b BrokerImage) Eligible() bool { return !b.Fenced && !b.InControlledShutdown }
 
 // ConfigResource names a config owner (Kafka's ConfigResource).
 type ConfigResource struct {
@@ -99,6 +111,39 @@ func (m *Image) Broker(id int32) (BrokerImage, bool) {
 	return b, ok
 }
 
+// PartitionRef names one partition of a topic of an Image.
+type PartitionRef struct {
+	Topic     *TopicImage
+	Partition *PartitionImage
+}
+
+// PartitionsWithReplica returns the partitions that have broker id among
+// their replicas, in topic name and partition order.
+func (m *Image) PartitionsWithReplica(id int32) []PartitionRef {
+	var out []PartitionRef
+	for _, t := range m.Topics() {
+		for i := range t.Partitions {
+			if p := &t.Partitions[i]; slices.Contains(p.Replicas, id) {
+				out = append(out, PartitionRef{Topic: t, Partition: p})
+			}
+		}
+	}
+	return out
+}
+
+// LeaderCount returns how many partitions broker id leads.
+func (m *Image) LeaderCount(id int32) int {
+	n := 0
+	for _, t := range m.topics {
+		for _, p := range t.Partitions {
+			if p.Leader == id {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // Configs returns a copy of the explicitly set configs of a resource.
 func (m *Image) Configs(resourceType int8, name string) map[string]string {
 	return maps.Clone(m.configs[ConfigResource{resourceType, name}])
@@ -121,6 +166,10 @@ func (m *Image) records() []Record {
 	for _, b := range m.Brokers() {
 		recs = append(recs, &RegisterBrokerRecord{BrokerID: b.ID, IncarnationID: b.IncarnationID,
 			BrokerEpoch: b.Epoch, Endpoints: b.Endpoints, Rack: b.Rack, Fenced: b.Fenced})
+		if b.InControlledShutdown {
+			t := true
+			recs = append(recs, &BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, InControlledShutdown: &t})
+		}
 	}
 	if m.nextProducerID > 0 {
 		recs = append(recs, &ProducerIdsRecord{BrokerID: -1, BrokerEpoch: -1, NextProducerID: m.nextProducerID})

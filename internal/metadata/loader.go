@@ -80,6 +80,7 @@ func (l *Loader) Apply(index uint64, data []byte) error {
 		return fmt.Errorf("metadata entry %d: %w", index, err)
 	}
 	b := newBuilder(prev)
+	b.index = index
 	for _, r := range recs {
 		if err := b.apply(r); err != nil {
 			l.skipLocked(prev, index)
@@ -144,6 +145,7 @@ func (l *Loader) Restore(data []byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := newBuilder(NewImage(l.image.Load().ClusterID))
+	b.index = offset
 	for _, r := range recs {
 		if err := b.apply(r); err != nil {
 			return fmt.Errorf("metadata snapshot: replay %T: %w", r, err)

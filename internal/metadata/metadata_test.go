@@ -307,3 +307,79 @@ func FuzzDecodeBatch(f *testing.F) {
 		}
 	})
 }
+
+func TestBrokerRegistrationChange(t *testing.T) {
+	l := NewLoader("clu", nil)
+	var deltas []*Delta
+	l.Register(PublisherFunc(func(d *Delta, img *Image) { deltas = append(deltas, d) }))
+	apply(t, l, 3, &RegisterBrokerRecord{BrokerID: 1, BrokerEpoch: 3, Fenced: true},
+		&RegisterBrokerRecord{BrokerID: 2, BrokerEpoch: 3})
+	if b, _ := l.Image().Broker(1); !b.Fenced || b.RegistrationOffset != 3 || b.Eligible() {
+		t.Fatalf("registered: %+v", b)
+	}
+	apply(t, l, 4, &BrokerRegistrationChangeRecord{BrokerID: 1, BrokerEpoch: 3, Fenced: ptr(false)})
+	if b, _ := l.Image().Broker(1); b.Fenced || b.InControlledShutdown || !b.Eligible() {
+		t.Fatalf("unfenced: %+v", b)
+	}
+	if d := deltas[len(deltas)-1]; fmt.Sprint(d.ChangedBrokers) != "[1]" {
+		t.Fatalf("delta brokers %v", d.ChangedBrokers)
+	}
+	apply(t, l, 5, &BrokerRegistrationChangeRecord{BrokerID: 2, BrokerEpoch: 3, InControlledShutdown: ptr(true)},
+		&BrokerRegistrationChangeRecord{BrokerID: 1, BrokerEpoch: 3, Fenced: ptr(true)})
+	img := l.Image()
+	if b, _ := img.Broker(2); b.Fenced || !b.InControlledShutdown || b.Eligible() {
+		t.Fatalf("shutting down: %+v", b)
+	}
+	// A change naming an old epoch or an unknown broker is rejected whole.
+	if err := l.Apply(6, mustEncode(t, &BrokerRegistrationChangeRecord{BrokerID: 2, BrokerEpoch: 2, Fenced: ptr(true)})); err == nil {
+		t.Fatal("stale epoch change applied")
+	}
+	if err := l.Apply(7, mustEncode(t, &BrokerRegistrationChangeRecord{BrokerID: 9, BrokerEpoch: 3, Fenced: ptr(true)})); err == nil {
+		t.Fatal("unknown broker change applied")
+	}
+	if b, _ := l.Image().Broker(2); b.Fenced {
+		t.Fatal("rejected change took effect")
+	}
+
+	snap, err := l.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2 := NewLoader("clu", nil)
+	if err := l2.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	b1, _ := l2.Image().Broker(1)
+	b2, _ := l2.Image().Broker(2)
+	if !b1.Fenced || b1.InControlledShutdown || b2.Fenced || !b2.InControlledShutdown || b2.RegistrationOffset != 7 {
+		t.Fatalf("restored %+v %+v", b1, b2)
+	}
+}
+
+func TestPartitionsWithReplica(t *testing.T) {
+	l := NewLoader("clu", nil)
+	a, b := uuidN(1), uuidN(2)
+	apply(t, l, 1, &TopicRecord{Name: "b", TopicID: b}, &TopicRecord{Name: "a", TopicID: a},
+		&PartitionRecord{PartitionID: 0, TopicID: b, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1},
+		&PartitionRecord{PartitionID: 0, TopicID: a, Replicas: []int32{2, 3}, ISR: []int32{2}, Leader: 2},
+		&PartitionRecord{PartitionID: 1, TopicID: a, Replicas: []int32{3, 1}, ISR: []int32{3}, Leader: 3})
+	var got []string
+	for _, r := range l.Image().PartitionsWithReplica(1) {
+		got = append(got, fmt.Sprintf("%s-%d", r.Topic.Name, r.Partition.Partition))
+	}
+	if fmt.Sprint(got) != "[a-1 b-0]" {
+		t.Fatalf("partitions of 1: %v", got)
+	}
+	if n := l.Image().LeaderCount(2); n != 1 {
+		t.Fatalf("broker 2 leads %d", n)
+	}
+}
+
+func mustEncode(t *testing.T, recs ...Record) []byte {
+	t.Helper()
+	data, err := EncodeBatch(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}

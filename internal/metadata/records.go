@@ -20,6 +20,9 @@ const (
 	TypeRemoveTopic     RecordType = 9
 	TypeFeatureLevel    RecordType = 12
 	TypeProducerIds     RecordType = 15
+	// TypeBrokerRegistrationChange fences, unfences or marks a broker in
+	// controlled shutdown.
+	TypeBrokerRegistrationChange RecordType = 17
 )
 
 // Config resource types (Kafka's ConfigResource.Type).
@@ -98,6 +101,15 @@ type RegisterBrokerRecord struct {
 	Fenced        bool
 }
 
+// BrokerRegistrationChangeRecord changes the state of the current
+// registration (BrokerEpoch) of a broker; nil fields are unchanged.
+type BrokerRegistrationChangeRecord struct {
+	BrokerID             int32
+	BrokerEpoch          int64
+	Fenced               *bool `json:",omitempty"`
+	InControlledShutdown *bool `json:",omitempty"`
+}
+
 // FeatureLevelRecord sets a finalized feature level; 0 removes it.
 type FeatureLevelRecord struct {
 	Name         string
@@ -120,6 +132,9 @@ func (*ConfigRecord) Type() RecordType          { return TypeConfig }
 func (*RegisterBrokerRecord) Type() RecordType  { return TypeRegisterBroker }
 func (*FeatureLevelRecord) Type() RecordType    { return TypeFeatureLevel }
 func (*ProducerIdsRecord) Type() RecordType     { return TypeProducerIds }
+func (*BrokerRegistrationChangeRecord) Type() RecordType {
+	return TypeBrokerRegistrationChange
+}
 
 const batchFormatV1 = 1
 
@@ -141,6 +156,8 @@ func newRecord(t RecordType) (Record, error) {
 		return &FeatureLevelRecord{}, nil
 	case TypeProducerIds:
 		return &ProducerIdsRecord{}, nil
+	case TypeBrokerRegistrationChange:
+		return &BrokerRegistrationChangeRecord{}, nil
 	}
 	return nil, fmt.Errorf("unknown metadata record type %d", t)
 }

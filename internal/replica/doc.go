@@ -18,7 +18,18 @@
 // are indexed in the segments' .txnindex so those fetches can list the
 // aborted transactions they overlap.
 //
-// Today every partition has one replica, this node, so the in-sync replica
-// set is {leader} and the high watermark follows the log end offset at once.
-// Followers, the ISR and acks=all waiting on them arrive with replication.
+// Replication (replication.go, isr.go): Manager.Ensure applies the
+// partition state from the metadata image, making this node leader or
+// follower. A leader serves its followers' fetches (FetchForFollower),
+// tracks their log end offsets, moves the high watermark to the smallest
+// one in the maximal ISR, and asks the controller to change the ISR
+// (Config.AlterPartition) when a follower catches up or lags for
+// replica.lag.time.max.ms; acks=all produce waits in WaitCommitted. A
+// follower appends the leader's batches as they are (AppendAsFollower),
+// replaying them into the producer state exactly as a restart would, and
+// truncates where its history diverges from the leader's, which the leader
+// epoch cache (storage's leader-epoch-checkpoint) tells. With a single
+// replica the ISR is {leader} and the high watermark follows the log end
+// offset at once. High watermarks survive restarts in each log directory's
+// replication-offset-checkpoint.
 package replica

@@ -1,12 +1,27 @@
 package replica
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/samsa-io/samsa/internal/storage"
+)
+
+// HighWatermarkCheckpointFile is Kafka's replication-offset-checkpoint: the
+// high watermarks of a log directory's partitions, in the format of the
+// recovery point checkpoint (storage.WriteCheckpoint).
+const HighWatermarkCheckpointFile = "replication-offset-checkpoint"
+
+// Defaults of the replication settings.
+const (
+	DefaultReplicaLagTimeMax               = 30 * time.Second // replica.lag.time.max.ms
+	DefaultHighWatermarkCheckpointInterval = 5 * time.Second  // replica.high.watermark.checkpoint.interval.ms
 )
 
 // TopicPartition names a partition.
@@ -28,20 +43,53 @@ type Config struct {
 	// producer.id.expiration.check.interval.ms, how often a partition
 	// looks for expired producers. Zero means 10 minutes.
 	ProducerIDExpirationCheckIntervalMs int64
+	// ReplicaLagTimeMax is replica.lag.time.max.ms: an ISR follower not
+	// caught up with the leader for this long is removed from the ISR.
+	// Zero means 30 s. The leader checks every half of it.
+	ReplicaLagTimeMax time.Duration
+	// AlterPartition sends an ISR change to the controller and returns the
+	// partition state it committed; errors are kerr codes such as
+	// FENCED_LEADER_EPOCH or INVALID_UPDATE_VERSION. Nil: the ISR never
+	// changes. It is called from a goroutine the Manager owns, one at a
+	// time per partition, with a context that ends on Close.
+	AlterPartition func(ctx context.Context, req AlterPartitionRequest) (PartitionState, error)
+	// HighWatermarkCheckpointInterval is
+	// replica.high.watermark.checkpoint.interval.ms: how often the high
+	// watermarks are written to each log directory. Zero means 5 s;
+	// negative disables the periodic write (Close still writes).
+	HighWatermarkCheckpointInterval time.Duration
 }
 
-// Manager holds the partitions this node hosts.
+// Manager holds the partitions this node hosts. A background goroutine,
+// stopped by Close, shrinks ISRs and writes the high watermark checkpoints.
 type Manager struct {
 	cfg Config
 
 	mu struct {
 		sync.RWMutex
 		partitions map[TopicPartition]*Partition
+		// hwCheckpoints caches each log directory's checkpoint as read
+		// at the first Ensure there, for the starting high watermarks.
+		hwCheckpoints map[string]map[storage.TopicPartition]int64
 	}
+	// ctx ends on Close; background goroutines (AlterPartition senders)
+	// run under it and join wg. bg guards starting them; partitions start
+	// them under their own lock, so bg is taken after any other.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	bg     struct {
+		sync.Mutex
+		closed bool
+	}
+	done chan struct{} // closed when the loop ends
+	// hwMu serialises checkpoint writes.
+	hwMu sync.Mutex
 }
 
-// NewManager returns an empty manager; partitions arrive through Ensure as
-// metadata is published.
+// NewManager returns an empty manager and starts its background loop;
+// partitions arrive through Ensure as metadata is published. Call Close to
+// stop it.
 func NewManager(cfg Config) *Manager {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -55,9 +103,132 @@ func NewManager(cfg Config) *Manager {
 	if cfg.ProducerIDExpirationCheckIntervalMs <= 0 {
 		cfg.ProducerIDExpirationCheckIntervalMs = 10 * 60 * 1000
 	}
-	m := &Manager{cfg: cfg}
+	if cfg.ReplicaLagTimeMax <= 0 {
+		cfg.ReplicaLagTimeMax = DefaultReplicaLagTimeMax
+	}
+	if cfg.HighWatermarkCheckpointInterval == 0 {
+		cfg.HighWatermarkCheckpointInterval = DefaultHighWatermarkCheckpointInterval
+	}
+	m := &Manager{cfg: cfg, done: make(chan struct{})}
 	m.mu.partitions = make(map[TopicPartition]*Partition)
+	m.mu.hwCheckpoints = make(map[string]map[storage.TopicPartition]int64)
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	go m.run()
 	return m
+}
+
+// run shrinks ISRs every ReplicaLagTimeMax/2 and checkpoints high
+// watermarks every HighWatermarkCheckpointInterval until Close.
+func (m *Manager) run() {
+	defer close(m.done)
+	shrink := time.NewTicker(m.cfg.ReplicaLagTimeMax / 2)
+	defer shrink.Stop()
+	var checkpoint <-chan time.Time
+	if m.cfg.HighWatermarkCheckpointInterval > 0 {
+		t := time.NewTicker(m.cfg.HighWatermarkCheckpointInterval)
+		defer t.Stop()
+		checkpoint = t.C
+	}
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-shrink.C:
+			for _, p := range m.partitions() {
+				p.maybeShrinkISR()
+			}
+		case <-checkpoint:
+			if err := m.CheckpointHighWatermarks(); err != nil {
+				m.cfg.Logger.Error("writing high watermark checkpoints", "err", err)
+			}
+		}
+	}
+}
+
+func (m *Manager) partitions() []*Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]*Partition, 0, len(m.mu.partitions))
+	for _, p := range m.mu.partitions {
+		out = append(out, p)
+	}
+	return out
+}
+
+// goBackground runs fn in a goroutine that Close waits for; false after
+// Close.
+func (m *Manager) goBackground(fn func()) bool {
+	m.bg.Lock()
+	defer m.bg.Unlock()
+	if m.bg.closed {
+		return false
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// Close stops the background loop and the AlterPartition calls in flight
+// and writes the high watermark checkpoints. Call it before closing the
+// LogManager.
+func (m *Manager) Close() error {
+	m.bg.Lock()
+	if m.bg.closed {
+		m.bg.Unlock()
+		return nil
+	}
+	m.bg.closed = true
+	m.bg.Unlock()
+	m.cancel()
+	<-m.done
+	m.wg.Wait()
+	return m.CheckpointHighWatermarks()
+}
+
+// CheckpointHighWatermarks writes replication-offset-checkpoint in every
+// log directory that holds a hosted partition (or held one). Entries read
+// at start for partitions not hosted yet are kept.
+func (m *Manager) CheckpointHighWatermarks() error {
+	m.hwMu.Lock()
+	defer m.hwMu.Unlock()
+	byDir := map[string]map[storage.TopicPartition]int64{}
+	m.mu.RLock()
+	for dir, hws := range m.mu.hwCheckpoints {
+		byDir[dir] = maps.Clone(hws)
+	}
+	m.mu.RUnlock()
+	for _, p := range m.partitions() {
+		dir := filepath.Dir(p.log.Dir())
+		if byDir[dir] == nil {
+			byDir[dir] = map[storage.TopicPartition]int64{}
+		}
+		byDir[dir][storage.TopicPartition{Topic: p.Topic, Partition: p.Index}] = p.Offsets().HighWatermark
+	}
+	var err error
+	for dir, hws := range byDir {
+		err = errors.Join(err, storage.WriteCheckpoint(filepath.Join(dir, HighWatermarkCheckpointFile), hws))
+	}
+	return err
+}
+
+// checkpointedHWLocked is the high watermark the log directory's
+// checkpoint holds for the partition, 0 when none.
+func (m *Manager) checkpointedHWLocked(log *storage.Log, topic string, partition int32) int64 {
+	dir := filepath.Dir(log.Dir())
+	hws, ok := m.mu.hwCheckpoints[dir]
+	if !ok {
+		var err error
+		hws, err = storage.ReadCheckpoint(filepath.Join(dir, HighWatermarkCheckpointFile))
+		if err != nil {
+			m.cfg.Logger.Warn("ignoring unreadable high watermark checkpoint", "dir", dir, "err", err)
+			hws = map[storage.TopicPartition]int64{}
+		}
+		m.mu.hwCheckpoints[dir] = hws
+	}
+	return hws[storage.TopicPartition{Topic: topic, Partition: partition}]
 }
 
 // Partition returns a hosted partition.
@@ -72,15 +243,18 @@ func (m *Manager) Partition(topic string, partition int32) (*Partition, bool) {
 // gives it — leader when st.Leader is this node, follower otherwise — with
 // the given configuration, opening (or creating) its log. It is idempotent:
 // an existing partition takes the new state and configuration.
+//
+// A state older than the one applied (lower leader epoch, or the same with
+// a lower partition epoch) is ignored. An existing log starts with the
+// high watermark of the checkpoint, at most its log end offset.
 func (m *Manager) Ensure(topic string, topicID [16]byte, partition int32, st PartitionState, cfg PartitionConfig) (*Partition, error) {
-	leaderEpoch := st.LeaderEpoch
 	tp := TopicPartition{topic, partition}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p, ok := m.mu.partitions[tp]; ok {
 		p.mu.Lock()
 		p.mu.cfg = cfg
-		p.mu.leaderEpoch = leaderEpoch
+		p.applyStateLocked(st)
 		p.mu.Unlock()
 		if err := p.log.SetConfig(cfg.Log); err != nil {
 			return nil, fmt.Errorf("configure log of %s-%d: %w", topic, partition, err)
@@ -91,17 +265,17 @@ func (m *Manager) Ensure(topic string, topicID [16]byte, partition int32, st Par
 	if err != nil {
 		return nil, fmt.Errorf("open log for %s-%d: %w", topic, partition, err)
 	}
-	p := &Partition{Topic: topic, TopicID: topicID, Index: partition, now: m.cfg.Now, log: log,
+	p := &Partition{Topic: topic, TopicID: topicID, Index: partition, now: m.cfg.Now, log: log, mgr: m,
 		logger:                  m.cfg.Logger.With("topic", topic, "partition", partition),
 		producerExpirationMs:    m.cfg.ProducerIDExpirationMs,
 		producerCheckIntervalMs: m.cfg.ProducerIDExpirationCheckIntervalMs}
 	p.mu.cfg = cfg
-	p.mu.leaderEpoch = leaderEpoch
-	p.mu.highWatermark = log.LogEndOffset()
 	p.mu.appended = make(chan struct{})
+	p.setHighWatermarkLocked(min(m.checkpointedHWLocked(log, topic, partition), log.LogEndOffset()))
 	if err := p.loadProducerStateLocked(); err != nil {
 		return nil, fmt.Errorf("rebuild producer state of %s-%d: %w", topic, partition, err)
 	}
+	p.applyStateLocked(st)
 	log.SetCloseHook(p.writeFinalSnapshot)
 	m.mu.partitions[tp] = p
 	return p, nil
@@ -119,8 +293,12 @@ func (m *Manager) Remove(topic string, partition int32) error {
 		return nil
 	}
 	p.mu.Lock()
-	close(p.mu.appended)
-	p.mu.appended = make(chan struct{})
+	p.mu.leader = false
+	p.mu.followers = nil
+	p.wakeLocked()
 	p.mu.Unlock()
+	m.mu.Lock()
+	delete(m.mu.hwCheckpoints[filepath.Dir(p.log.Dir())], storage.TopicPartition{Topic: topic, Partition: partition})
+	m.mu.Unlock()
 	return m.cfg.Logs.Delete(topic, partition)
 }

@@ -26,6 +26,9 @@ type PartitionConfig struct {
 	// (message.timestamp.before.max.ms / after.max.ms).
 	TimestampBeforeMaxMs int64
 	TimestampAfterMaxMs  int64
+	// MinInsyncReplicas is min.insync.replicas: an acks=all produce needs
+	// an ISR at least this large. Zero means 1.
+	MinInsyncReplicas int
 }
 
 // Partition is one hosted partition.
@@ -39,14 +42,30 @@ type Partition struct {
 	logger *slog.Logger
 	// producer.id.expiration.ms and its check interval, in ms.
 	producerExpirationMs, producerCheckIntervalMs int64
+	// mgr supplies the node id, replica.lag.time.max.ms, AlterPartition
+	// and the owner of the goroutines that send it.
+	mgr *Manager
 
 	mu struct {
 		sync.Mutex
-		cfg           PartitionConfig
+		cfg PartitionConfig
+		// state is the partition state last applied (replication.go);
+		// leaderEpoch is state.LeaderEpoch.
+		state         PartitionState
+		applied       bool // state has been set once
+		leader        bool
 		leaderEpoch   int32
 		highWatermark int64
 		producers     producerState
-		appended      chan struct{} // closed and replaced on every append
+		// appended is closed and replaced whenever the log end offset or
+		// the high watermark moves, and on a role change.
+		appended chan struct{}
+		// Leader only (isr.go): follower positions, the ISR change in
+		// flight and where this leader epoch began.
+		followers     map[int32]*followerState
+		pendingISR    []int32 // proposed ISR while AlterPartition runs; nil otherwise
+		alterInFlight bool
+		epochStart    int64
 		// activeBase is the log's active segment when last looked at; a
 		// change means a roll, which takes a producer snapshot.
 		activeBase      int64
@@ -56,7 +75,10 @@ type Partition struct {
 
 // AppendResult describes a successful append.
 type AppendResult struct {
-	BaseOffset     int64
+	BaseOffset int64
+	// LastOffset is the offset of the batch's last record: acks=all waits
+	// for it to commit (WaitCommitted).
+	LastOffset     int64
 	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
 	LogStartOffset int64
 }
@@ -79,6 +101,9 @@ func (p *Partition) Append(batch []byte) (AppendResult, error) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !p.mu.leader {
+		return AppendResult{}, kerr.NotLeaderForPartition
+	}
 	return p.appendCheckedLocked(batch, h, sum, true)
 }
 
@@ -106,7 +131,7 @@ func (p *Partition) appendCheckedLocked(batch []byte, h record.Header, sum recor
 			return AppendResult{}, err
 		}
 		if dup != nil {
-			return AppendResult{BaseOffset: dup.firstOffset, LogAppendTime: appendTime, LogStartOffset: p.log.LogStartOffset()}, nil
+			return AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: appendTime, LogStartOffset: p.log.LogStartOffset()}, nil
 		}
 	}
 	switch {
@@ -131,16 +156,29 @@ func (p *Partition) appendCheckedLocked(batch []byte, h record.Header, sum recor
 		p.mu.producers.update(h, base, ts)
 	}
 	p.advanceLocked()
-	return AppendResult{BaseOffset: base, LogAppendTime: appendTime, LogStartOffset: p.log.LogStartOffset()}, nil
+	return AppendResult{BaseOffset: base, LastOffset: base + int64(h.LastOffsetDelta), LogAppendTime: appendTime,
+		LogStartOffset: p.log.LogStartOffset()}, nil
 }
 
-// advanceLocked moves the high watermark after an append and wakes
-// waiting fetches. One replica: the in-sync set is the leader alone, so
-// everything appended is committed.
+// advanceLocked runs after a leader's append: the high watermark moves if
+// the maximal ISR allows (with the leader alone in it, to the log end
+// offset at once), and waiting fetches wake.
 func (p *Partition) advanceLocked() {
-	p.mu.highWatermark = p.log.LogEndOffset()
+	p.maybeIncrementHWLocked()
+	p.wakeLocked()
+}
+
+// wakeLocked wakes fetches waiting on Appended and WaitCommitted callers.
+func (p *Partition) wakeLocked() {
 	close(p.mu.appended)
 	p.mu.appended = make(chan struct{})
+}
+
+// setHighWatermarkLocked moves the high watermark and tells the log, whose
+// retention it bounds.
+func (p *Partition) setHighWatermarkLocked(hw int64) {
+	p.mu.highWatermark = hw
+	p.log.SetHighWatermark(hw)
 }
 
 // batchError maps a validation error to the code Kafka answers with,
@@ -172,6 +210,10 @@ type Snapshot struct {
 func (p *Partition) Offsets() Snapshot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.offsetsLocked()
+}
+
+func (p *Partition) offsetsLocked() Snapshot {
 	return Snapshot{
 		LogStartOffset:   p.log.LogStartOffset(),
 		HighWatermark:    p.mu.highWatermark,
@@ -181,7 +223,8 @@ func (p *Partition) Offsets() Snapshot {
 	}
 }
 
-// Appended returns a channel closed at the next append, for fetches that
+// Appended returns a channel closed when the log end offset or the high
+// watermark next moves (or the partition changes role), for fetches that
 // wait for data.
 func (p *Partition) Appended() <-chan struct{} {
 	p.mu.Lock()
@@ -240,6 +283,9 @@ func (p *Partition) Log() *storage.Log { return p.log }
 func (p *Partition) DeleteRecords(offset int64) (lowWatermark int64, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !p.mu.leader {
+		return -1, kerr.NotLeaderForPartition
+	}
 	if !p.log.Config().CleanupPolicy.Delete() {
 		return -1, fmt.Errorf("%w: records of %s-%d cannot be deleted while cleanup.policy=compact", kerr.PolicyViolation, p.Topic, p.Index)
 	}

@@ -149,9 +149,16 @@ func (p *Partition) ActiveProducers() []ProducerInfo {
 func (p *Partition) TruncateTo(offset int64) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.truncateLocked(offset)
+}
+
+// truncateLocked is TruncateTo with the lock held. The high watermark
+// follows the log end offset down; waiting fetches wake.
+func (p *Partition) truncateLocked(offset int64) error {
 	if err := p.log.TruncateTo(offset); err != nil {
 		return fmt.Errorf("truncate %s-%d to %d: %w", p.Topic, p.Index, offset, err)
 	}
-	p.mu.highWatermark = min(p.mu.highWatermark, p.log.LogEndOffset())
+	p.setHighWatermarkLocked(min(p.mu.highWatermark, p.log.LogEndOffset()))
+	p.wakeLocked()
 	return p.loadProducerStateLocked()
 }

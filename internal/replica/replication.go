@@ -1,12 +1,19 @@
 package replica
 
-// Replication API. THIS FILE IS THE CONTRACT between internal/replica and
-// the broker (fetch handler, replica fetchers, produce). Bodies marked
-// "not implemented" are being written; signatures are fixed.
+// Replication API: the contract between internal/replica and the broker
+// (fetch handler, replica fetchers, produce). The leader's bookkeeping of
+// its followers and the ISR is in isr.go.
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/samsa-io/samsa/internal/record"
+	"github.com/samsa-io/samsa/internal/storage"
 )
 
 // PartitionState is what the metadata image says about a partition.
@@ -57,18 +64,87 @@ type FollowerFetchResult struct {
 	Diverging *EpochEndOffset
 }
 
-var errNotImplemented = errors.New("replica: not implemented")
+// applyStateLocked makes the partition take st, if st is not stale: a
+// newer leader epoch, or the same one with a partition epoch at least as
+// new (an ISR change). A new leader epoch in which this node leads starts
+// the epoch at the log end offset and tracks the followers afresh; losing
+// leadership wakes WaitCommitted callers, who answer NOT_LEADER_OR_FOLLOWER.
+func (p *Partition) applyStateLocked(st PartitionState) {
+	cur := p.mu.state
+	if p.mu.applied && (st.LeaderEpoch < cur.LeaderEpoch ||
+		st.LeaderEpoch == cur.LeaderEpoch && st.PartitionEpoch < cur.PartitionEpoch) {
+		p.logger.Debug("ignoring stale partition state", "leaderEpoch", st.LeaderEpoch, "partitionEpoch", st.PartitionEpoch,
+			"currentLeaderEpoch", cur.LeaderEpoch, "currentPartitionEpoch", cur.PartitionEpoch)
+		return
+	}
+	now := p.now()
+	newEpoch := !p.mu.applied || st.LeaderEpoch != cur.LeaderEpoch
+	wasLeader := p.mu.leader
+	st.Replicas, st.ISR = slices.Clone(st.Replicas), slices.Clone(st.ISR)
+	p.mu.state, p.mu.applied = st, true
+	p.mu.leaderEpoch = st.LeaderEpoch
+	p.mu.leader = st.Leader == p.mgr.cfg.NodeID
+	if newEpoch || st.PartitionEpoch != cur.PartitionEpoch {
+		// The change in flight was decided one way or the other; a
+		// republished state must keep it counting for the high watermark.
+		p.mu.pendingISR = nil
+	}
+	switch {
+	case p.mu.leader && (newEpoch || !wasLeader):
+		leo := p.log.LogEndOffset()
+		if err := p.log.AssignLeaderEpoch(st.LeaderEpoch, leo); err != nil {
+			p.logger.Error("recording leader epoch start", "epoch", st.LeaderEpoch, "offset", leo, "err", err)
+		}
+		p.mu.epochStart = leo
+		p.resetFollowersLocked(now)
+		p.logger.Info("became leader", "leaderEpoch", st.LeaderEpoch, "isr", st.ISR, "logEndOffset", leo,
+			"highWatermark", p.mu.highWatermark)
+	case p.mu.leader:
+		p.syncFollowersLocked(now)
+	default:
+		p.mu.followers = nil
+		if wasLeader || newEpoch {
+			p.logger.Info("became follower", "leader", st.Leader, "leaderEpoch", st.LeaderEpoch)
+		}
+	}
+	p.maybeIncrementHWLocked()
+	p.wakeLocked()
+}
 
 // IsLeader reports whether this node currently leads the partition.
-func (p *Partition) IsLeader() bool { panic(errNotImplemented) }
+func (p *Partition) IsLeader() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.leader
+}
 
 // State returns the partition state this replica last applied.
-func (p *Partition) State() PartitionState { panic(errNotImplemented) }
+func (p *Partition) State() PartitionState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.mu.state
+	st.Replicas, st.ISR = slices.Clone(st.Replicas), slices.Clone(st.ISR)
+	return st
+}
+
+func (p *Partition) minISRLocked() int {
+	return max(p.mu.cfg.MinInsyncReplicas, 1)
+}
 
 // CheckEnoughReplicas is the acks=all admission check made before an
 // append: NOT_ENOUGH_REPLICAS when the ISR is smaller than
 // min.insync.replicas; NOT_LEADER_OR_FOLLOWER when not leader.
-func (p *Partition) CheckEnoughReplicas() error { panic(errNotImplemented) }
+func (p *Partition) CheckEnoughReplicas() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.mu.leader {
+		return kerr.NotLeaderForPartition
+	}
+	if n, want := len(p.mu.state.ISR), p.minISRLocked(); n < want {
+		return fmt.Errorf("%w: ISR of %s-%d has %d replicas, min.insync.replicas is %d", kerr.NotEnoughReplicas, p.Topic, p.Index, n, want)
+	}
+	return nil
+}
 
 // WaitCommitted blocks until the high watermark passes lastOffset (the
 // record at lastOffset is committed). It returns NOT_LEADER_OR_FOLLOWER if
@@ -76,7 +152,44 @@ func (p *Partition) CheckEnoughReplicas() error { panic(errNotImplemented) }
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND if when the offset commits the ISR is
 // smaller than min.insync.replicas, and REQUEST_TIMED_OUT when ctx ends.
 func (p *Partition) WaitCommitted(ctx context.Context, lastOffset int64) error {
-	panic(errNotImplemented)
+	p.mu.Lock()
+	epoch := p.mu.leaderEpoch
+	for {
+		if !p.mu.leader || p.mu.leaderEpoch != epoch {
+			p.mu.Unlock()
+			return kerr.NotLeaderForPartition
+		}
+		if p.mu.highWatermark > lastOffset {
+			n, want := len(p.mu.state.ISR), p.minISRLocked()
+			p.mu.Unlock()
+			if n < want {
+				return fmt.Errorf("%w: ISR of %s-%d has %d replicas, min.insync.replicas is %d", kerr.NotEnoughReplicasAfterAppend, p.Topic, p.Index, n, want)
+			}
+			return nil
+		}
+		wake := p.mu.appended
+		p.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return kerr.RequestTimedOut
+		case <-wake:
+		}
+		p.mu.Lock()
+	}
+}
+
+// checkLeaderEpochLocked is Kafka's check of a request's current leader
+// epoch: older is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH.
+func (p *Partition) checkLeaderEpochLocked(current int32) error {
+	switch {
+	case current < 0:
+		return nil
+	case current < p.mu.leaderEpoch:
+		return kerr.FencedLeaderEpoch
+	case current > p.mu.leaderEpoch:
+		return kerr.UnknownLeaderEpoch
+	}
+	return nil
 }
 
 // FetchForFollower serves a follower's fetch on the leader: it checks the
@@ -86,38 +199,211 @@ func (p *Partition) WaitCommitted(ctx context.Context, lastOffset int64) error {
 // end offset. NOT_LEADER_OR_FOLLOWER when not leader; OFFSET_OUT_OF_RANGE
 // when FetchOffset is outside [log start, log end].
 func (p *Partition) FetchForFollower(f FollowerFetch) (FollowerFetchResult, error) {
-	panic(errNotImplemented)
+	p.mu.Lock()
+	if !p.mu.leader {
+		p.mu.Unlock()
+		return FollowerFetchResult{}, kerr.NotLeaderForPartition
+	}
+	if err := p.checkLeaderEpochLocked(f.CurrentLeaderEpoch); err != nil {
+		p.mu.Unlock()
+		return FollowerFetchResult{}, err
+	}
+	fs := p.mu.followers[f.ReplicaID]
+	if fs == nil {
+		p.mu.Unlock()
+		return FollowerFetchResult{}, fmt.Errorf("%w: replica %d is not a replica of %s-%d", kerr.NotLeaderForPartition, f.ReplicaID, p.Topic, p.Index)
+	}
+	// Like Kafka, the divergence check comes first: a follower ahead of
+	// this log is told to truncate, not that its offset is out of range.
+	if f.LastFetchedEpoch >= 0 {
+		epoch, end := p.log.EndOffsetForEpoch(f.LastFetchedEpoch)
+		if epoch < 0 || end < 0 {
+			p.mu.Unlock()
+			return FollowerFetchResult{}, fmt.Errorf("%w: end offset of epoch %d is unknown", kerr.OffsetOutOfRange, f.LastFetchedEpoch)
+		}
+		if epoch < f.LastFetchedEpoch || end < f.FetchOffset {
+			defer p.mu.Unlock()
+			return FollowerFetchResult{Offsets: p.offsetsLocked(), Diverging: &EpochEndOffset{Epoch: epoch, EndOffset: end}}, nil
+		}
+	}
+	leo, start := p.log.LogEndOffset(), p.log.LogStartOffset()
+	if f.FetchOffset < start || f.FetchOffset > leo {
+		p.mu.Unlock()
+		return FollowerFetchResult{}, fmt.Errorf("%w: fetch offset %d, log has %d..%d", kerr.OffsetOutOfRange, f.FetchOffset, start, leo)
+	}
+	p.recordFetchLocked(fs, f.ReplicaID, f.FetchOffset, leo, p.now())
+	s := p.offsetsLocked()
+	p.mu.Unlock()
+	// The leader's log end offset before the read bounds it: appends
+	// after the fetch was recorded go to the next fetch.
+	b, err := p.log.Read(f.FetchOffset, f.MaxBytes, leo)
+	if errors.Is(err, storage.ErrOffsetOutOfRange) {
+		return FollowerFetchResult{}, fmt.Errorf("%w: %v", kerr.OffsetOutOfRange, err)
+	}
+	if err != nil {
+		return FollowerFetchResult{}, fmt.Errorf("read %s-%d for replica %d: %w", p.Topic, p.Index, f.ReplicaID, err)
+	}
+	return FollowerFetchResult{Records: b, Offsets: s}, nil
 }
 
 // EndOffsetForEpoch answers OffsetForLeaderEpoch: the largest epoch <=
 // epoch this replica knows and the offset where it ended. Unknown → epoch
-// -1, offset -1.
-func (p *Partition) EndOffsetForEpoch(epoch int32) EpochEndOffset { panic(errNotImplemented) }
+// -1, offset -1. An epoch below every known one answers itself and the
+// start of the oldest known epoch, as Kafka does.
+func (p *Partition) EndOffsetForEpoch(epoch int32) EpochEndOffset {
+	e, off := p.log.EndOffsetForEpoch(epoch)
+	return EpochEndOffset{Epoch: e, EndOffset: off}
+}
 
 // FetchPosition is where a follower fetches from next: its log end offset
-// and the epoch of its last batch (-1 when the log is empty).
+// and the epoch of its last batch (-1 when the log is empty), which the
+// leader epoch cache holds.
 func (p *Partition) FetchPosition() (fetchOffset int64, lastFetchedEpoch int32) {
-	panic(errNotImplemented)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.LogEndOffset(), p.log.LatestEpoch()
 }
 
 // AppendAsFollower appends batches fetched from the leader, keeping their
 // offsets and epochs, updating producer and transaction state, and sets the
 // high watermark to min(leaderHW, log end offset) and the log start offset
-// to at least leaderLogStart.
+// to at least leaderLogStart. A partial batch at the end (fetch responses
+// may end mid-batch) is left for the next fetch.
 func (p *Partition) AppendAsFollower(batches []byte, leaderHW, leaderLogStart int64) error {
-	panic(errNotImplemented)
+	var whole []record.Header
+	var controls [][]byte
+	n := 0
+	for rest := batches; len(rest) >= record.HeaderSize; {
+		h, err := record.ParseHeader(rest)
+		if err != nil {
+			return fmt.Errorf("%w: batch from the leader: %v", kerr.CorruptMessage, err)
+		}
+		if h.Size() > len(rest) {
+			break
+		}
+		if _, _, err := record.ValidateStored(rest[:h.Size()]); err != nil {
+			return fmt.Errorf("%w: batch at offset %d from the leader: %v", kerr.CorruptMessage, h.BaseOffset, err)
+		}
+		var ctl []byte
+		if h.Control() {
+			ctl = rest[:h.Size()]
+		}
+		whole, controls = append(whole, h), append(controls, ctl)
+		n += h.Size()
+		rest = rest[h.Size():]
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.leader {
+		return kerr.NotLeaderForPartition
+	}
+	if n > 0 {
+		if err := p.appendAsFollowerLocked(batches[:n], whole, controls); err != nil {
+			return err
+		}
+	}
+	p.updateFollowerOffsetsLocked(leaderHW, leaderLogStart)
+	p.wakeLocked()
+	return nil
+}
+
+// appendAsFollowerLocked appends whole batches and replays them into the
+// producer state, the path restarts take, so a follower that becomes
+// leader knows sequences and open transactions as the old leader did.
+func (p *Partition) appendAsFollowerLocked(batches []byte, headers []record.Header, controls [][]byte) error {
+	p.maybeExpireProducersLocked(p.now().UnixMilli())
+	first, _, err := p.log.AppendAsFollower(batches)
+	if errors.Is(err, storage.ErrOffsetsOutOfOrder) {
+		return fmt.Errorf("%w: %v", kerr.OffsetOutOfRange, err)
+	}
+	if err != nil {
+		return fmt.Errorf("append to follower %s-%d: %w", p.Topic, p.Index, err)
+	}
+	p.afterAppendLocked(first)
+	for i, h := range headers {
+		t, err := p.mu.producers.replay(h, controls[i])
+		if err != nil {
+			p.logger.Error("replaying replicated batch into producer state", "offset", h.BaseOffset, "err", err)
+			continue
+		}
+		if t != nil {
+			if err := p.log.AppendAbortedTxn(*t); err != nil {
+				p.logger.Error("recording aborted transaction in .txnindex", "producerId", t.ProducerID, "offset", t.LastOffset, "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+// updateFollowerOffsetsLocked moves the high watermark forward to
+// min(leaderHW, log end offset) and the log start offset up to
+// leaderLogStart, which the high watermark bounds.
+func (p *Partition) updateFollowerOffsetsLocked(leaderHW, leaderLogStart int64) {
+	if hw := min(leaderHW, p.log.LogEndOffset()); hw > p.mu.highWatermark {
+		p.setHighWatermarkLocked(hw)
+	}
+	if start := min(leaderLogStart, p.mu.highWatermark); start > p.log.LogStartOffset() {
+		if err := p.log.IncrementLogStartOffset(start); err != nil {
+			p.logger.Warn("moving log start offset to the leader's", "offset", start, "err", err)
+		}
+	}
 }
 
 // UpdateFollowerHighWatermark applies the leader's high watermark and log
 // start offset from a fetch response that carried no records.
 func (p *Partition) UpdateFollowerHighWatermark(leaderHW, leaderLogStart int64) {
-	panic(errNotImplemented)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.leader {
+		return
+	}
+	hw, start := p.mu.highWatermark, p.log.LogStartOffset()
+	p.updateFollowerOffsetsLocked(leaderHW, leaderLogStart)
+	if p.mu.highWatermark != hw || p.log.LogStartOffset() != start {
+		p.wakeLocked()
+	}
 }
 
 // TruncateOnDivergence truncates a follower whose log diverged: to
-// min(d.EndOffset, this replica's own end offset for d.Epoch).
-func (p *Partition) TruncateOnDivergence(d EpochEndOffset) error { panic(errNotImplemented) }
+// min(d.EndOffset, this replica's own end offset for d.Epoch). As in
+// Kafka's fetcher, when this replica does not have d.Epoch it truncates to
+// the end of its largest epoch below it, and the next fetch goes on from
+// there; an undefined d truncates to the high watermark.
+func (p *Partition) TruncateOnDivergence(d EpochEndOffset) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.leader {
+		return kerr.NotLeaderForPartition
+	}
+	leo := p.log.LogEndOffset()
+	target := p.mu.highWatermark
+	if d.Epoch >= 0 && d.EndOffset >= 0 {
+		epoch, end := p.log.EndOffsetForEpoch(d.Epoch)
+		switch {
+		case end < 0:
+			target = min(d.EndOffset, leo)
+		case epoch != d.Epoch:
+			target = min(end, leo)
+		default:
+			target = min(end, d.EndOffset, leo)
+		}
+	}
+	p.logger.Info("truncating diverging log", "leaderEpoch", d.Epoch, "leaderEndOffset", d.EndOffset, "to", target, "logEndOffset", leo)
+	return p.truncateLocked(target)
+}
 
 // TruncateFullyAndStartAt empties the log and restarts it at offset (a
 // follower that fell behind the leader's log start offset).
-func (p *Partition) TruncateFullyAndStartAt(offset int64) error { panic(errNotImplemented) }
+func (p *Partition) TruncateFullyAndStartAt(offset int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.leader {
+		return kerr.NotLeaderForPartition
+	}
+	if err := p.log.TruncateFullyAndStartAt(offset); err != nil {
+		return fmt.Errorf("truncate %s-%d fully to start at %d: %w", p.Topic, p.Index, offset, err)
+	}
+	p.setHighWatermarkLocked(offset)
+	p.wakeLocked()
+	return p.loadProducerStateLocked()
+}

@@ -51,6 +51,9 @@ func (p *Partition) AppendAsCoordinator(batch []byte) (AppendResult, error) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !p.mu.leader {
+		return AppendResult{}, kerr.NotLeaderForPartition
+	}
 	if h.Idempotent() {
 		if e := p.mu.producers.producers[h.ProducerID]; e != nil {
 			if h.ProducerEpoch < e.epoch {
@@ -92,6 +95,9 @@ func (p *Partition) WriteTxnMarker(producerID int64, epoch int16, coordinatorEpo
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !p.mu.leader {
+		return -1, kerr.NotLeaderForPartition
+	}
 	if err := p.mu.producers.checkMarker(producerID, epoch, coordinatorEpoch); err != nil {
 		return -1, err
 	}

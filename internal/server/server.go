@@ -24,6 +24,7 @@ import (
 	"github.com/samsa-io/samsa/internal/raft"
 	"github.com/samsa-io/samsa/internal/replica"
 	"github.com/samsa-io/samsa/internal/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Server is a running node.
@@ -34,7 +35,12 @@ type Server struct {
 	logs      *storage.LogManager
 	loader    *metadata.Loader
 	raft      *raft.Node
+	transport *raft.TCPTransport
+	ctrlLn    *splitListener
+	ctrlAPI   *network.Server
 	ctrl      *controller.Controller
+	channel   *channel
+	lifecycle *lifecycle
 	replicas  *replica.Manager
 	broker    *broker.Broker
 	groups    *group.Coordinator
@@ -43,11 +49,16 @@ type Server struct {
 	clusterID string
 }
 
+// startupTimeout bounds how long Start waits for the quorum to elect a
+// controller and for the controller to unfence this broker: the other
+// nodes of a new cluster may start a little later.
+const startupTimeout = 2 * time.Minute
+
 // Start formats the data directories if this is the first start, recovers
-// the logs, replays the metadata log, registers the broker and starts
-// serving clients. On error everything already started is closed. level,
-// when not nil, is the level of logger's handler: BROKER_LOGGER configs
-// change it at runtime.
+// the logs, joins the metadata quorum and replays its log, registers the
+// broker with the active controller and, once unfenced, serves clients. On
+// error everything already started is closed. level, when not nil, is the
+// level of logger's handler: BROKER_LOGGER configs change it at runtime.
 func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (_ *Server, err error) {
 	if err := checkSupported(cfg); err != nil {
 		return nil, err
@@ -72,44 +83,37 @@ func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (_ *Se
 	if err := s.logs.Load(); err != nil {
 		return nil, fmt.Errorf("load logs: %w", err)
 	}
-	s.replicas = replica.NewManager(replica.Config{NodeID: cfg.NodeID, Logs: s.logs, Logger: logger, ProducerIDExpirationMs: cfg.ProducerIDExpirationMs})
-
 	s.loader = metadata.NewLoader(s.clusterID, logger)
-	s.raft, err = raft.Open(raft.Config{
-		ID:      uint64(cfg.NodeID),
-		Dir:     filepath.Join(s.metadataDir(), storage.MetadataLogDirName),
-		Logger:  logger,
-		Applier: s.loader,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open metadata log: %w", err)
-	}
-	s.ctrl, err = controller.New(controller.Config{
-		NodeID:                   cfg.NodeID,
-		Raft:                     s.raft,
-		Loader:                   s.loader,
-		Logger:                   logger,
-		Rand:                     rand.Reader,
-		Now:                      time.Now,
-		DefaultNumPartitions:     cfg.NumPartitions,
-		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
-		ValidateTopicConfig:      config.ValidateTopicConfig,
-	})
-	if err != nil {
+	if err := s.joinQuorum(); err != nil {
 		return nil, err
 	}
+	s.replicas = replica.NewManager(replica.Config{
+		NodeID:                          cfg.NodeID,
+		Logs:                            s.logs,
+		Logger:                          logger,
+		ProducerIDExpirationMs:          cfg.ProducerIDExpirationMs,
+		ReplicaLagTimeMax:               time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
+		HighWatermarkCheckpointInterval: time.Duration(cfg.MustInt64("replica.high.watermark.checkpoint.interval.ms")) * time.Millisecond,
+		AlterPartition:                  s.alterPartition,
+	})
 	if err := s.startCoordinators(); err != nil {
 		return nil, err
 	}
 	s.broker = broker.New(broker.Config{
 		NodeID:     cfg.NodeID,
 		Static:     cfg,
-		Controller: s.ctrl,
+		Controller: s.channel,
 		Image:      s.loader.Image,
 		Replicas:   s.replicas,
 		Groups:     s.groups,
 		Txns:       s.txns,
 		Logger:     logger,
+		ActiveController: func() int32 {
+			if id := s.raft.Leader(); id != 0 {
+				return int32(id)
+			}
+			return -1
+		},
 	})
 	if level != nil {
 		s.broker.SetLogLevel(level)
@@ -123,6 +127,117 @@ func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (_ *Se
 		return nil, err
 	}
 	return s, nil
+}
+
+// joinQuorum opens the metadata log and its raft node — with a transport
+// on the controller listener when there are other voters — and starts the
+// controller and the channel brokers use to reach the active one.
+func (s *Server) joinQuorum() error {
+	cfg := s.cfg
+	voters := make(map[int32]string, len(cfg.ControllerQuorumVoters))
+	var peers []uint64
+	for _, v := range cfg.ControllerQuorumVoters {
+		voters[v.ID] = v.Addr()
+		peers = append(peers, uint64(v.ID))
+	}
+	if len(peers) == 0 {
+		peers = []uint64{uint64(cfg.NodeID)} // standalone dynamic quorum
+	}
+	rcfg := raft.Config{
+		ID:      uint64(cfg.NodeID),
+		Peers:   peers,
+		Dir:     filepath.Join(s.metadataDir(), storage.MetadataLogDirName),
+		Logger:  s.logger,
+		Applier: s.loader,
+	}
+	if len(voters) > 1 {
+		ln, err := s.bindController()
+		if err != nil {
+			return err
+		}
+		s.ctrlLn = newSplitListener(ln, s.logger)
+		tpeers := make(map[uint64]string, len(voters))
+		for id, addr := range voters {
+			tpeers[uint64(id)] = addr
+		}
+		s.transport, err = raft.NewTCPTransport(raft.TCPConfig{
+			ID: uint64(cfg.NodeID), ClusterID: s.clusterID, Peers: tpeers,
+			Listener: s.ctrlLn.raft, Logger: s.logger,
+		})
+		if err != nil {
+			return err
+		}
+		rcfg.Transport = s.transport
+	}
+	var err error
+	s.raft, err = raft.Open(rcfg)
+	if err != nil {
+		return fmt.Errorf("open metadata log: %w", err)
+	}
+	if s.transport != nil {
+		s.transport.Attach(s.raft)
+	}
+	s.ctrl, err = controller.New(controller.Config{
+		NodeID:                       cfg.NodeID,
+		Raft:                         s.raft,
+		Loader:                       s.loader,
+		Logger:                       s.logger,
+		Rand:                         rand.Reader,
+		Now:                          time.Now,
+		DefaultNumPartitions:         cfg.NumPartitions,
+		DefaultReplicationFactor:     cfg.DefaultReplicationFactor,
+		ValidateTopicConfig:          config.ValidateTopicConfig,
+		SessionTimeout:               time.Duration(cfg.MustInt32("broker.session.timeout.ms")) * time.Millisecond,
+		AutoLeaderRebalance:          cfg.MustBool("auto.leader.rebalance.enable"),
+		LeaderImbalanceCheckInterval: time.Duration(cfg.MustInt64("leader.imbalance.check.interval.seconds")) * time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	s.ctrl.Start()
+	if s.ctrlLn != nil {
+		api := newControllerAPI(s.ctrl)
+		s.ctrlAPI = network.Serve(s.ctrlLn.kafka, network.Config{
+			Listener:       cfg.ControllerListenerNames[0],
+			MaxRequestSize: cfg.SocketRequestMaxBytes,
+			Handler:        api,
+			Versions:       api.versions,
+			Logger:         s.logger,
+		})
+		s.logger.Info("serving the controller quorum", "listener", cfg.ControllerListenerNames[0], "addr", s.ctrlLn.ln.Addr().String(), "voters", len(voters))
+	}
+	s.channel = newChannel(cfg.NodeID, s.ctrl, s.raft, voters, s.logger)
+	return nil
+}
+
+// bindController binds this node's controller listener: the address its
+// entry in controller.quorum.voters names, which other voters dial.
+func (s *Server) bindController() (net.Listener, error) {
+	for _, l := range s.cfg.Listeners {
+		if !slices.Contains(s.cfg.ControllerListenerNames, l.Name) {
+			continue
+		}
+		addr := net.JoinHostPort(l.Host, strconv.Itoa(l.Port))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("listen on %s (%s): %w", l.Name, addr, err)
+		}
+		return ln, nil
+	}
+	return nil, fmt.Errorf("listeners has no entry for controller listener %s", s.cfg.ControllerListenerNames[0])
+}
+
+// alterPartition is the replica manager's hook for ISR changes. The
+// controller's answer lacks the replica set; the image has it.
+func (s *Server) alterPartition(ctx context.Context, r replica.AlterPartitionRequest) (replica.PartitionState, error) {
+	st, err := s.channel.alterPartition(ctx, s.lifecycle.epoch.Load(), r)
+	if err != nil {
+		return st, err
+	}
+	if t, ok := s.loader.Image().TopicByID(metadata.Uuid(r.TopicID)); ok && int(r.Partition) < len(t.Partitions) {
+		st.Replicas = t.Partitions[r.Partition].Replicas
+	}
+	return st, nil
 }
 
 // startCoordinators creates the group and transaction coordinators. Their
@@ -143,18 +258,14 @@ func (s *Server) startCoordinators() error {
 	return nil
 }
 
-// serve bootstraps the metadata log if it is new, binds the client
-// listeners, registers this broker with the controller and starts
-// answering clients.
+// serve waits for an active controller (bootstrapping the metadata log if
+// it is new), binds the client listeners, registers this broker, waits
+// until the controller unfences it and starts answering clients.
 func (s *Server) serve() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), startupTimeout)
 	defer cancel()
-	if err := s.ctrl.Bootstrap(ctx); err != nil {
+	if err := s.bootstrap(ctx); err != nil {
 		return fmt.Errorf("bootstrap metadata: %w", err)
-	}
-	incarnation, err := metadata.RandomUuid(rand.Reader)
-	if err != nil {
-		return err
 	}
 	listeners, endpoints, err := s.bind()
 	if err != nil {
@@ -164,14 +275,20 @@ func (s *Server) serve() error {
 	if s.cfg.BrokerRack != "" {
 		rack = &s.cfg.BrokerRack
 	}
-	epoch, err := s.ctrl.RegisterBroker(ctx, s.cfg.NodeID, incarnation, endpoints, rack)
-	if err != nil {
+	s.lifecycle = &lifecycle{
+		ch: s.channel, logger: s.logger, clusterID: s.clusterID, nodeID: s.cfg.NodeID,
+		endpoints: endpoints, rack: rack,
+		interval:       time.Duration(s.cfg.MustInt32("broker.heartbeat.interval.ms")) * time.Millisecond,
+		metadataOffset: func() int64 { return int64(s.loader.Image().Offset) },
+		onEpoch:        s.broker.SetEpoch,
+	}
+	s.lifecycle.start()
+	if err := s.lifecycle.waitUnfenced(ctx); err != nil {
 		for _, ln := range listeners {
 			ln.Close()
 		}
-		return fmt.Errorf("register broker: %w", err)
+		return err
 	}
-	s.broker.SetEpoch(epoch)
 	for name, ln := range listeners {
 		s.listeners = append(s.listeners, network.Serve(ln, network.Config{
 			Listener:       name,
@@ -183,6 +300,31 @@ func (s *Server) serve() error {
 		s.logger.Info("serving Kafka clients", "listener", name, "addr", ln.Addr().String())
 	}
 	return nil
+}
+
+// bootstrap waits until the metadata log has a metadata.version: the
+// active controller writes it into a new log; the other voters wait to
+// replay it.
+func (s *Server) bootstrap(ctx context.Context) error {
+	for {
+		if _, ok := s.loader.Image().Features()[metadata.MetadataVersionFeature]; ok && !s.raft.IsLeader() {
+			return nil
+		}
+		if s.raft.IsLeader() {
+			err := s.ctrl.Bootstrap(ctx)
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, kerr.NotController) {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no active controller among controller.quorum.voters after %v: %w", startupTimeout, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // format makes sure every data directory has a meta.properties of one
@@ -200,7 +342,17 @@ func (s *Server) format() error {
 		s.clusterID = mp.ClusterID
 		break
 	}
+	if s.clusterID != "" && s.cfg.ClusterID != "" && s.clusterID != s.cfg.ClusterID {
+		return fmt.Errorf("data directories belong to cluster %s, not %s", s.clusterID, s.cfg.ClusterID)
+	}
+	if s.clusterID == "" && s.cfg.ClusterID != "" {
+		s.clusterID = s.cfg.ClusterID
+		s.logger.Info("formatting data directories", "cluster.id", s.clusterID, "dirs", dirs)
+	}
 	if s.clusterID == "" {
+		if len(s.cfg.ControllerQuorumVoters) > 1 {
+			return errors.New("these data directories are not formatted and controller.quorum.voters lists several voters: every node needs the same cluster id; start each with --cluster-id (generate one with `samsa cluster new-id`)")
+		}
 		id, err := metadata.RandomUuid(rand.Reader)
 		if err != nil {
 			return err
@@ -279,12 +431,23 @@ func (s *Server) Addr(listener string) string {
 // ClusterID is the cluster id from meta.properties.
 func (s *Server) ClusterID() string { return s.clusterID }
 
-// Close stops serving, then the metadata quorum, then flushes and
-// checkpoints the logs. It is safe on a partly started server.
+// Close moves this broker's leadership away (controlled shutdown), stops
+// serving, then the metadata quorum, then flushes and checkpoints the
+// logs. It is safe on a partly started server.
 func (s *Server) Close() error {
 	var errs []error
+	if s.lifecycle != nil {
+		timeout := 10 * time.Second
+		if len(s.cfg.ControllerQuorumVoters) <= 1 {
+			timeout = 0 // nobody to hand leadership to
+		}
+		s.lifecycle.shutdown(timeout)
+	}
 	for _, l := range s.listeners {
 		errs = append(errs, l.Close())
+	}
+	if s.broker != nil {
+		s.broker.Close()
 	}
 	// Transactions first: their marker writers report to the groups.
 	if s.txns != nil {
@@ -293,8 +456,26 @@ func (s *Server) Close() error {
 	if s.groups != nil {
 		s.groups.Close()
 	}
+	if s.replicas != nil {
+		s.replicas.Close()
+	}
+	if s.ctrl != nil {
+		s.ctrl.Close()
+	}
+	if s.ctrlAPI != nil {
+		errs = append(errs, s.ctrlAPI.Close())
+	}
+	if s.channel != nil {
+		s.channel.Close()
+	}
 	if s.raft != nil {
 		errs = append(errs, s.raft.Close())
+	}
+	if s.transport != nil {
+		errs = append(errs, s.transport.Close())
+	}
+	if s.ctrlLn != nil {
+		errs = append(errs, s.ctrlLn.Close())
 	}
 	if s.logs != nil {
 		errs = append(errs, s.logs.Close())
@@ -318,18 +499,13 @@ func securityProtocol(cfg *config.Config, listener string) int16 {
 }
 
 // checkSupported refuses configurations that Kafka accepts but Samsa does
-// not run yet, rather than silently running something else.
+// not run yet, rather than silently running something else. Without
+// controller.quorum.voters (Kafka 4's dynamic quorum configured through
+// controller.quorum.bootstrap.servers) the node is the only voter, as
+// after Kafka's `kafka-storage format --standalone`.
 func checkSupported(cfg *config.Config) error {
 	if !cfg.HasRole("broker") || !cfg.HasRole("controller") {
 		return fmt.Errorf("process.roles=%s is not supported yet: Samsa runs combined broker,controller nodes only", strings.Join(cfg.ProcessRoles, ","))
-	}
-	if len(cfg.ControllerQuorumVoters) > 1 {
-		return fmt.Errorf("controller.quorum.voters lists %d voters: multi-node quorums are not supported yet, use one voter (this node)", len(cfg.ControllerQuorumVoters))
-	}
-	for _, v := range cfg.ControllerQuorumVoters {
-		if v.ID != cfg.NodeID {
-			return fmt.Errorf("controller.quorum.voters names node %d, but node.id is %d: the only voter must be this node", v.ID, cfg.NodeID)
-		}
 	}
 	return nil
 }

@@ -12,9 +12,11 @@
 //	  recovery-point-offset-checkpoint    "0\n<count>\n<topic> <partition> <offset>\n..."
 //	  log-start-offset-checkpoint         same format
 //	  cleaner-offset-checkpoint           same format: first dirty offset of compacted logs
+//	  replication-offset-checkpoint       same format: high watermarks (written by internal/replica)
 //	  .kafka_cleanshutdown                present only while the broker is stopped cleanly
 //	  orders-0/
 //	    partition.metadata                "version: 0\ntopic_id: <base64url uuid>\n"
+//	    leader-epoch-checkpoint           "0\n<count>\n<epoch> <start offset>\n..." (leader_epoch.go)
 //	    00000000000000000000.log          record batches, back to back
 //	    00000000000000000000.index        sparse offset index
 //	    00000000000000000000.timeindex    sparse time index

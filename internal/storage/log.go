@@ -81,6 +81,10 @@ type Log struct {
 	snapGen    atomic.Int64   // bumped by every truncation
 	snapWrites sync.WaitGroup // WriteProducerSnapshotAsync goroutines
 
+	// epochs is the leader epoch cache (leader_epoch.go); appends,
+	// truncations and log start moves keep it in step with the log.
+	epochs *epochCache
+
 	hw          atomic.Int64   // high watermark for retention; -1: use the log end offset
 	deletes     sync.WaitGroup // goroutines removing *.deleted files (retention.go)
 	stopDeletes chan struct{}  // closed by shutdown: remove pending files now
@@ -130,6 +134,12 @@ func OpenWithOptions(dir string, cfg LogConfig, logger *slog.Logger, opts OpenOp
 		return nil, err
 	}
 	if err := l.load(opts); err != nil {
+		return nil, fmt.Errorf("open log %s: %w", dir, err)
+	}
+	if err := l.loadEpochs(); err != nil {
+		for _, s := range l.segments() {
+			s.close()
+		}
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
 	return l, nil
@@ -291,6 +301,9 @@ func (l *Log) append(batches []byte, assign bool) (first, last int64, err error)
 		return 0, 0, err
 	}
 	l.leo.Store(last + 1)
+	if err := l.assignBatchEpochsLocked(batches, metas); err != nil {
+		return first, last, fmt.Errorf("leader epoch cache of %s: %w", l.dir, err)
+	}
 	if err := l.maybeFlushLocked(); err != nil {
 		return first, last, err
 	}
@@ -542,6 +555,7 @@ func (l *Log) IncrementLogStartOffset(offset int64) error {
 	}
 	if offset > l.logStart.Load() {
 		l.logStart.Store(offset)
+		return l.epochs.truncateFromStart(offset)
 	}
 	return nil
 }
@@ -566,7 +580,11 @@ func (l *Log) TruncateTo(offset int64) (err error) {
 		return ErrClosed
 	}
 	if offset >= l.leo.Load() {
-		return nil
+		// Nothing to cut, but the epoch cache may end in an epoch this
+		// replica assigned as leader and never wrote to, which the new
+		// leader does not know (Kafka's UnifiedLog.truncateTo does the
+		// same); a follower that kept it would diverge again forever.
+		return l.epochs.truncateFromEnd(l.leo.Load())
 	}
 	l.mu.generation++
 	l.snapGen.Add(1)
@@ -601,7 +619,29 @@ func (l *Log) TruncateTo(offset int64) (err error) {
 	}
 	l.resetOffsetsLocked(active.nextOffset.Load())
 	l.logger.Info("truncated log", "to", offset, "logEndOffset", l.leo.Load())
-	return nil
+	return l.epochs.truncateFromEnd(l.leo.Load())
+}
+
+// TruncateFullyAndStartAt deletes every segment, the producer snapshots
+// and the leader epoch cache, and restarts the log empty at offset (a
+// follower that fell behind its leader's log start offset).
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	l.snapMu.Lock()
+	defer l.snapMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.structMu.Lock()
+	defer l.structMu.Unlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	l.mu.generation++
+	l.snapGen.Add(1)
+	if err := l.truncateFullyLocked(offset); err != nil {
+		return err
+	}
+	l.logger.Info("truncated log fully", "startAt", offset)
+	return l.deleteProducerSnapshotsLocked(func(int64) bool { return true })
 }
 
 // truncateFullyLocked deletes every segment and restarts the log at offset.
@@ -620,7 +660,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.leo.Store(offset)
 	l.logStart.Store(offset)
 	l.mu.recoveryPoint = offset
-	return nil
+	return l.epochs.clear()
 }
 
 func (l *Log) resetOffsetsLocked(leo int64) {

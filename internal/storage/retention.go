@@ -139,7 +139,7 @@ func (l *Log) deleteSegmentsWhileLocked(reason string, due func(s, next *segment
 		return 0, err
 	}
 	l.logger.Info("deleted segments", "reason", reason, "count", n, "logStartOffset", l.logStart.Load())
-	return n, nil
+	return n, l.epochs.truncateFromStart(l.logStart.Load())
 }
 
 // replaceSegmentsLocked replaces segments i..i+n-1 with replacement (nil

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/samsa-io/samsa/internal/devcluster"
+)
+
+// runDev runs `samsa dev cluster`: several combined nodes on loopback, each
+// its own process, until interrupted.
+func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "cluster" {
+		fmt.Fprintln(stderr, "usage: samsa dev cluster [--brokers N] [--dir DIR] [--port P] [--override key=value ...]")
+		return 2
+	}
+	fs := flag.NewFlagSet("samsa dev cluster", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	brokers := fs.Int("brokers", 3, "number of combined broker+controller nodes")
+	dir := fs.String("dir", "./data/dev-cluster", "directory for the nodes' data, configs and logs; reuse it to restart the same cluster")
+	port := fs.Int("port", 9092, "client port of node 1; node i listens on port+i-1, its controller on port+100+i-1")
+	var overrides stringList
+	fs.Var(&overrides, "override", "set one server property `key=value` on every node (repeatable)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	if *brokers < 1 {
+		fmt.Fprintln(stderr, "samsa dev cluster: --brokers must be at least 1")
+		return 2
+	}
+	props := []string{
+		fmt.Sprintf("default.replication.factor=%d", min(*brokers, 3)),
+		fmt.Sprintf("offsets.topic.replication.factor=%d", min(*brokers, 3)),
+		fmt.Sprintf("transaction.state.log.replication.factor=%d", min(*brokers, 3)),
+		fmt.Sprintf("transaction.state.log.min.isr=%d", min(*brokers, 2)),
+	}
+	props = append(props, overrides...)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	fmt.Fprintf(stderr, "starting %d nodes in %s ...\n", *brokers, *dir)
+	c, err := devcluster.Start(devcluster.Config{Nodes: *brokers, Dir: *dir, BasePort: *port, Properties: props})
+	if err != nil {
+		fmt.Fprintf(stderr, "samsa dev cluster: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "cluster %s is up\n", c.ClusterID)
+	for _, n := range c.Nodes {
+		fmt.Fprintf(stdout, "  node %d: client %s, controller %s, log %s\n", n.ID, n.ClientAddr, n.ControllerAddr, n.LogPath)
+	}
+	fmt.Fprintf(stdout, "bootstrap servers: %s\n", strings.Join(c.Bootstrap(), ","))
+	<-sig
+	fmt.Fprintln(stderr, "stopping the cluster ...")
+	c.Close()
+	return 0
+}

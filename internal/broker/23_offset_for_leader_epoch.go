@@ -1,0 +1,71 @@
+package broker
+
+// OffsetForLeaderEpoch, versions 0-4.
+//
+// Behavior:
+//   - For each partition, the largest leader epoch <= the requested one
+//     that the leader knows and the offset where it ended (the log end
+//     offset for the current epoch); an epoch older than the log's first
+//     answers epoch -1, offset -1. Followers use it to find where their log
+//     diverged; clients (KIP-320) to detect truncation.
+//   - Only the partition leader answers (NOT_LEADER_OR_FOLLOWER
+//     elsewhere), whatever the replica id, as in Kafka.
+//   - current_leader_epoch (v2+) is checked: older → FENCED_LEADER_EPOCH,
+//     newer → UNKNOWN_LEADER_EPOCH; -1 skips the check.
+//   - Unknown topics or partitions are UNKNOWN_TOPIC_OR_PARTITION.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/network"
+)
+
+func handleOffsetForLeaderEpoch(_ context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	resp.Version = req.Version
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.LeaderEpoch, sp.EndOffset = -1, -1
+			p, err := b.leaderPartition(rt.Topic, rp.Partition)
+			if err == nil {
+				current := rp.CurrentLeaderEpoch
+				if req.Version < 2 {
+					current = -1
+				}
+				err = checkLeaderEpoch(current, p.Offsets().LeaderEpoch)
+			}
+			if err != nil {
+				sp.ErrorCode = b.errCode(err, "offset for leader epoch")
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			e := p.EndOffsetForEpoch(rp.LeaderEpoch)
+			sp.LeaderEpoch, sp.EndOffset = e.Epoch, e.EndOffset
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+// checkLeaderEpoch is the KIP-320 check of a request's current leader
+// epoch against the partition's: -1 is not checked.
+func checkLeaderEpoch(requested, current int32) error {
+	switch {
+	case requested < 0:
+		return nil
+	case requested < current:
+		return kerr.FencedLeaderEpoch
+	case requested > current:
+		return kerr.UnknownLeaderEpoch
+	}
+	return nil
+}

@@ -1,0 +1,577 @@
+package broker
+
+// Replica fetchers: the follower side of replication.
+//
+// A fetcherManager runs one replicaFetcher goroutine per source broker (the
+// leader of the partitions fetched). Each fetcher sends one full Fetch for
+// all of its partitions at a time (no fetch session), as replica NodeID,
+// and applies each partition's answer to the local replica: append,
+// high-watermark update, truncation on divergence or out of range. The
+// metadata publisher adds and removes partitions; it never waits on the
+// network.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/replica"
+)
+
+// PeerConn is a connection to another broker, as the replica fetchers use
+// it: Request negotiates the version and fails when the connection broke
+// (the caller then closes it and dials again).
+type PeerConn interface {
+	Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+	Close() error
+}
+
+// followerLog is what a fetcher needs of a follower replica;
+// *replica.Partition implements it.
+type followerLog interface {
+	FetchPosition() (fetchOffset int64, lastFetchedEpoch int32)
+	Offsets() replica.Snapshot
+	AppendAsFollower(batches []byte, leaderHW, leaderLogStart int64) error
+	UpdateFollowerHighWatermark(leaderHW, leaderLogStart int64)
+	TruncateOnDivergence(d replica.EpochEndOffset) error
+	TruncateFullyAndStartAt(offset int64) error
+}
+
+// fetcherConfig is what the replica fetchers need from the broker.
+type fetcherConfig struct {
+	nodeID      int32
+	brokerEpoch func() int64
+	image       func() *metadata.Image
+	// listener names the inter-broker listener whose endpoint is dialed.
+	listener  string
+	dial      func(ctx context.Context, addr string) (PeerConn, error)
+	partition func(topic string, partition int32) (followerLog, bool)
+
+	maxWaitMs, minBytes, maxBytes, partitionMaxBytes int32
+	// backoff follows a failed fetch or connection; retried partitions
+	// wait as long.
+	backoff time.Duration
+	logger  *slog.Logger
+	now     func() time.Time
+}
+
+// maxFetchBackoff caps replica.fetch.backoff.ms: after a leader dies the
+// followers must reach the new one quickly.
+const maxFetchBackoff = 500 * time.Millisecond
+
+// warnInterval is how often one repeated fetcher warning is logged.
+const warnInterval = 10 * time.Second
+
+// fetcherManager owns the replica fetchers. Its methods are called by the
+// metadata publisher (follow, unfollow) and Broker.Close.
+type fetcherManager struct {
+	cfg fetcherConfig
+	wg  sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		closed   bool
+		fetchers map[int32]*replicaFetcher        // by source broker
+		owner    map[replica.TopicPartition]int32 // partition → source broker
+	}
+}
+
+func newFetcherManager(cfg fetcherConfig) *fetcherManager {
+	if cfg.now == nil {
+		cfg.now = time.Now
+	}
+	cfg.backoff = min(cfg.backoff, maxFetchBackoff)
+	m := &fetcherManager{cfg: cfg}
+	m.mu.fetchers = make(map[int32]*replicaFetcher)
+	m.mu.owner = make(map[replica.TopicPartition]int32)
+	return m
+}
+
+// follow makes tp fetched from leader at leaderEpoch. Handing the same
+// leader and epoch again changes nothing; a newer epoch (or another
+// leader) restarts the partition, unparking it.
+func (m *fetcherManager) follow(tp replica.TopicPartition, topicID [16]byte, leader, leaderEpoch int32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.closed {
+		return
+	}
+	if cur, ok := m.mu.owner[tp]; ok && cur != leader {
+		m.removeLocked(tp)
+	}
+	f := m.mu.fetchers[leader]
+	if f == nil {
+		f = m.startFetcherLocked(leader)
+	}
+	m.mu.owner[tp] = leader
+	if f.add(tp, topicID, leaderEpoch) {
+		m.cfg.logger.Info("following partition", "topic", tp.Topic, "partition", tp.Partition,
+			"leader", leader, "leader_epoch", leaderEpoch)
+	}
+}
+
+// unfollow stops fetching tp. When it returns, no fetcher touches the
+// replica any more, so it may become leader or be removed.
+func (m *fetcherManager) unfollow(tp replica.TopicPartition) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.mu.owner[tp]; ok {
+		m.removeLocked(tp)
+		m.cfg.logger.Info("stopped following partition", "topic", tp.Topic, "partition", tp.Partition)
+	}
+}
+
+func (m *fetcherManager) removeLocked(tp replica.TopicPartition) {
+	leader := m.mu.owner[tp]
+	delete(m.mu.owner, tp)
+	f := m.mu.fetchers[leader]
+	if f == nil {
+		return
+	}
+	if f.remove(tp) == 0 {
+		// The goroutine ends on its own; Close joins it.
+		f.cancel()
+		delete(m.mu.fetchers, leader)
+	}
+}
+
+func (m *fetcherManager) startFetcherLocked(leader int32) *replicaFetcher {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &replicaFetcher{cfg: &m.cfg, leader: leader, cancel: cancel, wake: make(chan struct{}, 1),
+		lastWarn: make(map[string]time.Time)}
+	f.mu.parts = make(map[replica.TopicPartition]*followState)
+	m.mu.fetchers[leader] = f
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		f.run(ctx)
+	}()
+	return f
+}
+
+// close stops every fetcher and waits for them.
+func (m *fetcherManager) close() {
+	m.mu.Lock()
+	m.mu.closed = true
+	for id, f := range m.mu.fetchers {
+		f.cancel()
+		delete(m.mu.fetchers, id)
+	}
+	clear(m.mu.owner)
+	m.mu.Unlock()
+	m.wg.Wait()
+}
+
+// followState is one followed partition in a fetcher. A new leader epoch
+// replaces it, so a response to a fetch sent for the old one is dropped
+// (the pointer no longer matches).
+type followState struct {
+	topicID     [16]byte
+	leaderEpoch int32
+	// parked: the leader fenced our epoch; wait for newer metadata.
+	parked bool
+	// retryAt delays a partition after a transient error.
+	retryAt time.Time
+}
+
+// replicaFetcher fetches the partitions led by one source broker. Its
+// goroutine (run) owns conn; mu guards the partitions and is held while a
+// response is applied to a replica, so unfollow waits for that.
+type replicaFetcher struct {
+	cfg    *fetcherConfig
+	leader int32
+	cancel context.CancelFunc
+	wake   chan struct{}
+
+	conn     PeerConn             // owned by run
+	lastWarn map[string]time.Time // owned by run
+
+	mu struct {
+		sync.Mutex
+		parts map[replica.TopicPartition]*followState
+	}
+}
+
+// add starts or restarts a partition; it reports whether anything changed.
+func (f *replicaFetcher) add(tp replica.TopicPartition, topicID [16]byte, epoch int32) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st, ok := f.mu.parts[tp]; ok && st.leaderEpoch >= epoch {
+		return false
+	}
+	f.mu.parts[tp] = &followState{topicID: topicID, leaderEpoch: epoch}
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// remove drops a partition and returns how many remain.
+func (f *replicaFetcher) remove(tp replica.TopicPartition) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.mu.parts, tp)
+	return len(f.mu.parts)
+}
+
+// sentPartition is a partition of an in-flight fetch.
+type sentPartition struct {
+	tp    replica.TopicPartition
+	state *followState
+	log   followerLog
+}
+
+func (f *replicaFetcher) run(ctx context.Context) {
+	defer f.closeConn()
+	var backoff time.Duration
+	for {
+		if backoff > 0 && !sleepCtx(ctx, backoff) {
+			return
+		}
+		backoff = 0
+		if ctx.Err() != nil {
+			return
+		}
+		req, sent, next := f.buildFetch()
+		if len(sent) == 0 {
+			if !f.idle(ctx, next) {
+				return
+			}
+			continue
+		}
+		if f.conn == nil {
+			conn, err := f.dial(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				f.warn("dial", "cannot connect to leader", "leader", f.leader, "err", err)
+				backoff = f.cfg.backoff
+				continue
+			}
+			f.conn = conn
+		}
+		kresp, err := f.conn.Request(ctx, req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			f.warn("fetch", "replica fetch failed", "leader", f.leader, "err", err)
+			f.closeConn()
+			backoff = f.cfg.backoff
+			continue
+		}
+		resp, ok := kresp.(*kmsg.FetchResponse)
+		if !ok {
+			f.closeConn()
+			backoff = f.cfg.backoff
+			continue
+		}
+		if resp.ErrorCode != 0 {
+			f.warn("fetch-error", "replica fetch refused", "leader", f.leader, "err", kerr.ErrorForCode(resp.ErrorCode))
+			backoff = f.cfg.backoff
+			continue
+		}
+		// Failed partitions are delayed on their own (retryAt); the
+		// others go on at the leader's long-poll pace.
+		f.apply(ctx, resp, sent)
+	}
+}
+
+// idle waits until a partition is added or a delayed one is due.
+func (f *replicaFetcher) idle(ctx context.Context, next time.Time) bool {
+	var timer <-chan time.Time
+	if !next.IsZero() {
+		t := time.NewTimer(max(next.Sub(f.cfg.now()), time.Millisecond))
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-f.wake:
+	case <-timer:
+	}
+	return true
+}
+
+// buildFetch makes the request for every partition ready to fetch. next
+// is when the earliest delayed partition is due (zero: none).
+func (f *replicaFetcher) buildFetch() (*kmsg.FetchRequest, map[replica.TopicPartition]sentPartition, time.Time) {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = f.cfg.nodeID
+	req.ReplicaState.ID = f.cfg.nodeID
+	req.ReplicaState.Epoch = f.cfg.brokerEpoch()
+	req.MaxWaitMillis = f.cfg.maxWaitMs
+	req.MinBytes = f.cfg.minBytes
+	req.MaxBytes = f.cfg.maxBytes
+	req.SessionID, req.SessionEpoch = 0, -1
+	sent := make(map[replica.TopicPartition]sentPartition)
+	var next time.Time
+	now := f.cfg.now()
+	topics := make(map[string]int) // name → index in req.Topics
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for tp, st := range f.mu.parts {
+		if st.parked {
+			continue
+		}
+		if st.retryAt.After(now) {
+			if next.IsZero() || st.retryAt.Before(next) {
+				next = st.retryAt
+			}
+			continue
+		}
+		log, ok := f.cfg.partition(tp.Topic, tp.Partition)
+		if !ok {
+			// Not opened yet (or removed): look again later.
+			st.retryAt = now.Add(f.cfg.backoff)
+			if next.IsZero() || st.retryAt.Before(next) {
+				next = st.retryAt
+			}
+			continue
+		}
+		i, ok := topics[tp.Topic]
+		if !ok {
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic, t.TopicID = tp.Topic, st.topicID
+			req.Topics = append(req.Topics, t)
+			i = len(req.Topics) - 1
+			topics[tp.Topic] = i
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = tp.Partition
+		rp.CurrentLeaderEpoch = st.leaderEpoch
+		rp.FetchOffset, rp.LastFetchedEpoch = log.FetchPosition()
+		rp.LogStartOffset = log.Offsets().LogStartOffset
+		rp.PartitionMaxBytes = f.cfg.partitionMaxBytes
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		sent[tp] = sentPartition{tp: tp, state: st, log: log}
+	}
+	return req, sent, next
+}
+
+// apply hands each partition's answer to its replica.
+func (f *replicaFetcher) apply(ctx context.Context, resp *kmsg.FetchResponse, sent map[replica.TopicPartition]sentPartition) {
+	byID := make(map[[16]byte]string)
+	for tp, s := range sent {
+		byID[s.state.topicID] = tp.Topic
+	}
+	var outOfRange []sentPartition
+	for _, rt := range resp.Topics {
+		topic := rt.Topic
+		if topic == "" { // v13+ names topics by id
+			topic = byID[rt.TopicID]
+		}
+		for _, rp := range rt.Partitions {
+			s, ok := sent[replica.TopicPartition{Topic: topic, Partition: rp.Partition}]
+			if !ok {
+				continue
+			}
+			if rp.ErrorCode == kerr.OffsetOutOfRange.Code {
+				outOfRange = append(outOfRange, s)
+				continue
+			}
+			f.applyPartition(s, &rp)
+		}
+	}
+	for _, s := range outOfRange {
+		if err := f.resetOutOfRange(ctx, s); err != nil {
+			f.warn("oor", "cannot reset out-of-range follower", "topic", s.tp.Topic, "partition", s.tp.Partition,
+				"leader", f.leader, "err", err)
+			f.delay(s)
+		}
+	}
+}
+
+// applyPartition applies one partition's answer; a failed partition is
+// delayed, or parked when fenced.
+func (f *replicaFetcher) applyPartition(s sentPartition, rp *kmsg.FetchResponseTopicPartition) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.mu.parts[s.tp] != s.state {
+		return // unfollowed or restarted at a new epoch meanwhile
+	}
+	var err error
+	switch code := rp.ErrorCode; {
+	case code == kerr.FencedLeaderEpoch.Code:
+		// Our leader epoch is stale: newer metadata will bring the
+		// current one (follow unparks).
+		s.state.parked = true
+		f.warn("fenced", "leader fenced our leader epoch; waiting for metadata", "topic", s.tp.Topic,
+			"partition", s.tp.Partition, "leader", f.leader, "leader_epoch", s.state.leaderEpoch)
+		return
+	case code != 0:
+		// NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_*:
+		// the leader has not applied the metadata we have yet, or ours is
+		// stale. Retry after the backoff; a metadata change restarts it.
+		err = kerr.ErrorForCode(code)
+	case rp.DivergingEpoch.Epoch >= 0:
+		err = s.log.TruncateOnDivergence(replica.EpochEndOffset{Epoch: rp.DivergingEpoch.Epoch, EndOffset: rp.DivergingEpoch.EndOffset})
+	default:
+		if batches := wholeBatches(rp.RecordBatches); len(batches) > 0 {
+			err = s.log.AppendAsFollower(batches, rp.HighWatermark, rp.LogStartOffset)
+		} else {
+			s.log.UpdateFollowerHighWatermark(rp.HighWatermark, rp.LogStartOffset)
+		}
+	}
+	if err != nil {
+		f.warn("partition:"+s.tp.Topic+"-"+strconv.Itoa(int(s.tp.Partition)), "replica fetch of partition failed",
+			"topic", s.tp.Topic, "partition", s.tp.Partition, "leader", f.leader, "err", err)
+		s.state.retryAt = f.cfg.now().Add(f.cfg.backoff)
+	}
+}
+
+// resetOutOfRange handles OFFSET_OUT_OF_RANGE as Kafka's
+// fetchOffsetAndTruncate does: a follower ahead of the leader's log end
+// truncates to it; one behind the leader's log start restarts there.
+func (f *replicaFetcher) resetOutOfRange(ctx context.Context, s sentPartition) error {
+	leaderEnd, err := f.leaderOffset(ctx, s, latestTimestamp)
+	if err != nil {
+		return err
+	}
+	fetchOffset, _ := s.log.FetchPosition()
+	var leaderStart int64 = -1
+	if leaderEnd >= fetchOffset {
+		if leaderStart, err = f.leaderOffset(ctx, s, earliestTimestamp); err != nil {
+			return err
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.mu.parts[s.tp] != s.state {
+		return nil
+	}
+	fetchOffset, lastEpoch := s.log.FetchPosition()
+	switch {
+	case leaderEnd < fetchOffset && lastEpoch >= 0:
+		// Our end offset for our last epoch is our log end, so this
+		// truncates to the leader's log end offset.
+		err = s.log.TruncateOnDivergence(replica.EpochEndOffset{Epoch: lastEpoch, EndOffset: leaderEnd})
+	case leaderEnd < fetchOffset:
+		err = s.log.TruncateFullyAndStartAt(leaderEnd)
+	case leaderStart > fetchOffset:
+		err = s.log.TruncateFullyAndStartAt(leaderStart)
+	default:
+		// In range by now (the leader moved); fetch again.
+		return nil
+	}
+	if err == nil {
+		f.cfg.logger.Info("reset out-of-range follower", "topic", s.tp.Topic, "partition", s.tp.Partition,
+			"fetch_offset", fetchOffset, "leader_log_start", leaderStart, "leader_log_end", leaderEnd)
+	}
+	return err
+}
+
+// leaderOffset asks the leader for its log end (latestTimestamp, as a
+// replica) or log start offset (earliestTimestamp).
+func (f *replicaFetcher) leaderOffset(ctx context.Context, s sentPartition, ts int64) (int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = f.cfg.nodeID
+	t := kmsg.NewListOffsetsRequestTopic()
+	t.Topic = s.tp.Topic
+	p := kmsg.NewListOffsetsRequestTopicPartition()
+	p.Partition = s.tp.Partition
+	p.CurrentLeaderEpoch = s.state.leaderEpoch
+	p.Timestamp = ts
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	kresp, err := f.conn.Request(ctx, req)
+	if err != nil {
+		f.closeConn()
+		return -1, fmt.Errorf("list offsets: %w", err)
+	}
+	resp, ok := kresp.(*kmsg.ListOffsetsResponse)
+	if !ok || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return -1, errors.New("list offsets: malformed response")
+	}
+	rp := resp.Topics[0].Partitions[0]
+	if rp.ErrorCode != 0 {
+		return -1, fmt.Errorf("list offsets: %w", kerr.ErrorForCode(rp.ErrorCode))
+	}
+	return rp.Offset, nil
+}
+
+// delay retries s after the backoff.
+func (f *replicaFetcher) delay(s sentPartition) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.mu.parts[s.tp] == s.state {
+		s.state.retryAt = f.cfg.now().Add(f.cfg.backoff)
+	}
+}
+
+// dial connects to the leader's inter-broker endpoint, looked up in the
+// latest image so a re-registered leader is found at its new address.
+func (f *replicaFetcher) dial(ctx context.Context) (PeerConn, error) {
+	if f.cfg.dial == nil {
+		return nil, errors.New("no dialer configured")
+	}
+	br, ok := f.cfg.image().Broker(f.leader)
+	if !ok {
+		return nil, fmt.Errorf("broker %d is not registered", f.leader)
+	}
+	ep, ok := endpointFor(br, f.cfg.listener)
+	if !ok {
+		return nil, fmt.Errorf("broker %d has no endpoint on listener %s", f.leader, f.cfg.listener)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return f.cfg.dial(dctx, net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))))
+}
+
+func (f *replicaFetcher) closeConn() {
+	if f.conn != nil {
+		_ = f.conn.Close()
+		f.conn = nil
+	}
+}
+
+// warn logs at Warn, at most once per warnInterval for each key.
+func (f *replicaFetcher) warn(key, msg string, args ...any) {
+	now := f.cfg.now()
+	if last, ok := f.lastWarn[key]; ok && now.Sub(last) < warnInterval {
+		return
+	}
+	f.lastWarn[key] = now
+	f.cfg.logger.Warn(msg, args...)
+}
+
+// wholeBatches drops a trailing partial batch: a response cut at a size
+// limit may end inside one.
+func wholeBatches(data []byte) []byte {
+	const lengthEnd = 12 // base offset (8) and batch length (4)
+	pos := 0
+	for len(data)-pos >= lengthEnd {
+		size := lengthEnd + int(binary.BigEndian.Uint32(data[pos+8:]))
+		if size > len(data)-pos || size <= lengthEnd {
+			break
+		}
+		pos += size
+	}
+	return data[:pos]
+}
+
+// sleepCtx sleeps for d unless ctx ends first; it reports whether it slept.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,280 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/metadata"
+)
+
+// Broker lifecycle (Kafka's ClusterControlManager and BrokerHeartbeatManager):
+//
+//	BrokerRegistration → registered FENCED with a new epoch
+//	BrokerHeartbeat caught up to the registration record → UNFENCED
+//	BrokerHeartbeat WantShutdown → IN CONTROLLED SHUTDOWN; ShouldShutdown
+//	  once it leads nothing
+//	no heartbeat for SessionTimeout (or WantFence) → FENCED
+//
+// Sessions live in memory on the active controller only; a new active
+// controller gives every broker a full session before judging it.
+
+// sessionCheckInterval is how often the loop looks for expired sessions.
+const sessionCheckInterval = 200 * time.Millisecond
+
+// BrokerRegistration registers (or re-registers) a broker, fenced, with a
+// new broker epoch. Versions 0-4.
+func (c *Controller) BrokerRegistration(ctx context.Context, req *kmsg.BrokerRegistrationRequest) *kmsg.BrokerRegistrationResponse {
+	resp := kmsg.NewPtrBrokerRegistrationResponse()
+	resp.Version = req.Version
+	resp.BrokerEpoch = -1
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	epoch, err := c.registerLocked(ctx, req, false)
+	if err != nil {
+		resp.ErrorCode, _ = codeAndMessage(err)
+		return resp
+	}
+	resp.BrokerEpoch = epoch
+	return resp
+}
+
+// registerLocked registers a broker; replace skips the live-session check
+// (for RegisterBroker, whose brokers never heartbeat).
+func (c *Controller) registerLocked(ctx context.Context, req *kmsg.BrokerRegistrationRequest, replace bool) (int64, error) {
+	img, err := c.beginLocked(ctx)
+	if err != nil {
+		return 0, err
+	}
+	id := req.BrokerID
+	switch {
+	case req.ClusterID != img.ClusterID:
+		return 0, errorf(kerr.InconsistentClusterID, "Expected cluster ID %s, but got cluster ID %s", img.ClusterID, req.ClusterID)
+	case id < 0:
+		return 0, errorf(kerr.InvalidRequest, "invalid broker id %d", id)
+	}
+	for _, f := range req.Features {
+		if f.Name == metadata.MetadataVersionFeature {
+			if lvl := img.Features()[metadata.MetadataVersionFeature]; lvl < f.MinSupportedVersion || lvl > f.MaxSupportedVersion {
+				return 0, errorf(kerr.UnsupportedVersion, "Unable to register because the broker does not support finalized version %d of metadata.version. The broker wants a version between %d and %d, inclusive.", lvl, f.MinSupportedVersion, f.MaxSupportedVersion)
+			}
+		}
+	}
+	now := c.cfg.Now()
+	old, exists := img.Broker(id)
+	// A fenced broker has no session to protect (Kafka's hasValidSession).
+	if exists && !replace && !old.Fenced && old.IncarnationID != metadata.Uuid(req.IncarnationID) {
+		if deadline, ok := c.mu.sessions[id]; ok && !now.After(deadline) && c.mu.heard[id] {
+			return 0, errorf(kerr.DuplicateBrokerRegistration, "Another broker is registered with that broker id.")
+		}
+	}
+	// Kafka uses the offset of the registration record as the epoch; the
+	// next raft index is above img.Offset, so this is as monotonic.
+	epoch := int64(img.Offset) + 1
+	if exists && old.Epoch >= epoch {
+		epoch = old.Epoch + 1
+	}
+	ch := newChanges(img)
+	if exists {
+		// The previous incarnation's leaderships and ISR places go: the
+		// new one starts fenced and must catch up first.
+		ch.fence(id)
+	}
+	rec := &metadata.RegisterBrokerRecord{BrokerID: id, IncarnationID: req.IncarnationID, BrokerEpoch: epoch,
+		Rack: req.Rack, Fenced: true}
+	for _, l := range req.Listeners {
+		rec.Endpoints = append(rec.Endpoints, metadata.Endpoint{Name: l.Name, Host: l.Host, Port: l.Port, SecurityProtocol: l.SecurityProtocol})
+	}
+	if err := c.writeLocked(ctx, append(ch.records(), rec)); err != nil {
+		return 0, err
+	}
+	c.mu.sessions[id] = now.Add(c.cfg.SessionTimeout)
+	c.mu.heard[id] = true
+	c.cfg.Logger.Info("registered broker", "broker", id, "epoch", epoch, "incarnation", metadata.Uuid(req.IncarnationID))
+	return epoch, nil
+}
+
+// BrokerHeartbeat renews a broker's session and moves it through its
+// lifecycle (see above). Versions 0-1.
+func (c *Controller) BrokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest) *kmsg.BrokerHeartbeatResponse {
+	resp := kmsg.NewPtrBrokerHeartbeatResponse()
+	resp.Version = req.Version
+	resp.IsFenced = true
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.heartbeatLocked(ctx, req, resp); err != nil {
+		resp.ErrorCode, _ = codeAndMessage(err)
+	}
+	return resp
+}
+
+func (c *Controller) heartbeatLocked(ctx context.Context, req *kmsg.BrokerHeartbeatRequest, resp *kmsg.BrokerHeartbeatResponse) error {
+	img, err := c.beginLocked(ctx)
+	if err != nil {
+		return err
+	}
+	id := req.BrokerID
+	b, ok := img.Broker(id)
+	if !ok {
+		return errorf(kerr.BrokerIDNotRegistered, "Broker %d is not registered.", id)
+	}
+	if b.Epoch != req.BrokerEpoch {
+		return errorf(kerr.StaleBrokerEpoch, "Expected broker epoch %d, but got broker epoch %d", b.Epoch, req.BrokerEpoch)
+	}
+	c.mu.sessions[id] = c.cfg.Now().Add(c.cfg.SessionTimeout)
+	c.mu.heard[id] = true
+	offset := req.CurrentMetadataOffset
+	ch := newChanges(img)
+	switch {
+	case req.WantShutdown:
+		ch.shutdown(id)
+	case req.WantFence:
+		if !b.Fenced {
+			ch.fence(id)
+		}
+	case b.Fenced && !b.InControlledShutdown && offset >= 0 && uint64(offset) >= b.RegistrationOffset:
+		ch.unfence(id)
+	}
+	if recs := ch.records(); len(recs) > 0 {
+		if err := c.writeLocked(ctx, recs); err != nil {
+			return err
+		}
+		if !b.Fenced && req.WantFence {
+			c.cfg.Logger.Info("fenced broker at its request", "broker", id)
+		} else if b.Fenced && !req.WantShutdown {
+			c.cfg.Logger.Info("unfenced broker", "broker", id, "epoch", b.Epoch)
+		}
+	}
+	after := c.cfg.Loader.Image()
+	b, _ = after.Broker(id)
+	resp.IsCaughtUp = offset >= 0 && uint64(offset) >= img.Offset
+	resp.IsFenced = b.Fenced
+	resp.ShouldShutdown = req.WantShutdown && after.LeaderCount(id) == 0
+	return nil
+}
+
+// resetSessionsLocked gives every registered broker a full session: a new
+// active controller has not seen their heartbeats.
+func (c *Controller) resetSessionsLocked(img *metadata.Image) {
+	now := c.cfg.Now()
+	c.mu.sessions = map[int32]time.Time{}
+	c.mu.heard = map[int32]bool{}
+	for _, b := range img.Brokers() {
+		c.mu.sessions[b.ID] = now.Add(c.cfg.SessionTimeout)
+	}
+	c.mu.nextRebalance = now.Add(c.cfg.LeaderImbalanceCheckInterval)
+}
+
+// Start runs the background loop that, while this node leads the quorum,
+// fences brokers whose session expired and (AutoLeaderRebalance) moves
+// leadership back to preferred replicas. Calling it again does nothing.
+func (c *Controller) Start() {
+	c.startOnce.Do(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		c.stop = cancel
+		go c.run(ctx)
+	})
+}
+
+// Close stops the background loop and waits for it.
+func (c *Controller) Close() error {
+	c.closeOnce.Do(func() {
+		started := false
+		c.startOnce.Do(func() {}) // a later Start does nothing
+		if c.stop != nil {
+			started = true
+			c.stop()
+		}
+		if started {
+			<-c.loopDone
+		}
+	})
+	return nil
+}
+
+func (c *Controller) run(ctx context.Context) {
+	defer close(c.loopDone)
+	t := time.NewTicker(sessionCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !c.cfg.Raft.IsLeader() {
+			continue
+		}
+		tctx, cancel := context.WithTimeout(ctx, c.cfg.SessionTimeout)
+		if err := c.tick(tctx); err != nil && ctx.Err() == nil {
+			c.cfg.Logger.Warn("controller background check failed", "err", err)
+		}
+		cancel()
+	}
+}
+
+// tick is one round of the background loop: fence expired sessions and,
+// when due, rebalance leaders, in one batch.
+func (c *Controller) tick(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	img, err := c.beginLocked(ctx)
+	if err != nil {
+		return err
+	}
+	now := c.cfg.Now()
+	ch := newChanges(img)
+	for _, b := range img.Brokers() {
+		deadline, ok := c.mu.sessions[b.ID]
+		if !ok {
+			// Registered through another controller in this term's
+			// catch-up: give it a full session.
+			c.mu.sessions[b.ID] = now.Add(c.cfg.SessionTimeout)
+			continue
+		}
+		if !b.Fenced && now.After(deadline) {
+			c.cfg.Logger.Info("fencing broker: session timed out", "broker", b.ID, "epoch", b.Epoch)
+			ch.fence(b.ID)
+		}
+	}
+	if c.cfg.AutoLeaderRebalance && !now.Before(c.mu.nextRebalance) {
+		c.mu.nextRebalance = now.Add(c.cfg.LeaderImbalanceCheckInterval)
+		for _, t := range img.Topics() {
+			for i := range t.Partitions {
+				ch.preferred(t, int32(i))
+			}
+		}
+	}
+	return c.writeLocked(ctx, ch.records())
+}
+
+// RegisterBroker registers a broker and unfences it at once, for a node
+// that does not heartbeat yet; it replaces any previous incarnation without
+// the live-session check. Do not Start the controller of such a node: with
+// no heartbeats its broker would be fenced after SessionTimeout.
+//
+// Deprecated: brokers call BrokerRegistration and BrokerHeartbeat.
+func (c *Controller) RegisterBroker(ctx context.Context, id int32, incarnation metadata.Uuid, endpoints []metadata.Endpoint, rack *string) (int64, error) {
+	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.BrokerID, req.ClusterID, req.IncarnationID, req.Rack = id, c.cfg.Loader.Image().ClusterID, incarnation, rack
+	for _, e := range endpoints {
+		l := kmsg.NewBrokerRegistrationRequestListener()
+		l.Name, l.Host, l.Port, l.SecurityProtocol = e.Name, e.Host, e.Port, e.SecurityProtocol
+		req.Listeners = append(req.Listeners, l)
+	}
+	c.mu.Lock()
+	epoch, err := c.registerLocked(ctx, req, true)
+	c.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	hb := kmsg.NewPtrBrokerHeartbeatRequest()
+	hb.BrokerID, hb.BrokerEpoch = id, epoch
+	hb.CurrentMetadataOffset = int64(c.cfg.Loader.Image().Offset)
+	if err := kerr.ErrorForCode(c.BrokerHeartbeat(ctx, hb).ErrorCode); err != nil {
+		return 0, err
+	}
+	return epoch, nil
+}

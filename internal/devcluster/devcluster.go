@@ -1,0 +1,332 @@
+// Package devcluster runs a local Samsa cluster of combined
+// broker+controller nodes, each a separate `samsa server` process on
+// loopback with its own data directory and log file. `samsa dev cluster`
+// uses it, and so do the tests that kill nodes.
+package devcluster
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/samsa-io/samsa/internal/metadata"
+)
+
+// Config describes a cluster.
+type Config struct {
+	// Nodes is the number of nodes (node ids 1..Nodes); default 3.
+	Nodes int
+	// Dir holds node-<id>/ data directories, node-<id>.properties and
+	// node-<id>.log. Reusing a Dir restarts the same cluster.
+	Dir string
+	// Binary is the samsa executable; default os.Executable().
+	Binary string
+	// BasePort, when non-zero, gives node i client port BasePort+i-1 and
+	// controller port BasePort+100+i-1. Zero picks free ports.
+	BasePort int
+	// Properties are extra server properties for every node (key=value).
+	Properties []string
+	// StartTimeout bounds how long a node may take to serve; default 60 s.
+	StartTimeout time.Duration
+}
+
+// Cluster is a running set of nodes.
+type Cluster struct {
+	cfg       Config
+	ClusterID string
+	Nodes     []*Node
+}
+
+// Node is one samsa server process.
+type Node struct {
+	ID             int32
+	ClientAddr     string // PLAINTEXT listener, host:port
+	ControllerAddr string
+	Dir            string
+	ConfigPath     string
+	LogPath        string
+
+	cl *Cluster
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process exits
+}
+
+// Start writes each node's configuration (unless Dir already has one) and
+// starts every node, returning once all of them serve clients.
+func Start(cfg Config) (*Cluster, error) {
+	if cfg.Nodes <= 0 {
+		cfg.Nodes = 3
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 60 * time.Second
+	}
+	if cfg.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Binary = exe
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg}
+	if err := c.configure(); err != nil {
+		return nil, err
+	}
+	errs := make(chan error, len(c.Nodes))
+	for _, n := range c.Nodes {
+		go func() { errs <- n.Start() }()
+	}
+	var all []error
+	for range c.Nodes {
+		all = append(all, <-errs)
+	}
+	if err := errors.Join(all...); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// configure reads the cluster id and ports of an existing Dir, or picks
+// new ones and writes the node configurations.
+func (c *Cluster) configure() error {
+	idPath := filepath.Join(c.cfg.Dir, "cluster.id")
+	if b, err := os.ReadFile(idPath); err == nil {
+		c.ClusterID = strings.TrimSpace(string(b))
+	} else {
+		id, err := metadata.RandomUuid(rand.Reader)
+		if err != nil {
+			return err
+		}
+		c.ClusterID = id.String()
+		if err := os.WriteFile(idPath, []byte(c.ClusterID+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	ports, err := c.ports()
+	if err != nil {
+		return err
+	}
+	var voters []string
+	for i := range c.cfg.Nodes {
+		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ports[2*i+1]))
+	}
+	for i := range c.cfg.Nodes {
+		id := int32(i + 1)
+		n := &Node{ID: id, cl: c,
+			ClientAddr:     fmt.Sprintf("127.0.0.1:%d", ports[2*i]),
+			ControllerAddr: fmt.Sprintf("127.0.0.1:%d", ports[2*i+1]),
+			Dir:            filepath.Join(c.cfg.Dir, fmt.Sprintf("node-%d", id)),
+			ConfigPath:     filepath.Join(c.cfg.Dir, fmt.Sprintf("node-%d.properties", id)),
+			LogPath:        filepath.Join(c.cfg.Dir, fmt.Sprintf("node-%d.log", id)),
+		}
+		if _, err := os.Stat(n.ConfigPath); err != nil {
+			props := []string{
+				fmt.Sprintf("node.id=%d", id),
+				"process.roles=broker,controller",
+				fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", n.ClientAddr, n.ControllerAddr),
+				"controller.listener.names=CONTROLLER",
+				"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+				"controller.quorum.voters=" + strings.Join(voters, ","),
+				"log.dirs=" + n.Dir,
+			}
+			props = append(props, c.cfg.Properties...)
+			if err := os.WriteFile(n.ConfigPath, []byte(strings.Join(props, "\n")+"\n"), 0o644); err != nil {
+				return err
+			}
+		} else if err := n.readAddrs(); err != nil {
+			return err
+		}
+		c.Nodes = append(c.Nodes, n)
+	}
+	return nil
+}
+
+// ports returns a client and a controller port per node.
+func (c *Cluster) ports() ([]int, error) {
+	n := c.cfg.Nodes
+	ports := make([]int, 2*n)
+	if c.cfg.BasePort != 0 {
+		for i := range n {
+			ports[2*i], ports[2*i+1] = c.cfg.BasePort+i, c.cfg.BasePort+100+i
+		}
+		return ports, nil
+	}
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, ln)
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+	}
+	return ports, nil
+}
+
+// readAddrs takes the listener addresses from an existing configuration.
+func (n *Node) readAddrs() error {
+	b, err := os.ReadFile(n.ConfigPath)
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		v, ok := strings.CutPrefix(line, "listeners=")
+		if !ok {
+			continue
+		}
+		for _, l := range strings.Split(v, ",") {
+			name, addr, _ := strings.Cut(l, "://")
+			switch name {
+			case "PLAINTEXT":
+				n.ClientAddr = addr
+			case "CONTROLLER":
+				n.ControllerAddr = addr
+			}
+		}
+	}
+	return nil
+}
+
+// Bootstrap lists the client addresses of every node.
+func (c *Cluster) Bootstrap() []string {
+	var addrs []string
+	for _, n := range c.Nodes {
+		addrs = append(addrs, n.ClientAddr)
+	}
+	return addrs
+}
+
+// Node returns the node with an id.
+func (c *Cluster) Node(id int32) *Node { return c.Nodes[id-1] }
+
+// Close stops every running node gracefully.
+func (c *Cluster) Close() {
+	var wg sync.WaitGroup
+	for _, n := range c.Nodes {
+		wg.Add(1)
+		go func() { defer wg.Done(); n.Stop() }()
+	}
+	wg.Wait()
+}
+
+// readyMarker is the log line a node writes once it serves clients.
+const readyMarker = `msg="serving Kafka clients"`
+
+// Start runs the node's process and waits until it serves clients (or
+// exits, or the start timeout passes).
+func (n *Node) Start() error {
+	n.mu.Lock()
+	if n.cmd != nil {
+		n.mu.Unlock()
+		return fmt.Errorf("node %d is already running", n.ID)
+	}
+	logf, err := os.OpenFile(n.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		n.mu.Unlock()
+		return err
+	}
+	cmd := exec.Command(n.cl.cfg.Binary, "server", "--config", n.ConfigPath, "--cluster-id", n.cl.ClusterID)
+	cmd.Env = append(os.Environ(), "SAMSA_RUN_MAIN=1")
+	pr, pw := io.Pipe()
+	cmd.Stdout = logf
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		n.mu.Unlock()
+		return fmt.Errorf("start node %d: %w", n.ID, err)
+	}
+	n.cmd = cmd
+	done := make(chan struct{})
+	n.done = done
+	n.mu.Unlock()
+
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		signalled := false
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(logf, line)
+			if !signalled && strings.Contains(line, readyMarker) {
+				signalled = true
+				close(ready)
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	go func() {
+		cmd.Wait()
+		pw.Close()
+		n.mu.Lock()
+		if n.cmd == cmd {
+			n.cmd = nil
+		}
+		n.mu.Unlock()
+		close(done)
+	}()
+	select {
+	case <-ready:
+		return nil
+	case <-done:
+		return fmt.Errorf("node %d exited during start-up; see %s", n.ID, n.LogPath)
+	case <-time.After(n.cl.cfg.StartTimeout):
+		n.Kill()
+		return fmt.Errorf("node %d did not serve within %v; see %s", n.ID, n.cl.cfg.StartTimeout, n.LogPath)
+	}
+}
+
+// Running reports whether the process is alive.
+func (n *Node) Running() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cmd != nil
+}
+
+// Kill sends SIGKILL and waits for the process to be gone.
+func (n *Node) Kill() { n.signal(syscall.SIGKILL, 0) }
+
+// Stop sends SIGTERM and waits up to 30 s for a clean exit, then kills.
+func (n *Node) Stop() { n.signal(syscall.SIGTERM, 30*time.Second) }
+
+func (n *Node) signal(sig syscall.Signal, grace time.Duration) {
+	n.mu.Lock()
+	cmd, done := n.cmd, n.done
+	n.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Signal(sig)
+	if grace > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			cmd.Process.Kill()
+		}
+	}
+	<-done
+}

@@ -1,0 +1,204 @@
+package replica
+
+import (
+	"slices"
+	"time"
+)
+
+// The leader's view of its followers, as Kafka's Partition keeps it:
+//
+//   - A follower's log end offset is the FetchOffset of its latest fetch.
+//     It is "caught up" at a fetch that reaches the leader's log end offset
+//     of that moment, or the one of its previous fetch (Kafka's
+//     lastCaughtUpTimeMs); an ISR member not caught up within
+//     replica.lag.time.max.ms is proposed for removal.
+//   - The high watermark is the smallest log end offset over the maximal
+//     ISR: the ISR plus the members of a change in flight, so that neither
+//     a pending expansion nor a pending shrink can make it overtake a
+//     replica that may end up in the ISR. It never moves back.
+//   - A replica outside the ISR whose log end offset reaches the high
+//     watermark and the start of the current leader epoch is proposed for
+//     addition. ISR changes go to the controller through
+//     Config.AlterPartition, one at a time per partition; the result (or
+//     the next metadata) becomes the new state.
+
+// followerState is what the leader knows of one follower.
+type followerState struct {
+	leo                int64 // -1: unknown
+	lastFetchTime      time.Time
+	lastFetchLeaderLEO int64
+	lastCaughtUp       time.Time
+}
+
+// resetFollowersLocked starts tracking the replicas afresh (a new leader
+// epoch): positions unknown, caught up as of now so that no follower is
+// dropped before it had a chance to fetch.
+func (p *Partition) resetFollowersLocked(now time.Time) {
+	p.mu.followers = make(map[int32]*followerState)
+	p.syncFollowersLocked(now)
+}
+
+// syncFollowersLocked adds the replicas it does not track yet and forgets
+// those no longer assigned.
+func (p *Partition) syncFollowersLocked(now time.Time) {
+	self := p.mgr.cfg.NodeID
+	for _, id := range p.mu.state.Replicas {
+		if id != self && p.mu.followers[id] == nil {
+			p.mu.followers[id] = &followerState{leo: -1, lastFetchLeaderLEO: -1, lastCaughtUp: now}
+		}
+	}
+	for id := range p.mu.followers {
+		if !slices.Contains(p.mu.state.Replicas, id) {
+			delete(p.mu.followers, id)
+		}
+	}
+}
+
+// maximalISRLocked is the ISR plus the members of the change in flight.
+func (p *Partition) maximalISRLocked() []int32 {
+	isr := slices.Clone(p.mu.state.ISR)
+	for _, id := range p.mu.pendingISR {
+		if !slices.Contains(isr, id) {
+			isr = append(isr, id)
+		}
+	}
+	return isr
+}
+
+// maybeIncrementHWLocked moves the high watermark up to the smallest log
+// end offset of the maximal ISR and reports whether it moved.
+func (p *Partition) maybeIncrementHWLocked() bool {
+	if !p.mu.leader {
+		return false
+	}
+	hw := p.log.LogEndOffset()
+	for _, id := range p.maximalISRLocked() {
+		if id == p.mgr.cfg.NodeID {
+			continue
+		}
+		f := p.mu.followers[id]
+		if f == nil {
+			return false // an ISR member we do not know: wait for metadata
+		}
+		hw = min(hw, f.leo)
+	}
+	if hw <= p.mu.highWatermark {
+		return false
+	}
+	p.setHighWatermarkLocked(hw)
+	return true
+}
+
+// recordFetchLocked applies a follower's fetch at now, when the leader's
+// log end offset is leaderLEO (Kafka's updateFetchState), then moves the
+// high watermark and proposes an expansion if the follower qualifies.
+func (p *Partition) recordFetchLocked(f *followerState, id int32, fetchOffset, leaderLEO int64, now time.Time) {
+	switch {
+	case fetchOffset >= leaderLEO:
+		f.lastCaughtUp = later(f.lastCaughtUp, now)
+	case fetchOffset >= f.lastFetchLeaderLEO && f.lastFetchLeaderLEO >= 0:
+		f.lastCaughtUp = later(f.lastCaughtUp, f.lastFetchTime)
+	}
+	f.leo = fetchOffset
+	f.lastFetchLeaderLEO = leaderLEO
+	f.lastFetchTime = now
+	if p.maybeIncrementHWLocked() {
+		p.wakeLocked()
+	}
+	p.maybeExpandISRLocked(id, f)
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// maybeExpandISRLocked proposes adding a follower that caught up to the
+// high watermark within this leader epoch.
+func (p *Partition) maybeExpandISRLocked(id int32, f *followerState) {
+	if p.mu.alterInFlight || slices.Contains(p.mu.state.ISR, id) {
+		return
+	}
+	if f.leo < p.mu.highWatermark || f.leo < p.mu.epochStart {
+		return
+	}
+	p.proposeISRLocked(append(slices.Clone(p.mu.state.ISR), id))
+}
+
+// outOfSyncLocked lists the ISR followers not caught up within
+// replica.lag.time.max.ms at now (Kafka's getOutOfSyncReplicas).
+func (p *Partition) outOfSyncLocked(now time.Time) []int32 {
+	leo := p.log.LogEndOffset()
+	var out []int32
+	for _, id := range p.mu.state.ISR {
+		if id == p.mgr.cfg.NodeID {
+			continue
+		}
+		f := p.mu.followers[id]
+		if f != nil && (f.leo == leo || now.Sub(f.lastCaughtUp) <= p.mgr.cfg.ReplicaLagTimeMax) {
+			continue
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+// maybeShrinkISR proposes removing the ISR followers that lag; the
+// Manager's background loop calls it every replica.lag.time.max.ms / 2.
+func (p *Partition) maybeShrinkISR() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.mu.leader || p.mu.alterInFlight {
+		return
+	}
+	out := p.outOfSyncLocked(p.now())
+	if len(out) == 0 {
+		return
+	}
+	isr := slices.DeleteFunc(slices.Clone(p.mu.state.ISR), func(id int32) bool { return slices.Contains(out, id) })
+	p.logger.Info("shrinking ISR", "isr", p.mu.state.ISR, "outOfSync", out, "highWatermark", p.mu.highWatermark)
+	p.proposeISRLocked(isr)
+}
+
+// proposeISRLocked sends AlterPartition for isr in the background, unless
+// there is no AlterPartition or a change is already in flight.
+func (p *Partition) proposeISRLocked(isr []int32) {
+	alter := p.mgr.cfg.AlterPartition
+	if alter == nil || p.mu.alterInFlight {
+		return
+	}
+	req := AlterPartitionRequest{TopicID: p.TopicID, Topic: p.Topic, Partition: p.Index,
+		LeaderEpoch: p.mu.state.LeaderEpoch, PartitionEpoch: p.mu.state.PartitionEpoch, NewISR: isr}
+	p.mu.alterInFlight = true
+	p.mu.pendingISR = slices.Clone(isr)
+	if !p.mgr.goBackground(func() { p.sendAlterPartition(req) }) {
+		p.mu.alterInFlight = false
+		p.mu.pendingISR = nil
+	}
+}
+
+// sendAlterPartition runs AlterPartition without the partition lock and
+// applies the answer: a newer state is adopted; on an error the pending
+// change is dropped and the next metadata tells what happened.
+func (p *Partition) sendAlterPartition(req AlterPartitionRequest) {
+	st, err := p.mgr.cfg.AlterPartition(p.mgr.ctx, req)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mu.alterInFlight = false
+	p.mu.pendingISR = nil
+	if err != nil {
+		p.logger.Warn("AlterPartition failed", "newIsr", req.NewISR, "leaderEpoch", req.LeaderEpoch,
+			"partitionEpoch", req.PartitionEpoch, "err", err)
+		return
+	}
+	if st.LeaderEpoch == p.mu.state.LeaderEpoch && st.PartitionEpoch > p.mu.state.PartitionEpoch {
+		p.applyStateLocked(st)
+	}
+	// The ISR may have shrunk or the pending expansion ended: both can
+	// move the high watermark.
+	if p.maybeIncrementHWLocked() {
+		p.wakeLocked()
+	}
+}

@@ -1,0 +1,358 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/controller"
+	"github.com/samsa-io/samsa/internal/kclient"
+	"github.com/samsa-io/samsa/internal/raft"
+	"github.com/samsa-io/samsa/internal/replica"
+)
+
+// channel carries a broker's requests to the active controller (Kafka's
+// NodeToControllerChannelManager): when this node is the active controller
+// they are calls, otherwise Kafka requests on the leader's controller
+// listener. It follows leadership changes: a NOT_CONTROLLER answer or a
+// broken connection is retried on whoever leads next, until ctx ends.
+// Decisions happen once: the controller answers NOT_CONTROLLER before it
+// decides anything.
+type channel struct {
+	self   int32
+	local  *controller.Controller
+	raft   *raft.Node
+	voters map[int32]string // node id → controller listener host:port
+	logger *slog.Logger
+
+	mu    sync.Mutex
+	conns map[int32]*kclient.Conn
+}
+
+func newChannel(self int32, local *controller.Controller, rn *raft.Node, voters map[int32]string, logger *slog.Logger) *channel {
+	return &channel{self: self, local: local, raft: rn, voters: voters, logger: logger, conns: map[int32]*kclient.Conn{}}
+}
+
+// retryBackoff is the pause before trying again while there is no leader
+// or the leader just changed.
+const retryBackoff = 50 * time.Millisecond
+
+// send delivers req to the active controller and returns its answer. local
+// answers it when this node leads.
+func (ch *channel) send(ctx context.Context, req kmsg.Request, local func(ctx context.Context) kmsg.Response) (kmsg.Response, error) {
+	var lastErr error
+	for {
+		leader := int32(ch.raft.Leader())
+		var resp kmsg.Response
+		var err error
+		switch {
+		case leader == 0:
+			err = errors.New("no active controller")
+		case leader == ch.self:
+			resp = local(ctx)
+		default:
+			resp, err = ch.remote(ctx, leader, req)
+		}
+		if err == nil && !notController(resp) {
+			return resp, nil
+		}
+		if err != nil {
+			lastErr = err
+		} else {
+			lastErr = kerr.NotController
+		}
+		select {
+		case <-ctx.Done():
+			if resp != nil {
+				return resp, nil // answered NOT_CONTROLLER; let the caller see it
+			}
+			return nil, fmt.Errorf("%w: %v", kerr.RequestTimedOut, lastErr)
+		case <-time.After(retryBackoff):
+		}
+	}
+}
+
+// remote sends req to node id's controller listener.
+func (ch *channel) remote(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
+	conn, err := ch.conn(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := conn.Request(ctx, req)
+	if err != nil {
+		ch.mu.Lock()
+		if ch.conns[id] == conn {
+			delete(ch.conns, id)
+		}
+		ch.mu.Unlock()
+		conn.Close()
+	}
+	return resp, err
+}
+
+func (ch *channel) conn(ctx context.Context, id int32) (*kclient.Conn, error) {
+	ch.mu.Lock()
+	c := ch.conns[id]
+	ch.mu.Unlock()
+	if c != nil {
+		select {
+		case <-c.Done():
+		default:
+			return c, nil
+		}
+	}
+	addr, ok := ch.voters[id]
+	if !ok {
+		return nil, fmt.Errorf("leader %d is not in controller.quorum.voters", id)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	c, err := kclient.Dial(dctx, addr, fmt.Sprintf("samsa-broker-%d", ch.self))
+	if err != nil {
+		return nil, fmt.Errorf("dial controller %d at %s: %w", id, addr, err)
+	}
+	ch.mu.Lock()
+	if old := ch.conns[id]; old != nil {
+		old.Close()
+	}
+	ch.conns[id] = c
+	ch.mu.Unlock()
+	return c, nil
+}
+
+// Close closes the connections.
+func (ch *channel) Close() {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	for id, c := range ch.conns {
+		c.Close()
+		delete(ch.conns, id)
+	}
+}
+
+// notController reports whether resp is a NOT_CONTROLLER refusal: the
+// controller refuses a whole request before deciding, so the first item's
+// code tells.
+func notController(resp kmsg.Response) bool {
+	nc := kerr.NotController.Code
+	switch r := resp.(type) {
+	case *kmsg.CreateTopicsResponse:
+		return len(r.Topics) > 0 && r.Topics[0].ErrorCode == nc
+	case *kmsg.DeleteTopicsResponse:
+		return len(r.Topics) > 0 && r.Topics[0].ErrorCode == nc
+	case *kmsg.CreatePartitionsResponse:
+		return len(r.Topics) > 0 && r.Topics[0].ErrorCode == nc
+	case *kmsg.AlterConfigsResponse:
+		return len(r.Resources) > 0 && r.Resources[0].ErrorCode == nc
+	case *kmsg.IncrementalAlterConfigsResponse:
+		return len(r.Resources) > 0 && r.Resources[0].ErrorCode == nc
+	case *kmsg.BrokerRegistrationResponse:
+		return r.ErrorCode == nc
+	case *kmsg.BrokerHeartbeatResponse:
+		return r.ErrorCode == nc
+	case *kmsg.AllocateProducerIDsResponse:
+		return r.ErrorCode == nc
+	case *kmsg.AlterPartitionResponse:
+		if r.ErrorCode == nc {
+			return true
+		}
+		return len(r.Topics) > 0 && len(r.Topics[0].Partitions) > 0 && r.Topics[0].Partitions[0].ErrorCode == nc
+	case *kmsg.ElectLeadersResponse:
+		if r.ErrorCode == nc {
+			return true
+		}
+		return len(r.Topics) > 0 && len(r.Topics[0].Partitions) > 0 && r.Topics[0].Partitions[0].ErrorCode == nc
+	}
+	return false
+}
+
+// The broker.Controller methods: admin requests forwarded to the active
+// controller (Kafka's ForwardingManager).
+
+func (ch *channel) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.CreateTopics(ctx, req) })
+	if err != nil {
+		r := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+		for _, t := range req.Topics {
+			rt := kmsg.NewCreateTopicsResponseTopic()
+			rt.Topic, rt.ErrorCode, rt.ErrorMessage = t.Topic, errorCode(err), errorMessage(err)
+			rt.NumPartitions, rt.ReplicationFactor = -1, -1
+			r.Topics = append(r.Topics, rt)
+		}
+		return r
+	}
+	return resp.(*kmsg.CreateTopicsResponse)
+}
+
+func (ch *channel) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
+	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.DeleteTopics(ctx, req) })
+	if err != nil {
+		r := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+		add := func(name *string, id [16]byte) {
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			rt.Topic, rt.TopicID, rt.ErrorCode, rt.ErrorMessage = name, id, errorCode(err), errorMessage(err)
+			r.Topics = append(r.Topics, rt)
+		}
+		for _, n := range req.TopicNames {
+			add(&n, [16]byte{})
+		}
+		for _, t := range req.Topics {
+			add(t.Topic, t.TopicID)
+		}
+		return r
+	}
+	return resp.(*kmsg.DeleteTopicsResponse)
+}
+
+func (ch *channel) CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
+	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.CreatePartitions(ctx, req) })
+	if err != nil {
+		r := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+		for _, t := range req.Topics {
+			rt := kmsg.NewCreatePartitionsResponseTopic()
+			rt.Topic, rt.ErrorCode, rt.ErrorMessage = t.Topic, errorCode(err), errorMessage(err)
+			r.Topics = append(r.Topics, rt)
+		}
+		return r
+	}
+	return resp.(*kmsg.CreatePartitionsResponse)
+}
+
+func (ch *channel) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
+	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.AlterConfigs(ctx, req) })
+	if err != nil {
+		r := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+		for _, res := range req.Resources {
+			rr := kmsg.NewAlterConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+			rr.ErrorCode, rr.ErrorMessage = errorCode(err), errorMessage(err)
+			r.Resources = append(r.Resources, rr)
+		}
+		return r
+	}
+	return resp.(*kmsg.AlterConfigsResponse)
+}
+
+func (ch *channel) IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
+	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.IncrementalAlterConfigs(ctx, req) })
+	if err != nil {
+		r := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+		for _, res := range req.Resources {
+			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+			rr.ErrorCode, rr.ErrorMessage = errorCode(err), errorMessage(err)
+			r.Resources = append(r.Resources, rr)
+		}
+		return r
+	}
+	return resp.(*kmsg.IncrementalAlterConfigsResponse)
+}
+
+func (ch *channel) AllocateProducerIDs(ctx context.Context, brokerID int32, brokerEpoch int64) (int64, int32, error) {
+	req := kmsg.NewPtrAllocateProducerIDsRequest()
+	req.SetVersion(req.MaxVersion())
+	req.BrokerID, req.BrokerEpoch = brokerID, brokerEpoch
+	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response {
+		r := req.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
+		first, count, err := ch.local.AllocateProducerIDs(ctx, brokerID, brokerEpoch)
+		r.ErrorCode, r.ProducerIDStart, r.ProducerIDLen = errorCode(err), first, count
+		return r
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	r := resp.(*kmsg.AllocateProducerIDsResponse)
+	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+		return 0, 0, err
+	}
+	return r.ProducerIDStart, r.ProducerIDLen, nil
+}
+
+// ElectLeaders forwards a leader election (kafka-leader-election).
+func (ch *channel) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse {
+	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.ElectLeaders(ctx, req) })
+	if err != nil {
+		r := req.ResponseKind().(*kmsg.ElectLeadersResponse)
+		r.ErrorCode = errorCode(err)
+		return r
+	}
+	return resp.(*kmsg.ElectLeadersResponse)
+}
+
+func (ch *channel) brokerRegistration(ctx context.Context, req *kmsg.BrokerRegistrationRequest) (*kmsg.BrokerRegistrationResponse, error) {
+	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.BrokerRegistration(ctx, req) })
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.BrokerRegistrationResponse), nil
+}
+
+func (ch *channel) brokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error) {
+	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.BrokerHeartbeat(ctx, req) })
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.BrokerHeartbeatResponse), nil
+}
+
+// alterPartition is the replica manager's hook: a leader asking the
+// controller to change an ISR.
+func (ch *channel) alterPartition(ctx context.Context, brokerEpoch int64, r replica.AlterPartitionRequest) (replica.PartitionState, error) {
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.SetVersion(3) // topics by id; a remote controller negotiates down
+	req.BrokerID, req.BrokerEpoch = ch.self, brokerEpoch
+	t := kmsg.NewAlterPartitionRequestTopic()
+	t.TopicID = r.TopicID
+	p := kmsg.NewAlterPartitionRequestTopicPartition()
+	p.Partition, p.LeaderEpoch, p.PartitionEpoch = r.Partition, r.LeaderEpoch, r.PartitionEpoch
+	p.NewISR = r.NewISR
+	for _, id := range r.NewISR {
+		e := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+		e.BrokerID, e.BrokerEpoch = id, -1
+		p.NewEpochISR = append(p.NewEpochISR, e)
+	}
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.AlterPartition(ctx, req) })
+	if err != nil {
+		return replica.PartitionState{}, err
+	}
+	ar := resp.(*kmsg.AlterPartitionResponse)
+	if err := kerr.ErrorForCode(ar.ErrorCode); err != nil {
+		return replica.PartitionState{}, err
+	}
+	if len(ar.Topics) != 1 || len(ar.Topics[0].Partitions) != 1 {
+		return replica.PartitionState{}, fmt.Errorf("%w: AlterPartition answered %d topics", kerr.UnknownServerError, len(ar.Topics))
+	}
+	rp := ar.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+		return replica.PartitionState{}, err
+	}
+	return replica.PartitionState{Leader: rp.LeaderID, LeaderEpoch: rp.LeaderEpoch, PartitionEpoch: rp.PartitionEpoch, ISR: rp.ISR}, nil
+}
+
+// errorCode is err's Kafka code (UNKNOWN_SERVER_ERROR for others).
+func errorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+func errorMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	return &s
+}

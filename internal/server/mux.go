@@ -1,0 +1,120 @@
+package server
+
+import (
+	"bufio"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+)
+
+// raftMagic starts every raft transport connection (internal/raft's
+// hello). As a Kafka size prefix it would be a 1.4 GB request, far above
+// socket.request.max.bytes, so the two cannot be confused.
+const raftMagic = "SMRT"
+
+// splitListener shares the controller listener between the raft transport
+// and Kafka-protocol clients (brokers registering, heartbeating, forwarding
+// admin requests): it peeks at the first four bytes of each connection and
+// hands it to one of two listeners.
+type splitListener struct {
+	ln     net.Listener
+	logger *slog.Logger
+	raft   *chanListener
+	kafka  *chanListener
+	wg     sync.WaitGroup
+}
+
+func newSplitListener(ln net.Listener, logger *slog.Logger) *splitListener {
+	s := &splitListener{ln: ln, logger: logger,
+		raft: newChanListener(ln.Addr()), kafka: newChanListener(ln.Addr())}
+	s.wg.Add(1)
+	go s.acceptLoop()
+	return s
+}
+
+func (s *splitListener) acceptLoop() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			s.raft.close()
+			s.kafka.close()
+			return
+		}
+		go s.route(c)
+	}
+}
+
+func (s *splitListener) route(c net.Conn) {
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	head, err := br.Peek(len(raftMagic))
+	c.SetReadDeadline(time.Time{})
+	if err != nil {
+		if err != io.EOF {
+			s.logger.Debug("controller listener: connection closed before its first bytes", "remote", c.RemoteAddr().String(), "err", err)
+		}
+		c.Close()
+		return
+	}
+	pc := &peekedConn{Conn: c, r: br}
+	if string(head) == raftMagic {
+		s.raft.deliver(pc)
+	} else {
+		s.kafka.deliver(pc)
+	}
+}
+
+// Close stops accepting; connections already handed out stay open.
+func (s *splitListener) Close() error {
+	err := s.ln.Close()
+	s.wg.Wait()
+	return err
+}
+
+// peekedConn replays the bytes peeked while routing.
+type peekedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// chanListener is a net.Listener fed by splitListener.
+type chanListener struct {
+	addr  net.Addr
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newChanListener(addr net.Addr) *chanListener {
+	return &chanListener{addr: addr, conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *chanListener) deliver(c net.Conn) {
+	select {
+	case l.conns <- c:
+	case <-l.done:
+		c.Close()
+	}
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *chanListener) close() { l.once.Do(func() { close(l.done) }) }
+
+// Close stops this half only; the shared socket closes with the
+// splitListener.
+func (l *chanListener) Close() error { l.close(); return nil }
+
+func (l *chanListener) Addr() net.Addr { return l.addr }

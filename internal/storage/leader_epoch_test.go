@@ -1,0 +1,119 @@
+package storage
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/samsa-io/samsa/internal/record"
+)
+
+func epochBatch(epoch int32, n int) []byte {
+	recs := make([]record.Record, n)
+	for i := range recs {
+		recs[i] = record.Record{Timestamp: 1, Value: []byte("v")}
+	}
+	return record.Build(record.BuildOptions{PartitionLeaderEpoch: epoch}, recs)
+}
+
+func TestLeaderEpochCache(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "orders-0")
+	l, err := Open(dir, LogConfig{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range [][]byte{epochBatch(1, 2), epochBatch(1, 1), epochBatch(3, 2), epochBatch(5, 1)} {
+		if _, err := l.Append(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.AssignLeaderEpoch(6, 6); err != nil {
+		t.Fatal(err)
+	}
+	want := []EpochEntry{{1, 0}, {3, 3}, {5, 5}, {6, 6}}
+	if got := l.LeaderEpochs(); !slices.Equal(got, want) {
+		t.Fatalf("entries %v, want %v", got, want)
+	}
+	for _, c := range []struct {
+		epoch     int32
+		wantEpoch int32
+		wantEnd   int64
+	}{
+		{6, 6, 6},   // latest: the log end offset
+		{5, 5, 6},   // ended where 6 began
+		{4, 3, 5},   // unknown: the largest epoch below, ended where 5 began
+		{1, 1, 3},   //
+		{0, 0, 0},   // below every entry: itself and the first start
+		{7, -1, -1}, // above every entry
+		{-1, -1, -1},
+	} {
+		e, off := l.EndOffsetForEpoch(c.epoch)
+		if e != c.wantEpoch || off != c.wantEnd {
+			t.Errorf("EndOffsetForEpoch(%d) = %d, %d; want %d, %d", c.epoch, e, off, c.wantEpoch, c.wantEnd)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, LeaderEpochCheckpointFile))
+	if err != nil || string(b) != "0\n4\n1 0\n3 3\n5 5\n6 6\n" {
+		t.Fatalf("checkpoint %q, %v", b, err)
+	}
+
+	// Reopen: the file is read back, less the entry at the log end
+	// offset, which no batch backs (Kafka trims from the end on load too).
+	l, err = Open(dir, LogConfig{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := l.LeaderEpochs(), want[:3]; !slices.Equal(got, want) {
+		t.Fatalf("after reopen %v, want %v", got, want)
+	}
+	if err := l.TruncateTo(4); err != nil { // the epoch 3 batch 3-4 goes whole
+		t.Fatal(err)
+	}
+	if got, want := l.LeaderEpochs(), []EpochEntry{{1, 0}}; !slices.Equal(got, want) {
+		t.Fatalf("after truncation to 3: %v, want %v", got, want)
+	}
+	if e, off := l.EndOffsetForEpoch(1); e != 1 || off != 3 {
+		t.Fatalf("end of epoch 1 after truncation: %d, %d", e, off)
+	}
+	// A newer batch after an assigned but unused epoch replaces nothing
+	// older; a lower epoch than the latest drops the conflicting entries.
+	if err := l.AssignLeaderEpoch(2, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(epochBatch(2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.IncrementLogStartOffset(2); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := l.LeaderEpochs(), []EpochEntry{{1, 2}, {2, 3}}; !slices.Equal(got, want) {
+		t.Fatalf("after moving the log start to 2: %v, want %v", got, want)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A missing file is rebuilt from the batches. (Open without a
+	// LogManager knows no log start offset checkpoint: the log starts at 0.)
+	if err := os.Remove(filepath.Join(dir, LeaderEpochCheckpointFile)); err != nil {
+		t.Fatal(err)
+	}
+	l, err = Open(dir, LogConfig{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if got, want := l.LeaderEpochs(), []EpochEntry{{1, 0}, {2, 3}}; !slices.Equal(got, want) {
+		t.Fatalf("rebuilt %v, want %v", got, want)
+	}
+	if err := l.TruncateFullyAndStartAt(10); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.LeaderEpochs(); len(got) != 0 || l.LogEndOffset() != 10 || l.LogStartOffset() != 10 {
+		t.Fatalf("after full truncation: %v, log %d..%d", got, l.LogStartOffset(), l.LogEndOffset())
+	}
+}
