@@ -1,0 +1,186 @@
+package cluster
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ack is a record the broker acknowledged: where it went and its sequence
+// number (the record's value).
+type ack struct {
+	offset int64
+	seq    int
+}
+
+// TestAcknowledgedRecordsSurviveKills writes continuously with acks=all to
+// a topic with replication factor 3 and min.insync.replicas 2 while, round
+// after round, a partition leader or the active controller is killed with
+// SIGKILL and restarted. At the end every acknowledged record must be in
+// the log exactly once, at the offset it was acknowledged with and in
+// order, and every record a consumer saw during the chaos must still be
+// there (nothing it read was later lost).
+func TestAcknowledgedRecordsSurviveKills(t *testing.T) {
+	const (
+		topic      = "chaos"
+		partitions = 3
+		rounds     = 4
+	)
+	c := startCluster(t, 3)
+	adm := kadm.NewClient(client(t, c))
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	minISR := "2"
+	resp, err := adm.CreateTopic(ctx, partitions, 3, map[string]*string{"min.insync.replicas": &minISR}, topic)
+	if err != nil || resp.Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp.Err)
+	}
+	waitFullISR(t, adm, topic, 30*time.Second)
+
+	// Producer: sequence numbers per partition, acks=all, idempotent.
+	prod := client(t, c,
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProduceRequestTimeout(5*time.Second),
+		kgo.RecordDeliveryTimeout(4*time.Minute),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
+		kgo.MetadataMinAge(200*time.Millisecond),
+		kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelWarn, func() string { return "PRODUCER " + time.Now().Format("15:04:05.000 ") })),
+	)
+	var (
+		mu     sync.Mutex
+		acked  [partitions][]ack
+		failed atomic.Int64
+		stop   atomic.Bool
+		wg     sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for seq := 0; !stop.Load(); seq++ {
+			for p := range int32(partitions) {
+				r := &kgo.Record{Topic: topic, Partition: p, Value: []byte(strconv.Itoa(seq))}
+				s := seq
+				prod.Produce(ctx, r, func(r *kgo.Record, err error) {
+					if err != nil {
+						failed.Add(1)
+						return
+					}
+					mu.Lock()
+					acked[r.Partition] = append(acked[r.Partition], ack{r.Offset, s})
+					mu.Unlock()
+				})
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+
+	// Consumer: everything it sees, by partition and offset.
+	var seenMu sync.Mutex
+	seen := [partitions]map[int64]string{{}, {}, {}}
+	cons := client(t, c, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200*time.Millisecond), kgo.MetadataMinAge(200*time.Millisecond))
+	cctx, ccancel := context.WithCancel(ctx)
+	var consumerDone sync.WaitGroup
+	consumerDone.Add(1)
+	go func() {
+		defer consumerDone.Done()
+		for cctx.Err() == nil {
+			fs := cons.PollFetches(cctx)
+			seenMu.Lock()
+			fs.EachRecord(func(r *kgo.Record) { seen[r.Partition][r.Offset] = string(r.Value) })
+			seenMu.Unlock()
+		}
+	}()
+
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5))
+	for round := 1; round <= rounds; round++ {
+		time.Sleep(time.Second)
+		parts, controller, err := describe(ctx, adm, topic)
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		victim, why := parts[int32(rng.IntN(partitions))].Leader, "partition leader"
+		if round%3 == 0 && controller > 0 {
+			victim, why = controller, "active controller"
+		}
+		if victim <= 0 {
+			t.Fatalf("round %d: no victim in %+v", round, parts)
+		}
+		t.Logf("round %d: killing node %d (%s)", round, victim, why)
+		c.Node(victim).Kill()
+		time.Sleep(time.Duration(1500+rng.IntN(2500)) * time.Millisecond)
+		if err := c.Node(victim).Start(); err != nil {
+			t.Fatalf("round %d: restart node %d: %v", round, victim, err)
+		}
+		waitFullISR(t, adm, topic, 60*time.Second)
+	}
+	stop.Store(true)
+	wg.Wait()
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	ccancel()
+	consumerDone.Wait()
+
+	// Read every partition from the start to its high watermark.
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final := [partitions][]ack{}
+	reader := client(t, c, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	remaining := 0
+	ends.Each(func(o kadm.ListedOffset) { remaining += int(o.Offset) })
+	for read := 0; read < remaining; {
+		fs := reader.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading back: %d of %d records", read, remaining)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			seq, _ := strconv.Atoi(string(r.Value))
+			final[r.Partition] = append(final[r.Partition], ack{r.Offset, seq})
+			read++
+		})
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	total := 0
+	for p := range partitions {
+		byOffset := map[int64]int{}
+		for i, r := range final[p] {
+			if i > 0 && r.seq <= final[p][i-1].seq {
+				t.Errorf("partition %d: offset %d holds seq %d after seq %d: out of order or duplicated", p, r.offset, r.seq, final[p][i-1].seq)
+			}
+			byOffset[r.offset] = r.seq
+		}
+		for _, a := range acked[p] {
+			got, ok := byOffset[a.offset]
+			if !ok || got != a.seq {
+				t.Errorf("partition %d: acknowledged seq %d at offset %d is lost (found %v, %v)", p, a.seq, a.offset, got, ok)
+			}
+		}
+		seenMu.Lock()
+		for off, v := range seen[p] {
+			if got, ok := byOffset[off]; !ok || strconv.Itoa(got) != v {
+				t.Errorf("partition %d: a consumer read %q at offset %d, which is no longer there", p, v, off)
+			}
+		}
+		seenMu.Unlock()
+		total += len(acked[p])
+		t.Logf("partition %d: %d acknowledged, %d in the log, %d seen by the consumer", p, len(acked[p]), len(final[p]), len(seen[p]))
+	}
+	t.Logf("checked %d acknowledged records over %d kill rounds (%d produce attempts failed)", total, rounds, failed.Load())
+	if total == 0 {
+		t.Fatal("nothing was acknowledged")
+	}
+}
