@@ -124,6 +124,9 @@ func (p *Partition) maybeExpandISRLocked(id int32, f *followerState) {
 	if f.leo < p.mu.highWatermark || f.leo < p.mu.epochStart {
 		return
 	}
+	if eligible := p.mgr.cfg.ReplicaEligible; eligible != nil && !eligible(id) {
+		return
+	}
 	p.proposeISRLocked(append(slices.Clone(p.mu.state.ISR), id))
 }
 

@@ -53,6 +53,11 @@ type Config struct {
 	// changes. It is called from a goroutine the Manager owns, one at a
 	// time per partition, with a context that ends on Close.
 	AlterPartition func(ctx context.Context, req AlterPartitionRequest) (PartitionState, error)
+	// ReplicaEligible reports whether a broker may join an ISR: registered,
+	// unfenced and not shutting down (KIP-841). The controller refuses the
+	// others with INELIGIBLE_REPLICA, so the leader does not ask. Nil:
+	// every broker is eligible.
+	ReplicaEligible func(id int32) bool
 	// HighWatermarkCheckpointInterval is
 	// replica.high.watermark.checkpoint.interval.ms: how often the high
 	// watermarks are written to each log directory. Zero means 5 s;

@@ -83,9 +83,10 @@ type replNode struct {
 }
 
 type nodeOptions struct {
-	clock *fakeClock
-	alter func(context.Context, AlterPartitionRequest) (PartitionState, error)
-	minIS int
+	clock    *fakeClock
+	alter    func(context.Context, AlterPartitionRequest) (PartitionState, error)
+	eligible func(int32) bool
+	minIS    int
 }
 
 func startReplNode(t *testing.T, id int32, dir string, st PartitionState, o nodeOptions) *replNode {
@@ -98,7 +99,7 @@ func startReplNode(t *testing.T, id int32, dir string, st PartitionState, o node
 	if err := logs.Load(); err != nil {
 		t.Fatal(err)
 	}
-	m := NewManager(Config{NodeID: id, Logs: logs, Now: o.clock.Now, AlterPartition: o.alter,
+	m := NewManager(Config{NodeID: id, Logs: logs, Now: o.clock.Now, AlterPartition: o.alter, ReplicaEligible: o.eligible,
 		ReplicaLagTimeMax: 10 * time.Second, HighWatermarkCheckpointInterval: -1,
 		ProducerIDExpirationMs: 3_600_000, ProducerIDExpirationCheckIntervalMs: 60_000})
 	n := &replNode{id: id, dir: dir, logs: logs, m: m}
@@ -592,5 +593,31 @@ func TestFollowerDropsEmptyEpochItLed(t *testing.T) {
 	}
 	if got := batchOffsets(t, res.Records); !slices.Equal(got, []int64{3}) {
 		t.Fatalf("records after the divergence: %v", got)
+	}
+}
+
+// TestFencedFollowerIsNotProposed: a caught-up follower the metadata says
+// is fenced is not proposed for the ISR (the controller would refuse it);
+// once eligible it is.
+func TestFencedFollowerIsNotProposed(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	ctrl := &fakeController{seen: make(chan struct{}, 4)}
+	var fenced sync.Map
+	fenced.Store(int32(2), true)
+	eligible := func(id int32) bool { _, f := fenced.Load(id); return !f }
+	st := state(1, 1, 1, 1)
+	leader := startReplNode(t, 1, t.TempDir(), st, nodeOptions{clock: clock, alter: ctrl.alter, eligible: eligible})
+	f2 := startReplNode(t, 2, t.TempDir(), st, nodeOptions{clock: clock})
+	mustAppend(t, leader.p, plainBatch(3, clock.Now().UnixMilli()))
+	fetchOnce(t, leader, f2)
+	fetchOnce(t, leader, f2)
+	if reqs := ctrl.requests(); len(reqs) != 0 {
+		t.Fatalf("proposed a fenced follower: %+v", reqs)
+	}
+	fenced.Delete(int32(2))
+	fetchOnce(t, leader, f2)
+	<-ctrl.seen
+	if reqs := ctrl.requests(); len(reqs) != 1 || !slices.Equal(reqs[0].NewISR, []int32{1, 2}) {
+		t.Fatalf("AlterPartition requests once eligible: %+v", reqs)
 	}
 }

@@ -95,6 +95,10 @@ func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (_ *Se
 		ReplicaLagTimeMax:               time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
 		HighWatermarkCheckpointInterval: time.Duration(cfg.MustInt64("replica.high.watermark.checkpoint.interval.ms")) * time.Millisecond,
 		AlterPartition:                  s.alterPartition,
+		ReplicaEligible: func(id int32) bool {
+			b, ok := s.loader.Image().Broker(id)
+			return ok && b.Eligible()
+		},
 	})
 	if err := s.startCoordinators(); err != nil {
 		return nil, err
