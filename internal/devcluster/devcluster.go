@@ -304,6 +304,13 @@ func (n *Node) Running() bool {
 	return n.cmd != nil
 }
 
+// Pause stops the process with SIGSTOP: it keeps its sockets but does
+// nothing, like a machine that hangs. Resume continues it.
+func (n *Node) Pause() { n.signal(syscall.SIGSTOP, -1) }
+
+// Resume continues a paused process (SIGCONT).
+func (n *Node) Resume() { n.signal(syscall.SIGCONT, -1) }
+
 // Kill sends SIGKILL and waits for the process to be gone.
 func (n *Node) Kill() { n.signal(syscall.SIGKILL, 0) }
 
@@ -318,6 +325,9 @@ func (n *Node) signal(sig syscall.Signal, grace time.Duration) {
 		return
 	}
 	cmd.Process.Signal(sig)
+	if grace < 0 {
+		return // no exit to wait for
+	}
 	if grace > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
