@@ -8,13 +8,19 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/metadata"
 )
 
-const clusterUsage = `usage: samsa cluster <info|new-id> [flags]
+const clusterUsage = `usage: samsa cluster <info|quorum|new-id> [flags]
 
   info      show the cluster id, the active controller and the brokers
+  quorum    show the metadata quorum: leader, epoch, high watermark and
+            each voter's log end offset and lag
   new-id    print a new random cluster id (for samsa server --cluster-id)
 
 Run "samsa cluster <subcommand> -h" for the flags of each.
@@ -23,6 +29,7 @@ Run "samsa cluster <subcommand> -h" for the flags of each.
 func runCluster(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	return dispatch("cluster", clusterUsage, map[string]subcommand{
 		"info":   clusterInfo,
+		"quorum": clusterQuorum,
 		"new-id": clusterNewID,
 	}, args, stdout, stderr)
 }
@@ -78,4 +85,79 @@ func clusterInfo(args []string, stdout, stderr io.Writer) int {
 	}
 	tw.Flush()
 	return exitOK
+}
+
+// clusterQuorum describes the metadata quorum like kafka-metadata-quorum
+// describe --status --replication: brokers forward DescribeQuorum to the
+// quorum leader. Offsets are metadata log positions; a voter's lag is how
+// far its log end is behind the leader's.
+func clusterQuorum(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("cluster quorum", "samsa cluster quorum [flags]", stderr)
+	var cf clientFlags
+	cf.register(fs)
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 0 {
+		return usageError(fs, stderr, "quorum takes no arguments")
+	}
+	cl, err := cf.connect()
+	if err != nil {
+		return fail(stderr, err)
+	}
+	defer cl.Close()
+	ctx, cancel := cf.ctx()
+	defer cancel()
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fail(stderr, fmt.Errorf("describe quorum: %w", err))
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return fail(stderr, fmt.Errorf("describe quorum: %w", err))
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return fail(stderr, fmt.Errorf("describe quorum: answer has %d topics", len(resp.Topics)))
+	}
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return fail(stderr, fmt.Errorf("describe quorum: %w", err))
+	}
+	printQuorum(stdout, p, time.Now())
+	return exitOK
+}
+
+func printQuorum(w io.Writer, p kmsg.DescribeQuorumResponseTopicPartition, now time.Time) {
+	leaderEnd := p.HighWatermark
+	for _, v := range p.CurrentVoters {
+		if v.ReplicaID == p.LeaderID {
+			leaderEnd = v.LogEndOffset
+		}
+	}
+	fmt.Fprintf(w, "leader:         %d\nepoch:          %d\nhigh watermark: %d\n\n", p.LeaderID, p.LeaderEpoch, p.HighWatermark)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "VOTER\tSTATUS\tLOG-END-OFFSET\tLAG\tLAST-FETCH\tLAST-CAUGHT-UP")
+	for _, v := range p.CurrentVoters {
+		status := "follower"
+		if v.ReplicaID == p.LeaderID {
+			status = "leader"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\n", v.ReplicaID, status, v.LogEndOffset,
+			max(leaderEnd-v.LogEndOffset, 0), ago(v.LastFetchTimestamp, now), ago(v.LastCaughtUpTimestamp, now))
+	}
+	tw.Flush()
+}
+
+// ago renders a Unix millisecond timestamp relative to now; "-" if unknown.
+func ago(ms int64, now time.Time) string {
+	if ms < 0 {
+		return "-"
+	}
+	d := max(now.Sub(time.UnixMilli(ms)), 0)
+	return d.Round(time.Millisecond).String() + " ago"
 }

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -53,7 +52,6 @@ func TestAcknowledgedRecordsSurviveKills(t *testing.T) {
 		kgo.RecordDeliveryTimeout(4*time.Minute),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
 		kgo.MetadataMinAge(200*time.Millisecond),
-		kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelWarn, func() string { return "PRODUCER " + time.Now().Format("15:04:05.000 ") })),
 	)
 	var (
 		mu     sync.Mutex

@@ -28,6 +28,10 @@ type Controller interface {
 	AllocateProducerIDs(ctx context.Context, brokerID int32, brokerEpoch int64) (first int64, count int32, err error)
 	AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse
 	IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse
+	ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse
+	AlterPartitionReassignments(ctx context.Context, req *kmsg.AlterPartitionAssignmentsRequest) *kmsg.AlterPartitionAssignmentsResponse
+	ListPartitionReassignments(ctx context.Context, req *kmsg.ListPartitionReassignmentsRequest) *kmsg.ListPartitionReassignmentsResponse
+	DescribeQuorum(ctx context.Context, req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse
 }
 
 // Config configures a Broker.
@@ -139,6 +143,13 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.IncrementalAlterConfigs: {0, 1, handleIncrementalAlterConfigs},
 		kmsg.DeleteRecords:           {0, 2, handleDeleteRecords},
 		kmsg.DescribeProducers:       {0, 0, handleDescribeProducers},
+		// Cluster operations: all but DescribeLogDirs go to the active
+		// controller.
+		kmsg.DescribeLogDirs:            {1, 4, handleDescribeLogDirs},
+		kmsg.ElectLeaders:               {0, 2, handleElectLeaders},
+		kmsg.AlterPartitionAssignments:  {0, 1, handleAlterPartitionReassignments},
+		kmsg.ListPartitionReassignments: {0, 0, handleListPartitionReassignments},
+		kmsg.DescribeQuorum:             {0, 2, handleDescribeQuorum},
 		// Transactions, version 1 only: the versions that imply KIP-890's
 		// transaction version 2 (AddPartitionsToTxn v4+ is inter-broker,
 		// EndTxn v5, TxnOffsetCommit v5) are not served.
@@ -146,6 +157,7 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.AddOffsetsToTxn:      {0, 3, handleAddOffsetsToTxn},
 		kmsg.EndTxn:               {0, 3, handleEndTxn},
 		kmsg.TxnOffsetCommit:      {0, 3, handleTxnOffsetCommit},
+		kmsg.WriteTxnMarkers:      {0, 1, handleWriteTxnMarkers},
 		kmsg.DescribeTransactions: {0, 0, handleDescribeTransactions},
 		kmsg.ListTransactions:     {0, 1, handleListTransactions},
 	}

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/coordinator/txn"
+	"github.com/samsa-io/samsa/internal/kclient"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/replica"
@@ -95,87 +99,354 @@ func (l *txnLog) Replay(fn func(txn.KV) error) error {
 	})
 }
 
-// MarkerWriter writes transaction markers on this node, standing in for
-// Kafka's WriteTxnMarkers requests: markers are appended directly to the
-// partitions this node leads. Partitions led by other brokers fail (and
-// are retried) until WriteTxnMarkers is sent between brokers.
-type MarkerWriter struct {
-	replicas *replica.Manager
-	image    func() *metadata.Image
-	groups   GroupCoordinator
-	logger   *slog.Logger
+// marker is one transaction marker: the end of producerID's transaction
+// at epoch, stamped with the coordinator's epoch.
+type marker struct {
+	producerID       int64
+	epoch            int16
+	coordinatorEpoch int32
+	commit           bool
 }
 
-// NewMarkerWriter returns the marker writer for the transaction
-// coordinator. groups, when not nil, learns of every marker written to
-// __consumer_offsets, so pending transactional offsets commit or drop.
-func NewMarkerWriter(replicas *replica.Manager, image func() *metadata.Image, groups GroupCoordinator, logger *slog.Logger) *MarkerWriter {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+// writeLocalMarkers appends m to each partition of tps this node leads and
+// waits, against one deadline of timeout, until every marker is committed
+// (replicated to the ISR). It returns each partition's error, nil once
+// committed: NOT_LEADER_OR_FOLLOWER where this node does not lead, the
+// partition's refusal (INVALID_PRODUCER_EPOCH,
+// TRANSACTION_COORDINATOR_FENCED), storage.ErrClosed for a partition
+// deleted meanwhile, or the failed wait. Only a committed marker on
+// __consumer_offsets is handed to groups: before that a new leader might
+// not have it.
+//
+// Both the local half of MarkerWriter and the WriteTxnMarkers handler
+// write markers through it, so a marker means the same on either path.
+func writeLocalMarkers(ctx context.Context, replicas *replica.Manager, groups GroupCoordinator,
+	m marker, tps []txn.TopicPartition, timeout time.Duration) []error {
+	errs := make([]error, len(tps))
+	parts := make([]*replica.Partition, len(tps))
+	offsets := make([]int64, len(tps))
+	for i, tp := range tps {
+		p, ok := replicas.Partition(tp.Topic, tp.Partition)
+		if !ok || !p.IsLeader() {
+			errs[i] = kerr.NotLeaderForPartition
+			continue
+		}
+		parts[i] = p
+		offsets[i], errs[i] = p.WriteTxnMarker(m.producerID, m.epoch, m.coordinatorEpoch, m.commit)
 	}
-	return &MarkerWriter{replicas: replicas, image: image, groups: groups, logger: logger}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for i, tp := range tps {
+		if errs[i] != nil || parts[i] == nil {
+			continue
+		}
+		if errs[i] = parts[i].WaitCommitted(wctx, offsets[i]); errs[i] != nil {
+			errs[i] = fmt.Errorf("marker not committed: %w", errs[i])
+			continue
+		}
+		if tp.Topic == offsetsTopic && groups != nil {
+			groups.CompleteTransaction(tp.Partition, m.producerID, m.commit)
+		}
+	}
+	return errs
+}
+
+// staleMarkerError reports a marker the partition refused because the
+// producer or the coordinator moved on. Kafka's coordinator stops sending
+// such a marker: retrying would never succeed.
+func staleMarkerError(err error) bool {
+	return errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.ProducerFenced) ||
+		errors.Is(err, kerr.TransactionCoordinatorFenced)
+}
+
+// MarkerWriterConfig configures a MarkerWriter.
+type MarkerWriterConfig struct {
+	// NodeID is this broker's id; -1 when unknown. (Zero is a node id.)
+	NodeID int32
+	// Replicas holds the partitions whose markers are written locally.
+	Replicas *replica.Manager
+	// Image returns the latest metadata image: the leaders of the
+	// partitions and the endpoints of the brokers.
+	Image func() *metadata.Image
+	// Groups, when not nil, learns of every marker committed to a
+	// partition of __consumer_offsets this node leads, so pending
+	// transactional offsets commit or drop. (Other brokers tell their own
+	// group coordinator.)
+	Groups GroupCoordinator
+	// Listener names the listener of the other brokers that is dialed:
+	// inter.broker.listener.name. Empty means PLAINTEXT.
+	Listener string
+	// Dial connects to another broker; nil uses kclient.Dial. Connections
+	// are kept, one per broker, and dialed again after an error.
+	Dial func(ctx context.Context, addr string) (PeerConn, error)
+	// RequestTimeout bounds one WriteTxnMarkers request to another broker,
+	// dialing included. Zero means txnWriteTimeout (30 s, how long the
+	// leader waits for the marker to be replicated) plus 5 s.
+	RequestTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+// MarkerWriter writes transaction markers for the transaction coordinator:
+// Kafka's TransactionMarkerChannelManager. Markers for partitions this node
+// leads are appended directly; the others go to their leader, one
+// WriteTxnMarkers request per broker, sent concurrently.
+type MarkerWriter struct {
+	cfg MarkerWriterConfig
+
+	mu struct {
+		sync.Mutex
+		closed bool
+		conns  map[int32]PeerConn // by broker id
+	}
+}
+
+// NewMarkerWriter returns the marker writer cfg describes.
+func NewMarkerWriter(cfg MarkerWriterConfig) *MarkerWriter {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Listener == "" {
+		cfg.Listener = "PLAINTEXT"
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = txnWriteTimeout + 5*time.Second
+	}
+	if cfg.Dial == nil {
+		clientID := fmt.Sprintf("samsa-txn-markers-%d", cfg.NodeID)
+		cfg.Dial = func(ctx context.Context, addr string) (PeerConn, error) {
+			c, err := kclient.Dial(ctx, addr, clientID)
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		}
+	}
+	w := &MarkerWriter{cfg: cfg}
+	w.mu.conns = make(map[int32]PeerConn)
+	return w
+}
+
+// Close closes the connections to other brokers; later remote markers
+// fail. Call it once the transaction coordinator has stopped.
+func (w *MarkerWriter) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mu.closed = true
+	for id, c := range w.mu.conns {
+		_ = c.Close()
+		delete(w.mu.conns, id)
+	}
 }
 
 // WriteMarkers implements txn.MarkerWriter. Partitions of deleted topics
-// are skipped: nobody can read their transaction any more. A partition
-// that exists but is not led here, or whose marker is not committed
-// (replicated to its ISR) in time, fails the call, so the coordinator
-// retries.
+// are skipped: nobody can read their transaction any more; so are
+// partitions that refuse the marker as stale (see staleMarkerError). Any
+// other failure — no leader, a leader that does not know it leads yet, a
+// broken connection, a marker not committed in time — fails the call, so
+// the coordinator retries it whole (writing a marker twice is harmless).
 func (w *MarkerWriter) WriteMarkers(ctx context.Context, producerID int64, epoch int16, coordinatorEpoch int32, commit bool, partitions []txn.TopicPartition) error {
-	img := w.image()
-	var errs []error
-	type written struct {
-		tp     txn.TopicPartition
-		p      *replica.Partition
-		offset int64
-	}
-	var toCommit []written
-	for _, tp := range partitions {
-		if ctx.Err() != nil {
-			return ctx.Err()
+	m := marker{producerID: producerID, epoch: epoch, coordinatorEpoch: coordinatorEpoch, commit: commit}
+	local, remote, errs := w.route(partitions)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	report := func(err error) {
+		if err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
 		}
+	}
+	for leader, tps := range remote {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			report(w.writeRemote(ctx, leader, m, tps))
+		}()
+	}
+	if len(local) > 0 {
+		report(w.writeLocal(ctx, m, local))
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// route sorts partitions by where their marker is written: here, at
+// another broker, or nowhere yet (no leader: an error, so retried).
+// Partitions of deleted topics are dropped.
+func (w *MarkerWriter) route(partitions []txn.TopicPartition) (local []txn.TopicPartition, remote map[int32][]txn.TopicPartition, errs []error) {
+	img := w.cfg.Image()
+	remote = make(map[int32][]txn.TopicPartition)
+	for _, tp := range partitions {
 		t, ok := img.Topic(tp.Topic)
 		if !ok || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
 			continue
 		}
-		p, ok := w.replicas.Partition(tp.Topic, tp.Partition)
-		if !ok || !p.IsLeader() {
+		if p, ok := w.cfg.Replicas.Partition(tp.Topic, tp.Partition); ok && p.IsLeader() {
+			local = append(local, tp)
+			continue
+		}
+		switch leader := t.Partitions[tp.Partition].Leader; {
+		case leader < 0:
+			errs = append(errs, fmt.Errorf("%s-%d: no leader: %w", tp.Topic, tp.Partition, kerr.LeaderNotAvailable))
+		case leader == w.cfg.NodeID:
+			// The image names us but the replica has not caught up.
 			errs = append(errs, fmt.Errorf("%s-%d: %w", tp.Topic, tp.Partition, kerr.NotLeaderForPartition))
-			continue
+		default:
+			remote[leader] = append(remote[leader], tp)
 		}
-		offset, err := p.WriteTxnMarker(producerID, epoch, coordinatorEpoch, commit)
-		switch {
-		case errors.Is(err, storage.ErrClosed):
-			continue // deleted while we wrote
-		case errors.Is(err, kerr.InvalidProducerEpoch), errors.Is(err, kerr.ProducerFenced),
-			errors.Is(err, kerr.TransactionCoordinatorFenced):
-			// Kafka's coordinator stops sending a marker the partition
-			// refuses as stale: the producer or coordinator moved on, and
-			// retrying would never succeed.
-			w.logger.Warn("transaction marker refused as stale", "topic", tp.Topic, "partition", tp.Partition,
-				"producer_id", producerID, "epoch", epoch, "coordinator_epoch", coordinatorEpoch, "err", err)
-			continue
-		case err != nil:
-			errs = append(errs, fmt.Errorf("%s-%d: %w", tp.Topic, tp.Partition, err))
-			continue
-		}
-		toCommit = append(toCommit, written{tp, p, offset})
 	}
-	// Wait for all markers against one deadline: a marker counts once
-	// committed, and only then may the group coordinator apply it.
-	wctx, cancel := context.WithTimeout(ctx, txnWriteTimeout)
-	defer cancel()
-	for _, m := range toCommit {
-		if err := m.p.WaitCommitted(wctx, m.offset); err != nil {
-			if errors.Is(err, storage.ErrClosed) {
-				continue
-			}
-			errs = append(errs, fmt.Errorf("%s-%d: marker not committed: %w", m.tp.Topic, m.tp.Partition, err))
-			continue
-		}
-		if m.tp.Topic == offsetsTopic && w.groups != nil {
-			w.groups.CompleteTransaction(m.tp.Partition, producerID, commit)
+	return local, remote, errs
+}
+
+// writeLocal writes the markers of the partitions this node leads.
+func (w *MarkerWriter) writeLocal(ctx context.Context, m marker, tps []txn.TopicPartition) error {
+	var errs []error
+	for i, err := range writeLocalMarkers(ctx, w.cfg.Replicas, w.cfg.Groups, m, tps, txnWriteTimeout) {
+		tp := tps[i]
+		switch {
+		case err == nil, errors.Is(err, storage.ErrClosed): // deleted while we wrote
+		case staleMarkerError(err):
+			w.logStale(tp, m, err)
+		default:
+			errs = append(errs, fmt.Errorf("%s-%d: %w", tp.Topic, tp.Partition, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// writeRemote sends the markers of tps to their leader in one
+// WriteTxnMarkers request and checks every partition's answer.
+func (w *MarkerWriter) writeRemote(ctx context.Context, leader int32, m marker, tps []txn.TopicPartition) error {
+	rctx, cancel := context.WithTimeout(ctx, w.cfg.RequestTimeout)
+	defer cancel()
+	conn, err := w.conn(rctx, leader)
+	if err != nil {
+		return fmt.Errorf("markers to broker %d: %w", leader, err)
+	}
+	kresp, err := conn.Request(rctx, markersRequest(m, tps))
+	if err != nil {
+		// A caller that gave up says nothing of the connection; a broken
+		// one, or a peer silent past the timeout, is dialed again.
+		if ctx.Err() == nil {
+			w.dropConn(leader, conn)
+		}
+		return fmt.Errorf("markers to broker %d: %w", leader, err)
+	}
+	resp, ok := kresp.(*kmsg.WriteTxnMarkersResponse)
+	if !ok {
+		w.dropConn(leader, conn)
+		return fmt.Errorf("markers to broker %d: unexpected response %T", leader, kresp)
+	}
+	codes := make(map[txn.TopicPartition]int16)
+	for _, rm := range resp.Markers {
+		if rm.ProducerID != m.producerID {
+			continue
+		}
+		for _, rt := range rm.Topics {
+			for _, rp := range rt.Partitions {
+				codes[txn.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = rp.ErrorCode
+			}
+		}
+	}
+	var errs []error
+	for _, tp := range tps {
+		code, ok := codes[tp]
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s-%d: broker %d did not answer for the partition", tp.Topic, tp.Partition, leader))
+			continue
+		}
+		err := kerr.ErrorForCode(code)
+		switch {
+		case err == nil:
+		case staleMarkerError(err):
+			w.logStale(tp, m, err)
+		case errors.Is(err, kerr.UnknownTopicOrPartition) && w.deleted(tp):
+		default:
+			errs = append(errs, fmt.Errorf("%s-%d: broker %d: %w", tp.Topic, tp.Partition, leader, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// markersRequest is the WriteTxnMarkers request for m on tps.
+func markersRequest(m marker, tps []txn.TopicPartition) *kmsg.WriteTxnMarkersRequest {
+	rm := kmsg.NewWriteTxnMarkersRequestMarker()
+	rm.ProducerID, rm.ProducerEpoch, rm.Committed, rm.CoordinatorEpoch = m.producerID, m.epoch, m.commit, m.coordinatorEpoch
+	topics := make(map[string]int)
+	for _, tp := range tps {
+		i, ok := topics[tp.Topic]
+		if !ok {
+			rt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+			rt.Topic = tp.Topic
+			rm.Topics = append(rm.Topics, rt)
+			i = len(rm.Topics) - 1
+			topics[tp.Topic] = i
+		}
+		rm.Topics[i].Partitions = append(rm.Topics[i].Partitions, tp.Partition)
+	}
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	req.Markers = append(req.Markers, rm)
+	return req
+}
+
+// deleted reports whether tp's topic or partition is gone from the latest
+// image: its leader's UNKNOWN_TOPIC_OR_PARTITION is then final.
+func (w *MarkerWriter) deleted(tp txn.TopicPartition) bool {
+	t, ok := w.cfg.Image().Topic(tp.Topic)
+	return !ok || int(tp.Partition) >= len(t.Partitions)
+}
+
+func (w *MarkerWriter) logStale(tp txn.TopicPartition, m marker, err error) {
+	w.cfg.Logger.Warn("transaction marker refused as stale", "topic", tp.Topic, "partition", tp.Partition,
+		"producer_id", m.producerID, "epoch", m.epoch, "coordinator_epoch", m.coordinatorEpoch, "err", err)
+}
+
+// conn returns the pooled connection to broker id, dialing its endpoint
+// on the inter-broker listener (looked up in the latest image) if there
+// is none. Two callers may dial at once; the loser's connection is closed.
+func (w *MarkerWriter) conn(ctx context.Context, id int32) (PeerConn, error) {
+	w.mu.Lock()
+	c, ok := w.mu.conns[id]
+	closed := w.mu.closed
+	w.mu.Unlock()
+	switch {
+	case ok:
+		return c, nil
+	case closed:
+		return nil, errors.New("marker writer closed")
+	}
+	br, ok := w.cfg.Image().Broker(id)
+	if !ok {
+		return nil, fmt.Errorf("broker %d is not registered", id)
+	}
+	ep, ok := endpointFor(br, w.cfg.Listener)
+	if !ok {
+		return nil, fmt.Errorf("broker %d has no endpoint on listener %s", id, w.cfg.Listener)
+	}
+	c, err := w.cfg.Dial(ctx, net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))))
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.mu.closed {
+		_ = c.Close()
+		return nil, errors.New("marker writer closed")
+	}
+	if cur, ok := w.mu.conns[id]; ok {
+		_ = c.Close()
+		return cur, nil
+	}
+	w.mu.conns[id] = c
+	return c, nil
+}
+
+// dropConn closes c after an error, unless it was already replaced.
+func (w *MarkerWriter) dropConn(id int32, c PeerConn) {
+	w.mu.Lock()
+	if w.mu.conns[id] == c {
+		delete(w.mu.conns, id)
+	}
+	w.mu.Unlock()
+	_ = c.Close()
 }

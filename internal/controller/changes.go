@@ -179,6 +179,16 @@ func (c *changes) records() []metadata.Record {
 		if !slices.Equal(p.ISR, old.ISR) {
 			r.ISR, changed = slices.Clone(p.ISR), true
 		}
+		if !slices.Equal(p.Replicas, old.Replicas) {
+			r.Replicas, changed = slices.Clone(p.Replicas), true
+		}
+		// Non-nil even when empty: an empty list clears the field.
+		if !slices.Equal(p.AddingReplicas, old.AddingReplicas) {
+			r.AddingReplicas, changed = append([]int32{}, p.AddingReplicas...), true
+		}
+		if !slices.Equal(p.RemovingReplicas, old.RemovingReplicas) {
+			r.RemovingReplicas, changed = append([]int32{}, p.RemovingReplicas...), true
+		}
 		if changed {
 			recs = append(recs, r)
 		}

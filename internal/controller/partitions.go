@@ -132,6 +132,8 @@ func (c *Controller) alterOne(ch *changes, topic *metadata.TopicImage, req *kmsg
 		}
 	}
 	cur.ISR = slices.Clone(isr)
+	// An ISR that now holds every adding replica completes a reassignment.
+	ch.completeReassignment(cur)
 	return nil
 }
 

@@ -186,7 +186,8 @@ func (b *builder) applyPartition(r *PartitionRecord) error {
 		return err
 	}
 	p := PartitionImage{Partition: r.PartitionID, Leader: r.Leader, LeaderEpoch: r.LeaderEpoch,
-		PartitionEpoch: r.PartitionEpoch, Replicas: slices.Clone(r.Replicas), ISR: slices.Clone(r.ISR)}
+		PartitionEpoch: r.PartitionEpoch, Replicas: slices.Clone(r.Replicas), ISR: slices.Clone(r.ISR),
+		AddingReplicas: nilIfEmpty(r.AddingReplicas), RemovingReplicas: nilIfEmpty(r.RemovingReplicas)}
 	switch {
 	case int(r.PartitionID) == len(t.Partitions):
 		t.Partitions = append(t.Partitions, p)
@@ -218,9 +219,24 @@ func (b *builder) applyPartitionChange(r *PartitionChangeRecord) error {
 	if r.Replicas != nil {
 		p.Replicas = slices.Clone(r.Replicas)
 	}
+	if r.AddingReplicas != nil {
+		p.AddingReplicas = nilIfEmpty(r.AddingReplicas)
+	}
+	if r.RemovingReplicas != nil {
+		p.RemovingReplicas = nilIfEmpty(r.RemovingReplicas)
+	}
 	p.PartitionEpoch++
 	b.markPartition(r.TopicID, r.PartitionID)
 	return nil
+}
+
+// nilIfEmpty copies s, making an empty list nil so that images built by
+// replay and from snapshots compare equal.
+func nilIfEmpty(s []int32) []int32 {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
 }
 
 func (b *builder) applyRemoveTopic(r *RemoveTopicRecord) error {

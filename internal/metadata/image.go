@@ -37,6 +37,17 @@ type PartitionImage struct {
 	PartitionEpoch int32
 	Replicas       []int32
 	ISR            []int32
+	// AddingReplicas and RemovingReplicas are set while a reassignment
+	// moves the partition: Replicas is then the union of the original and
+	// the target replicas, the target being Replicas minus
+	// RemovingReplicas (Kafka's KIP-455).
+	AddingReplicas   []int32
+	RemovingReplicas []int32
+}
+
+// Reassigning reports whether a reassignment is in progress.
+func (p *PartitionImage) Reassigning() bool {
+	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
 }
 
 // BrokerImage is one registered broker.
@@ -179,7 +190,8 @@ func (m *Image) records() []Record {
 		for _, p := range t.Partitions {
 			recs = append(recs, &PartitionRecord{PartitionID: p.Partition, TopicID: t.ID,
 				Replicas: p.Replicas, ISR: p.ISR, Leader: p.Leader,
-				LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch})
+				LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+				AddingReplicas: p.AddingReplicas, RemovingReplicas: p.RemovingReplicas})
 		}
 	}
 	res := slices.Collect(maps.Keys(m.configs))

@@ -54,6 +54,10 @@ type PartitionRecord struct {
 	Leader         int32
 	LeaderEpoch    int32
 	PartitionEpoch int32
+	// AddingReplicas and RemovingReplicas describe a reassignment in
+	// progress (KIP-455); absent when there is none.
+	AddingReplicas   []int32 `json:",omitempty"`
+	RemovingReplicas []int32 `json:",omitempty"`
 }
 
 // PartitionChangeRecord changes some fields of a partition; nil fields
@@ -67,6 +71,11 @@ type PartitionChangeRecord struct {
 	// omitempty: JSON null and [] must stay distinct).
 	ISR      []int32
 	Replicas []int32
+	// AddingReplicas and RemovingReplicas, likewise nil when unchanged
+	// and empty to clear, track a reassignment (KIP-455). Records written
+	// before they existed decode as unchanged.
+	AddingReplicas   []int32
+	RemovingReplicas []int32
 }
 
 // RemoveTopicRecord deletes a topic, its partitions and its configs.

@@ -110,9 +110,11 @@ type Node struct {
 	recvc chan *pb.Message
 	// reportc carries transport feedback (see Reporter) to the run goroutine.
 	reportc chan func(*etcdraft.RawNode)
-	stopc   chan struct{}
-	donec   chan struct{}
-	closed  sync.Once
+	// queryc runs read-only queries (Status) on the run goroutine.
+	queryc chan func()
+	stopc  chan struct{}
+	donec  chan struct{}
+	closed sync.Once
 
 	leader atomic.Uint64
 	term   atomic.Uint64
@@ -124,6 +126,9 @@ type Node struct {
 	applied     uint64
 	snapApplied uint64
 	fatal       error
+	// peers and peersTerm: contact times of voters, on the leader (status.go).
+	peers     map[uint64]peerTimes
+	peersTerm uint64
 }
 
 type proposal struct {
@@ -153,8 +158,8 @@ func Open(cfg Config) (*Node, error) {
 	n := &Node{
 		cfg: cfg, log: dl, storage: etcdraft.NewMemoryStorage(),
 		propc: make(chan *proposal), recvc: make(chan *pb.Message, 256),
-		reportc: make(chan func(*etcdraft.RawNode), 256),
-		stopc:   make(chan struct{}), donec: make(chan struct{}),
+		reportc: make(chan func(*etcdraft.RawNode), 256), queryc: make(chan func()),
+		stopc: make(chan struct{}), donec: make(chan struct{}),
 		waiting: map[uint64]*proposal{},
 	}
 	var nb [8]byte
@@ -345,10 +350,13 @@ func (n *Node) run() {
 			n.handleProposal(p)
 		case f := <-n.reportc:
 			f(n.rn)
+		case q := <-n.queryc:
+			q()
 		case m := <-n.recvc:
 			if err := n.rn.Step(m); err != nil {
 				n.cfg.Logger.Debug("raft step", "err", err)
 			}
+			n.notePeer(m)
 		case <-n.stopc:
 			n.failWaiting(ErrStopped)
 			return

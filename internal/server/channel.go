@@ -168,6 +168,18 @@ func notController(resp kmsg.Response) bool {
 			return true
 		}
 		return len(r.Topics) > 0 && len(r.Topics[0].Partitions) > 0 && r.Topics[0].Partitions[0].ErrorCode == nc
+	case *kmsg.AlterPartitionAssignmentsResponse:
+		return r.ErrorCode == nc
+	case *kmsg.ListPartitionReassignmentsResponse:
+		return r.ErrorCode == nc
+	case *kmsg.DescribeQuorumResponse:
+		// A voter that is not the raft leader answers
+		// NOT_LEADER_OR_FOLLOWER, as Kafka's raft client does.
+		if len(r.Topics) == 0 || len(r.Topics[0].Partitions) == 0 {
+			return false
+		}
+		c := r.Topics[0].Partitions[0].ErrorCode
+		return c == nc || c == kerr.NotLeaderForPartition.Code
 	}
 	return false
 }
@@ -283,6 +295,50 @@ func (ch *channel) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersReque
 		return r
 	}
 	return resp.(*kmsg.ElectLeadersResponse)
+}
+
+// AlterPartitionReassignments forwards reassignments
+// (kafka-reassign-partitions --execute / --cancel).
+func (ch *channel) AlterPartitionReassignments(ctx context.Context, req *kmsg.AlterPartitionAssignmentsRequest) *kmsg.AlterPartitionAssignmentsResponse {
+	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.AlterPartitionReassignments(ctx, req) })
+	if err != nil {
+		r := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+		r.ErrorCode, r.ErrorMessage = errorCode(err), errorMessage(err)
+		return r
+	}
+	return resp.(*kmsg.AlterPartitionAssignmentsResponse)
+}
+
+// ListPartitionReassignments forwards kafka-reassign-partitions --verify
+// and --list.
+func (ch *channel) ListPartitionReassignments(ctx context.Context, req *kmsg.ListPartitionReassignmentsRequest) *kmsg.ListPartitionReassignmentsResponse {
+	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.ListPartitionReassignments(ctx, req) })
+	if err != nil {
+		r := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+		r.ErrorCode, r.ErrorMessage = errorCode(err), errorMessage(err)
+		return r
+	}
+	return resp.(*kmsg.ListPartitionReassignmentsResponse)
+}
+
+// DescribeQuorum forwards kafka-metadata-quorum describe to the quorum
+// leader, the only voter that knows the others' progress.
+func (ch *channel) DescribeQuorum(ctx context.Context, req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse {
+	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.DescribeQuorum(ctx, req) })
+	if err != nil {
+		r := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
+		t := kmsg.NewDescribeQuorumResponseTopic()
+		t.Topic = controller.MetadataTopic
+		p := kmsg.NewDescribeQuorumResponseTopicPartition()
+		p.ErrorCode, p.LeaderID = errorCode(err), -1
+		if req.Version >= 2 {
+			p.ErrorMessage = errorMessage(err)
+		}
+		t.Partitions = append(t.Partitions, p)
+		r.Topics = append(r.Topics, t)
+		return r
+	}
+	return resp.(*kmsg.DescribeQuorumResponse)
 }
 
 func (ch *channel) brokerRegistration(ctx context.Context, req *kmsg.BrokerRegistrationRequest) (*kmsg.BrokerRegistrationResponse, error) {

@@ -54,6 +54,15 @@ var controllerHandlers = map[kmsg.Key]struct {
 	kmsg.ElectLeaders: {0, 2, func(ctx context.Context, c *controller.Controller, r kmsg.Request) kmsg.Response {
 		return c.ElectLeaders(ctx, r.(*kmsg.ElectLeadersRequest))
 	}},
+	kmsg.AlterPartitionAssignments: {0, 1, func(ctx context.Context, c *controller.Controller, r kmsg.Request) kmsg.Response {
+		return c.AlterPartitionReassignments(ctx, r.(*kmsg.AlterPartitionAssignmentsRequest))
+	}},
+	kmsg.ListPartitionReassignments: {0, 0, func(ctx context.Context, c *controller.Controller, r kmsg.Request) kmsg.Response {
+		return c.ListPartitionReassignments(ctx, r.(*kmsg.ListPartitionReassignmentsRequest))
+	}},
+	kmsg.DescribeQuorum: {0, 2, func(ctx context.Context, c *controller.Controller, r kmsg.Request) kmsg.Response {
+		return c.DescribeQuorum(ctx, r.(*kmsg.DescribeQuorumRequest))
+	}},
 	kmsg.AllocateProducerIDs: {0, 0, func(ctx context.Context, c *controller.Controller, r kmsg.Request) kmsg.Response {
 		req := r.(*kmsg.AllocateProducerIDsRequest)
 		resp := req.ResponseKind().(*kmsg.AllocateProducerIDsResponse)

@@ -45,6 +45,7 @@ type Server struct {
 	broker    *broker.Broker
 	groups    *group.Coordinator
 	txns      *txn.Coordinator
+	markers   *broker.MarkerWriter
 	listeners []*network.Server
 	clusterID string
 }
@@ -253,7 +254,11 @@ func (s *Server) startCoordinators() error {
 	// New producer ids come from the broker's blocks; the broker exists
 	// before the first request reaches the coordinator.
 	tcfg.ProducerIDs = func(ctx context.Context) (int64, error) { return s.broker.NextProducerID(ctx) }
-	tcfg.Markers = broker.NewMarkerWriter(s.replicas, s.loader.Image, s.groups, s.logger)
+	s.markers = broker.NewMarkerWriter(broker.MarkerWriterConfig{
+		NodeID: s.cfg.NodeID, Replicas: s.replicas, Image: s.loader.Image, Groups: s.groups,
+		Listener: s.cfg.InterBrokerListenerName, Logger: s.logger,
+	})
+	tcfg.Markers = s.markers
 	tcfg.GroupPartition = func(groupID string) (string, int32) { return "__consumer_offsets", s.groups.PartitionFor(groupID) }
 	if err := tcfg.Validate(); err != nil {
 		return err
@@ -456,6 +461,9 @@ func (s *Server) Close() error {
 	// Transactions first: their marker writers report to the groups.
 	if s.txns != nil {
 		s.txns.Close()
+	}
+	if s.markers != nil {
+		s.markers.Close()
 	}
 	if s.groups != nil {
 		s.groups.Close()

@@ -1,0 +1,89 @@
+package broker
+
+// WriteTxnMarkers, versions 0-1.
+//
+// Behavior:
+//   - Sent by a transaction coordinator (MarkerWriter on its broker) to the
+//     leader of each partition of a transaction that ends. Kafka requires
+//     CLUSTER_ACTION on the cluster; with no ACLs yet every caller is
+//     served.
+//   - For each marker and partition: UNKNOWN_TOPIC_OR_PARTITION for a
+//     partition the image does not know (or deleted meanwhile),
+//     NOT_LEADER_OR_FOLLOWER where this node does not lead. Otherwise the
+//     marker is appended — INVALID_PRODUCER_EPOCH for an older producer
+//     epoch, TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch
+//     — and the partition answers once the marker is committed, as an
+//     acks=all produce: REQUEST_TIMED_OUT after 30 s,
+//     NOT_LEADER_OR_FOLLOWER if leadership moved meanwhile,
+//     NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+//   - A committed marker on a partition of __consumer_offsets is handed to
+//     the local group coordinator, so the producer's pending transactional
+//     offsets commit or drop.
+//   - v2 (KIP-890's TransactionVersion per marker) is not served, as
+//     transaction version 2 is not.
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/coordinator/txn"
+	"github.com/samsa-io/samsa/internal/network"
+	"github.com/samsa-io/samsa/internal/storage"
+)
+
+func handleWriteTxnMarkers(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.WriteTxnMarkersRequest)
+	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	resp.Version = req.Version
+	img := b.cfg.Image()
+	// One deadline for the whole request: markers are appended one
+	// after the other, and each waits for the rest of it.
+	ctx, cancel := context.WithTimeout(ctx, txnWriteTimeout)
+	defer cancel()
+	for _, rm := range req.Markers {
+		m := marker{producerID: rm.ProducerID, epoch: rm.ProducerEpoch, coordinatorEpoch: rm.CoordinatorEpoch, commit: rm.Committed}
+		var known []txn.TopicPartition
+		codes := make(map[txn.TopicPartition]int16)
+		for _, rt := range rm.Topics {
+			t, ok := img.Topic(rt.Topic)
+			for _, p := range rt.Partitions {
+				tp := txn.TopicPartition{Topic: rt.Topic, Partition: p}
+				if !ok || p < 0 || int(p) >= len(t.Partitions) {
+					codes[tp] = kerr.UnknownTopicOrPartition.Code
+					continue
+				}
+				known = append(known, tp)
+			}
+		}
+		for i, err := range writeLocalMarkers(ctx, b.cfg.Replicas, b.cfg.Groups, m, known, txnWriteTimeout) {
+			codes[known[i]] = b.markerErrCode(err)
+		}
+		out := kmsg.NewWriteTxnMarkersResponseMarker()
+		out.ProducerID = rm.ProducerID
+		for _, rt := range rm.Topics {
+			ot := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			ot.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				op := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				op.Partition = p
+				op.ErrorCode = codes[txn.TopicPartition{Topic: rt.Topic, Partition: p}]
+				ot.Partitions = append(ot.Partitions, op)
+			}
+			out.Topics = append(out.Topics, ot)
+		}
+		resp.Markers = append(resp.Markers, out)
+	}
+	return resp, nil
+}
+
+// markerErrCode is the code for one partition's marker: a log closed under
+// the write means the partition was deleted.
+func (b *Broker) markerErrCode(err error) int16 {
+	if errors.Is(err, storage.ErrClosed) {
+		return kerr.UnknownTopicOrPartition.Code
+	}
+	return b.errCode(err, "write transaction marker")
+}

@@ -1,0 +1,108 @@
+package broker
+
+// DescribeLogDirs, versions 1-4.
+//
+// Behavior:
+//   - Answers for this broker only (clients ask every broker): each log
+//     directory of log.dirs with the partitions hosted in it, their size on
+//     disk (the sum of their segments) and OffsetLag, Kafka's
+//     max(HW - LEO, 0), which is 0 for any current replica (only future
+//     replicas of an intra-broker move, which Samsa does not do, lag).
+//   - Null topics describes every partition; named topics and partitions
+//     that are not hosted here are left out.
+//   - v4: TotalBytes and UsableBytes of the directory's file system
+//     (statfs; -1 when it fails).
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"syscall"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/network"
+)
+
+func handleDescribeLogDirs(_ context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DescribeLogDirsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	resp.Version = req.Version
+	var dirs []string
+	if b.cfg.Static != nil {
+		for _, d := range b.cfg.Static.LogDirs {
+			dirs = append(dirs, filepath.Clean(d))
+		}
+	}
+	byDir := map[string]map[string][]kmsg.DescribeLogDirsResponseDirTopicPartition{}
+	for _, t := range b.cfg.Image().Topics() {
+		if b.cfg.Replicas == nil {
+			break
+		}
+		parts := make([]int32, 0, len(t.Partitions))
+		if req.Topics == nil {
+			for i := range t.Partitions {
+				parts = append(parts, int32(i))
+			}
+		} else {
+			for _, rt := range req.Topics {
+				if rt.Topic == t.Name {
+					parts = append(parts, rt.Partitions...)
+				}
+			}
+		}
+		for _, i := range parts {
+			p, ok := b.cfg.Replicas.Partition(t.Name, i)
+			if !ok {
+				continue
+			}
+			log := p.Log()
+			dir := filepath.Dir(filepath.Clean(log.Dir()))
+			if !slices.Contains(dirs, dir) {
+				dirs = append(dirs, dir)
+			}
+			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+			rp.Partition = i
+			for _, s := range log.Segments() {
+				rp.Size += s.Size
+			}
+			off := p.Offsets()
+			rp.OffsetLag = max(off.HighWatermark-off.LogEndOffset, 0)
+			if byDir[dir] == nil {
+				byDir[dir] = map[string][]kmsg.DescribeLogDirsResponseDirTopicPartition{}
+			}
+			byDir[dir][t.Name] = append(byDir[dir][t.Name], rp)
+		}
+	}
+	for _, dir := range dirs {
+		rd := kmsg.NewDescribeLogDirsResponseDir()
+		rd.Dir = dir
+		topics := byDir[dir]
+		names := make([]string, 0, len(topics))
+		for name := range topics {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			rt := kmsg.NewDescribeLogDirsResponseDirTopic()
+			rt.Topic, rt.Partitions = name, topics[name]
+			rd.Topics = append(rd.Topics, rt)
+		}
+		if req.Version >= 4 {
+			rd.TotalBytes, rd.UsableBytes = diskSpace(dir)
+		}
+		resp.Dirs = append(resp.Dirs, rd)
+	}
+	return resp, nil
+}
+
+// diskSpace is the size and the space available to us of the file system
+// holding dir, or -1, -1.
+func diskSpace(dir string) (total, usable int64) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return -1, -1
+	}
+	bs := int64(st.Bsize)
+	return int64(st.Blocks) * bs, int64(st.Bavail) * bs
+}
