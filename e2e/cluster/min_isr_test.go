@@ -1,0 +1,74 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestMinInsyncReplicas: with min.insync.replicas=3 on a topic of three
+// replicas, losing one broker leaves an ISR of two, and acks=all produce is
+// refused with NOT_ENOUGH_REPLICAS while acks=1 still succeeds. When the
+// broker returns and catches up, acks=all works again.
+func TestMinInsyncReplicas(t *testing.T) {
+	const topic = "strict"
+	c := startCluster(t, 3)
+	adm := kadm.NewClient(client(t, c))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	minISR := "3"
+	if resp, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": &minISR}, topic); err != nil || resp.Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp.Err)
+	}
+	parts := waitFullISR(t, adm, topic, 30*time.Second)
+	all := client(t, c, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic),
+		kgo.RecordRetries(2), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
+	if err := all.ProduceSync(ctx, &kgo.Record{Value: []byte("full isr")}).FirstErr(); err != nil {
+		t.Fatalf("acks=all with the full ISR: %v", err)
+	}
+
+	// Kill a follower (not the controller, so the quorum keeps deciding).
+	md, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim int32 = -1
+	for _, id := range parts[0].Replicas {
+		if id != parts[0].Leader && id != md.Controller {
+			victim = id
+		}
+	}
+	if victim < 0 {
+		t.Skipf("leader and controller cover both followers of %+v", parts[0])
+	}
+	c.Node(victim).Kill()
+	waitFor(t, 30*time.Second, "ISR shrinks to two", func() (bool, string) {
+		p, _, err := describe(ctx, adm, topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(p[0].ISR) == 2, fmt.Sprintf("%+v", p[0])
+	})
+	err = all.ProduceSync(ctx, &kgo.Record{Value: []byte("too few")}).FirstErr()
+	if !errors.Is(err, kerr.NotEnoughReplicas) {
+		t.Fatalf("acks=all with ISR 2 < min.insync.replicas 3: got %v, want NOT_ENOUGH_REPLICAS", err)
+	}
+	one := client(t, c, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.DefaultProduceTopic(topic))
+	if err := one.ProduceSync(ctx, &kgo.Record{Value: []byte("acks=1")}).FirstErr(); err != nil {
+		t.Fatalf("acks=1 with a shrunk ISR: %v", err)
+	}
+
+	if err := c.Node(victim).Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFullISR(t, adm, topic, 60*time.Second)
+	if err := all.ProduceSync(ctx, &kgo.Record{Value: []byte("back")}).FirstErr(); err != nil {
+		t.Fatalf("acks=all after the broker returned: %v", err)
+	}
+}
