@@ -28,6 +28,13 @@
 // optional auto rebalance move leadership back to the preferred replica.
 // The background loop (Start, Close) expires sessions and rebalances.
 //
+// Reassignments (reassign.go, KIP-455) add the target replicas first: the
+// partition's replicas are the union, with the adding and removing ones
+// recorded, until every adding replica is in the ISR; then one batch sets
+// the target replicas and moves leadership off a removed leader.
+// DescribeQuorum (quorum.go) reports the raft quorum this controller
+// belongs to.
+//
 // Request methods take and return kmsg types and fill every field of the
 // response; the caller sets the response Version (BrokerRegistration,
 // BrokerHeartbeat, AlterPartition and ElectLeaders copy the request's).
