@@ -56,6 +56,10 @@ type Config struct {
 	// its default, for IncrementalAlterConfigs APPEND and SUBTRACT;
 	// default config.ListDefault.
 	ListDefault func(resourceType int8, name string) (def string, isList bool)
+	// Voters are the controller endpoints of the quorum's voters
+	// (controller.quorum.voters), which DescribeQuorum v2 reports so tools
+	// can show and reach them. Name is the controller listener's name.
+	Voters map[int32]metadata.Endpoint
 	// SessionTimeout (broker.session.timeout.ms, default 9 s) is how long
 	// a broker may go without a heartbeat before the active controller
 	// fences it.

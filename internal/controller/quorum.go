@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -19,7 +21,8 @@ const MetadataTopic = "__cluster_metadata"
 // as a Kafka controller does, and forwarding retries on the leader.
 // Offsets are raft indexes: LogEndOffset is the last index a voter holds
 // and HighWatermark the last committed index, so lag is a difference of
-// the two. Observers and v2's Nodes are left empty.
+// the two. v2's Nodes list every voter's controller endpoint
+// (Config.Voters); Observers stay empty.
 func (c *Controller) DescribeQuorum(ctx context.Context, req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse {
 	resp := kmsg.NewPtrDescribeQuorumResponse()
 	resp.Version = req.Version
@@ -71,9 +74,29 @@ func (c *Controller) DescribeQuorum(ctx context.Context, req *kmsg.DescribeQuoru
 	if req.Version < 2 {
 		rp.ErrorMessage = nil
 	}
+	if req.Version >= 2 {
+		resp.Nodes = c.quorumNodes()
+	}
 	rt.Partitions = append(rt.Partitions, rp)
 	resp.Topics = append(resp.Topics, rt)
 	return resp
+}
+
+// quorumNodes lists the voters' endpoints, by id (Kafka's
+// singletonDescribeQuorumResponse fills them from v2).
+func (c *Controller) quorumNodes() []kmsg.DescribeQuorumResponseNode {
+	ids := slices.Sorted(maps.Keys(c.cfg.Voters))
+	nodes := make([]kmsg.DescribeQuorumResponseNode, 0, len(ids))
+	for _, id := range ids {
+		e := c.cfg.Voters[id]
+		n := kmsg.NewDescribeQuorumResponseNode()
+		n.NodeID = id
+		l := kmsg.NewDescribeQuorumResponseNodeListener()
+		l.Name, l.Host, l.Port = e.Name, e.Host, e.Port
+		n.Listeners = append(n.Listeners, l)
+		nodes = append(nodes, n)
+	}
+	return nodes
 }
 
 // validQuorumTopics reports whether req asks for exactly the metadata

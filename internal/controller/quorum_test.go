@@ -3,6 +3,7 @@ package controller
 import (
 	"testing"
 
+	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -54,5 +55,24 @@ func TestDescribeQuorumAfterStopIsNotController(t *testing.T) {
 	p := h.c.DescribeQuorum(ctx(t), quorumReq(0, MetadataTopic, 0)).Topics[0].Partitions[0]
 	if p.ErrorCode != kerr.NotController.Code {
 		t.Fatalf("stopped node: %+v", p)
+	}
+}
+
+// TestDescribeQuorumNodes: v2 names every voter's controller endpoint, as
+// kafka-metadata-quorum shows them; v1 has no Nodes.
+func TestDescribeQuorumNodes(t *testing.T) {
+	voters := map[int32]metadata.Endpoint{
+		1: {Name: "CONTROLLER", Host: "127.0.0.1", Port: 9093},
+	}
+	h := startWith(t, t.TempDir(), 1, func(c *Config) { c.Voters = voters })
+	resp := h.c.DescribeQuorum(ctx(t), quorumReq(2, MetadataTopic, 0))
+	if len(resp.Nodes) != 1 || resp.Nodes[0].NodeID != 1 || len(resp.Nodes[0].Listeners) != 1 {
+		t.Fatalf("nodes: %+v", resp.Nodes)
+	}
+	if l := resp.Nodes[0].Listeners[0]; l.Name != "CONTROLLER" || l.Host != "127.0.0.1" || l.Port != 9093 {
+		t.Fatalf("listener: %+v", l)
+	}
+	if resp := h.c.DescribeQuorum(ctx(t), quorumReq(1, MetadataTopic, 0)); len(resp.Nodes) != 0 {
+		t.Fatalf("v1 nodes: %+v", resp.Nodes)
 	}
 }
