@@ -73,7 +73,7 @@ func clusterInfo(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
-	fmt.Fprintf(stdout, "cluster id: %s\ncontroller: %d\n\n", md.Cluster, md.Controller)
+	fmt.Fprintf(stdout, "cluster id: %s\ncontroller id (for clients): %d\n\n", md.Cluster, md.Controller)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "BROKER\tHOST\tPORT\tRACK")
 	for _, b := range md.Brokers {

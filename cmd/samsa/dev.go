@@ -16,14 +16,15 @@ import (
 // its own process, until interrupted.
 func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "cluster" {
-		fmt.Fprintln(stderr, "usage: samsa dev cluster [--brokers N] [--dir DIR] [--port P] [--override key=value ...]")
+		fmt.Fprintln(stderr, "usage: samsa dev cluster [--brokers N] [--controllers C] [--dir DIR] [--port P] [--override key=value ...]")
 		return 2
 	}
 	fs := flag.NewFlagSet("samsa dev cluster", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	brokers := fs.Int("brokers", 3, "number of combined broker+controller nodes")
+	brokers := fs.Int("brokers", 3, "number of brokers: combined broker+controller nodes, or broker-only ones with --controllers")
+	controllers := fs.Int("controllers", 0, "run this many controller-only nodes (the quorum) and --brokers broker-only nodes instead of combined nodes")
 	dir := fs.String("dir", "./data/dev-cluster", "directory for the nodes' data, configs and logs; reuse it to restart the same cluster")
-	port := fs.Int("port", 9092, "client port of node 1; node i listens on port+i-1, its controller on port+100+i-1")
+	port := fs.Int("port", 9092, "client port of node 1; node i listens on port+i-1, its controller on port+100+i-1 (0: free ports)")
 	var overrides stringList
 	fs.Var(&overrides, "override", "set one server property `key=value` on every node (repeatable)")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -42,15 +43,19 @@ func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	props = append(props, overrides...)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	fmt.Fprintf(stderr, "starting %d nodes in %s ...\n", *brokers, *dir)
-	c, err := devcluster.Start(devcluster.Config{Nodes: *brokers, Dir: *dir, BasePort: *port, Properties: props})
+	fmt.Fprintf(stderr, "starting %d brokers (%d controller-only nodes) in %s ...\n", *brokers, *controllers, *dir)
+	cfg := devcluster.Config{Nodes: *brokers, Dir: *dir, BasePort: *port, Properties: props}
+	if *controllers > 0 {
+		cfg.Controllers, cfg.Brokers = *controllers, *brokers
+	}
+	c, err := devcluster.Start(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "samsa dev cluster: %v\n", err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "cluster %s is up\n", c.ClusterID)
 	for _, n := range c.Nodes {
-		fmt.Fprintf(stdout, "  node %d: client %s, controller %s, log %s\n", n.ID, n.ClientAddr, n.ControllerAddr, n.LogPath)
+		fmt.Fprintf(stdout, "  node %d (%s): client %s, controller %s, log %s\n", n.ID, n.Roles, n.ClientAddr, n.ControllerAddr, n.LogPath)
 	}
 	fmt.Fprintf(stdout, "bootstrap servers: %s\n", strings.Join(c.Bootstrap(), ","))
 	<-sig

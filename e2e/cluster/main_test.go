@@ -135,11 +135,13 @@ func describe(ctx context.Context, adm *kadm.Client, topic string) (map[int32]pa
 // waitFor polls cond every 100 ms until it holds or the timeout passes.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(timeout)
 	last := ""
 	for time.Now().Before(deadline) {
 		ok, state := cond()
 		if ok {
+			t.Logf("%s: after %v", what, time.Since(start).Round(time.Millisecond))
 			return
 		}
 		last = state

@@ -84,7 +84,7 @@ func (c *changes) fence(id int32) {
 		b.Fenced = true
 		c.setBroker(b)
 	}
-	c.evict(id, false)
+	c.evict(id)
 }
 
 // unfence unfences broker id and elects it (or another eligible ISR
@@ -102,30 +102,28 @@ func (c *changes) unfence(id int32) {
 	}
 }
 
-// shutdown puts broker id in controlled shutdown: its leaderships move to
-// other eligible ISR members where there is one (and stay where there is
-// none), and it leaves the ISRs where others remain. Repeating it retries
-// the moves that were not possible before.
+// shutdown puts broker id in controlled shutdown (Kafka's
+// handleBrokerInControlledShutdown): its leaderships move to other
+// eligible ISR members, or to no leader where it is the last one (the
+// partition is offline until it returns, as it would be once the process
+// exits), and it leaves the ISRs where others remain. It then leads
+// nothing, so the heartbeat answers ShouldShutdown.
 func (c *changes) shutdown(id int32) {
 	if b, ok := c.broker(id); ok && !b.InControlledShutdown {
 		b.InControlledShutdown = true
 		c.setBroker(b)
 	}
-	c.evict(id, true)
+	c.evict(id)
 }
 
 // evict moves leadership away from a broker that is no longer eligible
-// and removes it from non-singleton ISRs. keepLeader leaves a leadership
-// in place when no other leader is eligible.
-func (c *changes) evict(id int32, keepLeader bool) {
+// (to no leader when no other is eligible) and removes it from
+// non-singleton ISRs.
+func (c *changes) evict(id int32) {
 	for _, ref := range c.img.PartitionsWithReplica(id) {
 		p := c.partition(ref.Topic, ref.Partition.Partition)
 		if p.Leader == id {
-			next := c.electLeader(p)
-			if next == -1 && keepLeader {
-				continue
-			}
-			p.Leader = next
+			p.Leader = c.electLeader(p)
 		}
 		if len(p.ISR) > 1 && slices.Contains(p.ISR, id) {
 			p.ISR = slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return r == id })

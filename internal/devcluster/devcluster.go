@@ -1,7 +1,8 @@
-// Package devcluster runs a local Samsa cluster of combined
-// broker+controller nodes, each a separate `samsa server` process on
-// loopback with its own data directory and log file. `samsa dev cluster`
-// uses it, and so do the tests that kill nodes.
+// Package devcluster runs a local Samsa cluster, each node a separate
+// `samsa server` process on loopback with its own data directory and log
+// file: by default combined broker+controller nodes, or (Config.Controllers)
+// controller-only voters plus broker-only nodes. `samsa dev cluster` uses
+// it, and so do the tests that kill nodes.
 package devcluster
 
 import (
@@ -25,8 +26,15 @@ import (
 
 // Config describes a cluster.
 type Config struct {
-	// Nodes is the number of nodes (node ids 1..Nodes); default 3.
+	// Nodes is the number of combined nodes (node ids 1..Nodes); default
+	// 3. Ignored when Controllers is set.
 	Nodes int
+	// Controllers, when non-zero, runs that many controller-only nodes
+	// (ids 1..Controllers, the voters) and Brokers broker-only nodes
+	// (ids Controllers+1..Controllers+Brokers) instead of combined ones.
+	Controllers int
+	// Brokers is the number of broker-only nodes with Controllers; default 1.
+	Brokers int
 	// Dir holds node-<id>/ data directories, node-<id>.properties and
 	// node-<id>.log. Reusing a Dir restarts the same cluster.
 	Dir string
@@ -50,8 +58,14 @@ type Cluster struct {
 
 // Node is one samsa server process.
 type Node struct {
-	ID             int32
-	ClientAddr     string // PLAINTEXT listener, host:port
+	ID int32
+	// Roles is the node's process.roles.
+	Roles string
+	// ClientAddr is the PLAINTEXT listener, host:port; empty on a
+	// controller-only node.
+	ClientAddr string
+	// ControllerAddr is the CONTROLLER listener; empty on a broker-only
+	// node.
 	ControllerAddr string
 	Dir            string
 	ConfigPath     string
@@ -67,6 +81,10 @@ type Node struct {
 // Start writes each node's configuration (unless Dir already has one) and
 // starts every node, returning once all of them serve clients.
 func Start(cfg Config) (*Cluster, error) {
+	if cfg.Controllers > 0 {
+		cfg.Brokers = max(cfg.Brokers, 1)
+		cfg.Nodes = cfg.Controllers + cfg.Brokers
+	}
 	if cfg.Nodes <= 0 {
 		cfg.Nodes = 3
 	}
@@ -124,22 +142,31 @@ func (c *Cluster) configure() error {
 	}
 	var voters []string
 	for i := range c.cfg.Nodes {
-		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ports[2*i+1]))
+		if c.role(int32(i+1)) != "broker" {
+			voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ports[2*i+1]))
+		}
 	}
 	for i := range c.cfg.Nodes {
 		id := int32(i + 1)
-		n := &Node{ID: id, cl: c,
-			ClientAddr:     fmt.Sprintf("127.0.0.1:%d", ports[2*i]),
-			ControllerAddr: fmt.Sprintf("127.0.0.1:%d", ports[2*i+1]),
-			Dir:            filepath.Join(c.cfg.Dir, fmt.Sprintf("node-%d", id)),
-			ConfigPath:     filepath.Join(c.cfg.Dir, fmt.Sprintf("node-%d.properties", id)),
-			LogPath:        filepath.Join(c.cfg.Dir, fmt.Sprintf("node-%d.log", id)),
+		n := &Node{ID: id, cl: c, Roles: c.role(id),
+			Dir:        filepath.Join(c.cfg.Dir, fmt.Sprintf("node-%d", id)),
+			ConfigPath: filepath.Join(c.cfg.Dir, fmt.Sprintf("node-%d.properties", id)),
+			LogPath:    filepath.Join(c.cfg.Dir, fmt.Sprintf("node-%d.log", id)),
+		}
+		var listeners []string
+		if n.Roles != "controller" {
+			n.ClientAddr = fmt.Sprintf("127.0.0.1:%d", ports[2*i])
+			listeners = append(listeners, "PLAINTEXT://"+n.ClientAddr)
+		}
+		if n.Roles != "broker" {
+			n.ControllerAddr = fmt.Sprintf("127.0.0.1:%d", ports[2*i+1])
+			listeners = append(listeners, "CONTROLLER://"+n.ControllerAddr)
 		}
 		if _, err := os.Stat(n.ConfigPath); err != nil {
 			props := []string{
 				fmt.Sprintf("node.id=%d", id),
-				"process.roles=broker,controller",
-				fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", n.ClientAddr, n.ControllerAddr),
+				"process.roles=" + n.Roles,
+				"listeners=" + strings.Join(listeners, ","),
 				"controller.listener.names=CONTROLLER",
 				"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
 				"controller.quorum.voters=" + strings.Join(voters, ","),
@@ -155,6 +182,18 @@ func (c *Cluster) configure() error {
 		c.Nodes = append(c.Nodes, n)
 	}
 	return nil
+}
+
+// role is node id's process.roles.
+func (c *Cluster) role(id int32) string {
+	switch {
+	case c.cfg.Controllers == 0:
+		return "broker,controller"
+	case int(id) <= c.cfg.Controllers:
+		return "controller"
+	default:
+		return "broker"
+	}
 }
 
 // ports returns a client and a controller port per node.
@@ -208,11 +247,13 @@ func (n *Node) readAddrs() error {
 	return nil
 }
 
-// Bootstrap lists the client addresses of every node.
+// Bootstrap lists the client addresses of every node that serves clients.
 func (c *Cluster) Bootstrap() []string {
 	var addrs []string
 	for _, n := range c.Nodes {
-		addrs = append(addrs, n.ClientAddr)
+		if n.ClientAddr != "" {
+			addrs = append(addrs, n.ClientAddr)
+		}
 	}
 	return addrs
 }
@@ -230,11 +271,17 @@ func (c *Cluster) Close() {
 	wg.Wait()
 }
 
-// readyMarker is the log line a node writes once it serves clients.
-const readyMarker = `msg="serving Kafka clients"`
+// readyMarker is the log line a node writes once it serves clients;
+// controllerReadyMarker the one a controller-only node writes once the
+// metadata log is bootstrapped.
+const (
+	readyMarker           = `msg="serving Kafka clients"`
+	controllerReadyMarker = `msg="controller ready"`
+)
 
-// Start runs the node's process and waits until it serves clients (or
-// exits, or the start timeout passes).
+// Start runs the node's process and waits until it serves clients, or
+// for a controller-only node until it is ready (or it exits, or the start
+// timeout passes).
 func (n *Node) Start() error {
 	n.mu.Lock()
 	if n.cmd != nil {
@@ -261,6 +308,10 @@ func (n *Node) Start() error {
 	n.done = done
 	n.mu.Unlock()
 
+	marker := readyMarker
+	if n.Roles == "controller" {
+		marker = controllerReadyMarker
+	}
 	ready := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(pr)
@@ -269,7 +320,7 @@ func (n *Node) Start() error {
 		for sc.Scan() {
 			line := sc.Text()
 			fmt.Fprintln(logf, line)
-			if !signalled && strings.Contains(line, readyMarker) {
+			if !signalled && strings.Contains(line, marker) {
 				signalled = true
 				close(ready)
 			}

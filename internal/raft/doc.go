@@ -48,6 +48,13 @@
 // per-process nonce and a sequence number) so the proposer can recognise its
 // own entry when it is applied, whatever index raft gave it.
 //
+// # Observers
+//
+// Nodes outside the quorum (Kafka's observers: broker-only nodes) are fed
+// by the caller, not by raft: Commit, CommittedEntries and LatestSnapshot
+// read the committed log and the latest snapshot without changing
+// anything, and Entry.Data is exactly what the Applier was given.
+//
 // # Peers
 //
 // A quorum of more than one voter (controller.quorum.voters) talks through

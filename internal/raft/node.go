@@ -118,6 +118,8 @@ type Node struct {
 
 	leader atomic.Uint64
 	term   atomic.Uint64
+	// commits publishes the commit index to observers (observe.go).
+	commits commitWatch
 
 	// Owned by the run goroutine.
 	seq         uint64
@@ -242,6 +244,7 @@ func (n *Node) restore(rec *recovered) error {
 	if hs.GetTerm() < snap.GetMetadata().GetTerm() {
 		hs.Term = new(snap.GetMetadata().GetTerm())
 	}
+	n.commits.set(hs.GetCommit())
 	return n.storage.SetHardState(hs)
 }
 
@@ -430,6 +433,7 @@ func (n *Node) handleReady(rd etcdraft.Ready) error {
 			return err
 		}
 		n.term.Store(rd.HardState.GetTerm())
+		n.commits.set(rd.HardState.GetCommit())
 	}
 	if len(rd.Messages) > 0 && n.cfg.Transport != nil {
 		n.cfg.Transport.Send(rd.Messages)

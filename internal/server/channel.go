@@ -20,23 +20,38 @@ import (
 // channel carries a broker's requests to the active controller (Kafka's
 // NodeToControllerChannelManager): when this node is the active controller
 // they are calls, otherwise Kafka requests on the leader's controller
-// listener. It follows leadership changes: a NOT_CONTROLLER answer or a
+// listener (which leader: see leaderSource). It follows leadership changes: a NOT_CONTROLLER answer or a
 // broken connection is retried on whoever leads next, until ctx ends.
 // Decisions happen once: the controller answers NOT_CONTROLLER before it
 // decides anything.
 type channel struct {
-	self   int32
-	local  *controller.Controller
-	raft   *raft.Node
-	voters map[int32]string // node id → controller listener host:port
-	logger *slog.Logger
+	self    int32
+	local   *controller.Controller // nil on a broker-only node
+	leaders leaderSource
+	voters  map[int32]string // node id → controller listener host:port
+	logger  *slog.Logger
 
 	mu    sync.Mutex
 	conns map[int32]*kclient.Conn
 }
 
-func newChannel(self int32, local *controller.Controller, rn *raft.Node, voters map[int32]string, logger *slog.Logger) *channel {
-	return &channel{self: self, local: local, raft: rn, voters: voters, logger: logger, conns: map[int32]*kclient.Conn{}}
+// leaderSource tells the channel which controller to ask: raft's leader
+// on a voter, the metadata fetcher's on a broker-only node.
+type leaderSource interface {
+	// Leader is the node to try, 0 if none is known.
+	Leader() int32
+	// NotLeader reports that id refused or could not be reached.
+	NotLeader(id int32)
+}
+
+// raftLeaders is the leaderSource of a voter: raft knows the leader.
+type raftLeaders struct{ n *raft.Node }
+
+func (r raftLeaders) Leader() int32   { return int32(r.n.Leader()) }
+func (r raftLeaders) NotLeader(int32) {}
+
+func newChannel(self int32, local *controller.Controller, leaders leaderSource, voters map[int32]string, logger *slog.Logger) *channel {
+	return &channel{self: self, local: local, leaders: leaders, voters: voters, logger: logger, conns: map[int32]*kclient.Conn{}}
 }
 
 // retryBackoff is the pause before trying again while there is no leader
@@ -48,19 +63,22 @@ const retryBackoff = 50 * time.Millisecond
 func (ch *channel) send(ctx context.Context, req kmsg.Request, local func(ctx context.Context) kmsg.Response) (kmsg.Response, error) {
 	var lastErr error
 	for {
-		leader := int32(ch.raft.Leader())
+		leader := ch.leaders.Leader()
 		var resp kmsg.Response
 		var err error
 		switch {
 		case leader == 0:
 			err = errors.New("no active controller")
-		case leader == ch.self:
+		case leader == ch.self && ch.local != nil:
 			resp = local(ctx)
 		default:
 			resp, err = ch.remote(ctx, leader, req)
 		}
 		if err == nil && !notController(resp) {
 			return resp, nil
+		}
+		if leader != 0 {
+			ch.leaders.NotLeader(leader)
 		}
 		if err != nil {
 			lastErr = err

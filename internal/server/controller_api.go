@@ -9,6 +9,7 @@ import (
 
 	"github.com/samsa-io/samsa/internal/controller"
 	"github.com/samsa-io/samsa/internal/network"
+	"github.com/samsa-io/samsa/internal/raft"
 	"github.com/samsa-io/samsa/internal/wire"
 )
 
@@ -16,9 +17,11 @@ import (
 // controller listener: the broker-to-controller APIs (registration,
 // heartbeats, AlterPartition, producer id blocks) and the admin requests
 // brokers forward. Every one is decided by the active controller; the
-// others answer NOT_CONTROLLER and the sender looks for the leader.
+// others answer NOT_CONTROLLER and the sender looks for the leader. It
+// also serves the metadata log to observers (metadata_log.go).
 type controllerAPI struct {
 	ctrl     *controller.Controller
+	meta     *metadataLog
 	versions *wire.VersionTable
 }
 
@@ -76,12 +79,16 @@ var controllerHandlers = map[kmsg.Key]struct {
 	}},
 }
 
-func newControllerAPI(ctrl *controller.Controller) *controllerAPI {
-	ranges := []wire.VersionRange{{Key: kmsg.ApiVersions, Min: 0, Max: 4}}
+func newControllerAPI(ctrl *controller.Controller, rn *raft.Node) *controllerAPI {
+	ranges := []wire.VersionRange{
+		{Key: kmsg.ApiVersions, Min: 0, Max: 4},
+		{Key: kmsg.Fetch, Min: fetchMinVersion, Max: fetchMaxVersion},
+		{Key: kmsg.FetchSnapshot, Min: fetchSnapshotMinVersion, Max: fetchSnapshotMaxVersion},
+	}
 	for k, h := range controllerHandlers {
 		ranges = append(ranges, wire.VersionRange{Key: k, Min: h.min, Max: h.max})
 	}
-	return &controllerAPI{ctrl: ctrl, versions: wire.NewVersionTable(ranges...)}
+	return &controllerAPI{ctrl: ctrl, meta: &metadataLog{raft: rn}, versions: wire.NewVersionTable(ranges...)}
 }
 
 // Handle implements network.Handler.
@@ -93,7 +100,15 @@ func (a *controllerAPI) Handle(ctx context.Context, _ *network.Conn, req wire.Re
 	if req.Body == nil {
 		return nil, fmt.Errorf("controller listener: unsupported API %s version %d", kmsg.NameForKey(int16(key)), req.Header.APIVersion)
 	}
-	resp := controllerHandlers[key].fn(ctx, a.ctrl, req.Body)
+	var resp kmsg.Response
+	switch key {
+	case kmsg.Fetch:
+		resp = a.meta.fetch(ctx, req.Body.(*kmsg.FetchRequest))
+	case kmsg.FetchSnapshot:
+		resp = a.meta.fetchSnapshot(ctx, req.Body.(*kmsg.FetchSnapshotRequest))
+	default:
+		resp = controllerHandlers[key].fn(ctx, a.ctrl, req.Body)
+	}
 	resp.SetVersion(req.Body.GetVersion())
 	return resp, nil
 }

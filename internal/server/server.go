@@ -45,6 +45,7 @@ type Server struct {
 	broker    *broker.Broker
 	groups    *group.Coordinator
 	txns      *txn.Coordinator
+	fetcher   *metadataFetcher // broker-only nodes
 	markers   *broker.MarkerWriter
 	listeners []*network.Server
 	clusterID string
@@ -60,6 +61,12 @@ const startupTimeout = 2 * time.Minute
 // broker with the active controller and, once unfenced, serves clients. On
 // error everything already started is closed. level, when not nil, is the
 // level of logger's handler: BROKER_LOGGER configs change it at runtime.
+//
+// process.roles decides what runs: a combined node does all of the above;
+// a controller-only node (process.roles=controller) only joins the quorum
+// and serves its controller listener; a broker-only node
+// (process.roles=broker) is no voter but an observer: it fetches the
+// metadata log from the quorum leader (metadata_fetcher.go) instead.
 func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (_ *Server, err error) {
 	if err := checkSupported(cfg); err != nil {
 		return nil, err
@@ -73,6 +80,10 @@ func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (_ *Se
 	if err := s.format(); err != nil {
 		return nil, err
 	}
+	s.loader = metadata.NewLoader(s.clusterID, logger)
+	if !cfg.HasRole("broker") {
+		return s, s.startController()
+	}
 	defaults, err := broker.PartitionConfig(cfg, nil)
 	if err != nil {
 		return nil, err
@@ -84,9 +95,21 @@ func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (_ *Se
 	if err := s.logs.Load(); err != nil {
 		return nil, fmt.Errorf("load logs: %w", err)
 	}
-	s.loader = metadata.NewLoader(s.clusterID, logger)
-	if err := s.joinQuorum(); err != nil {
-		return nil, err
+	activeController := func() int32 {
+		if id := s.raft.Leader(); id != 0 {
+			return int32(id)
+		}
+		return -1
+	}
+	if cfg.HasRole("controller") {
+		if err := s.joinQuorum(); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := s.observeQuorum(); err != nil {
+			return nil, err
+		}
+		activeController = s.fetcher.Known
 	}
 	s.replicas = replica.NewManager(replica.Config{
 		NodeID:                          cfg.NodeID,
@@ -105,20 +128,15 @@ func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (_ *Se
 		return nil, err
 	}
 	s.broker = broker.New(broker.Config{
-		NodeID:     cfg.NodeID,
-		Static:     cfg,
-		Controller: s.channel,
-		Image:      s.loader.Image,
-		Replicas:   s.replicas,
-		Groups:     s.groups,
-		Txns:       s.txns,
-		Logger:     logger,
-		ActiveController: func() int32 {
-			if id := s.raft.Leader(); id != 0 {
-				return int32(id)
-			}
-			return -1
-		},
+		NodeID:           cfg.NodeID,
+		Static:           cfg,
+		Controller:       s.channel,
+		Image:            s.loader.Image,
+		Replicas:         s.replicas,
+		Groups:           s.groups,
+		Txns:             s.txns,
+		Logger:           logger,
+		ActiveController: activeController,
 	})
 	if level != nil {
 		s.broker.SetLogLevel(level)
@@ -132,6 +150,42 @@ func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (_ *Se
 		return nil, err
 	}
 	return s, nil
+}
+
+// startController runs a controller-only node: the quorum, the
+// controller and its listener, nothing of a broker. It returns once the
+// metadata log has a metadata.version.
+func (s *Server) startController() error {
+	if err := s.joinQuorum(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startupTimeout)
+	defer cancel()
+	if err := s.bootstrap(ctx); err != nil {
+		return fmt.Errorf("bootstrap metadata: %w", err)
+	}
+	s.logger.Info("controller ready", "node.id", s.cfg.NodeID)
+	return nil
+}
+
+// observeQuorum starts a broker-only node's metadata fetcher and waits
+// until it has caught up with the quorum leader; the channel to the
+// active controller follows the leader the fetcher learns.
+func (s *Server) observeQuorum() error {
+	voters := make(map[int32]string, len(s.cfg.ControllerQuorumVoters))
+	for _, v := range s.cfg.ControllerQuorumVoters {
+		voters[v.ID] = v.Addr()
+	}
+	s.fetcher = newMetadataFetcher(s.cfg.NodeID, voters, s.loader, s.logger)
+	s.fetcher.start()
+	s.channel = newChannel(s.cfg.NodeID, nil, s.fetcher, voters, s.logger)
+	ctx, cancel := context.WithTimeout(context.Background(), startupTimeout)
+	defer cancel()
+	if err := s.fetcher.waitCaughtUp(ctx); err != nil {
+		return err
+	}
+	s.logger.Info("caught up on the metadata log", "offset", s.loader.Image().Offset, "voters", len(voters))
+	return nil
 }
 
 // joinQuorum opens the metadata log and its raft node — with a transport
@@ -155,16 +209,21 @@ func (s *Server) joinQuorum() error {
 		Logger:  s.logger,
 		Applier: s.loader,
 	}
-	if len(voters) > 1 {
+	// A controller-only node always serves its listener: brokers reach
+	// the quorum only through it.
+	if len(voters) > 1 || !cfg.HasRole("broker") {
 		ln, err := s.bindController()
 		if err != nil {
 			return err
 		}
 		s.ctrlLn = newSplitListener(ln, s.logger)
+	}
+	if len(voters) > 1 {
 		tpeers := make(map[uint64]string, len(voters))
 		for id, addr := range voters {
 			tpeers[uint64(id)] = addr
 		}
+		var err error
 		s.transport, err = raft.NewTCPTransport(raft.TCPConfig{
 			ID: uint64(cfg.NodeID), ClusterID: s.clusterID, Peers: tpeers,
 			Listener: s.ctrlLn.raft, Logger: s.logger,
@@ -195,13 +254,14 @@ func (s *Server) joinQuorum() error {
 		SessionTimeout:               time.Duration(cfg.MustInt32("broker.session.timeout.ms")) * time.Millisecond,
 		AutoLeaderRebalance:          cfg.MustBool("auto.leader.rebalance.enable"),
 		LeaderImbalanceCheckInterval: time.Duration(cfg.MustInt64("leader.imbalance.check.interval.seconds")) * time.Second,
+		Voters:                       voterEndpoints(cfg),
 	})
 	if err != nil {
 		return err
 	}
 	s.ctrl.Start()
 	if s.ctrlLn != nil {
-		api := newControllerAPI(s.ctrl)
+		api := newControllerAPI(s.ctrl, s.raft)
 		s.ctrlAPI = network.Serve(s.ctrlLn.kafka, network.Config{
 			Listener:       cfg.ControllerListenerNames[0],
 			MaxRequestSize: cfg.SocketRequestMaxBytes,
@@ -211,7 +271,9 @@ func (s *Server) joinQuorum() error {
 		})
 		s.logger.Info("serving the controller quorum", "listener", cfg.ControllerListenerNames[0], "addr", s.ctrlLn.ln.Addr().String(), "voters", len(voters))
 	}
-	s.channel = newChannel(cfg.NodeID, s.ctrl, s.raft, voters, s.logger)
+	if cfg.HasRole("broker") {
+		s.channel = newChannel(cfg.NodeID, s.ctrl, raftLeaders{s.raft}, voters, s.logger)
+	}
 	return nil
 }
 
@@ -315,6 +377,9 @@ func (s *Server) serve() error {
 // active controller writes it into a new log; the other voters wait to
 // replay it.
 func (s *Server) bootstrap(ctx context.Context) error {
+	if s.raft == nil {
+		return nil // an observer: caught up on a log that has one
+	}
 	for {
 		if _, ok := s.loader.Image().Features()[metadata.MetadataVersionFeature]; ok && !s.raft.IsLeader() {
 			return nil
@@ -359,8 +424,8 @@ func (s *Server) format() error {
 		s.logger.Info("formatting data directories", "cluster.id", s.clusterID, "dirs", dirs)
 	}
 	if s.clusterID == "" {
-		if len(s.cfg.ControllerQuorumVoters) > 1 {
-			return errors.New("these data directories are not formatted and controller.quorum.voters lists several voters: every node needs the same cluster id; start each with --cluster-id (generate one with `samsa cluster new-id`)")
+		if len(s.cfg.ControllerQuorumVoters) > 1 || !s.cfg.HasRole("controller") {
+			return errors.New("these data directories are not formatted and this node is one of several (controller.quorum.voters lists several voters, or process.roles=broker): every node needs the same cluster id; start each with --cluster-id (generate one with `samsa cluster new-id`)")
 		}
 		id, err := metadata.RandomUuid(rand.Reader)
 		if err != nil {
@@ -447,7 +512,7 @@ func (s *Server) Close() error {
 	var errs []error
 	if s.lifecycle != nil {
 		timeout := 10 * time.Second
-		if len(s.cfg.ControllerQuorumVoters) <= 1 {
+		if len(s.cfg.ControllerQuorumVoters) <= 1 && s.cfg.HasRole("controller") {
 			timeout = 0 // nobody to hand leadership to
 		}
 		s.lifecycle.shutdown(timeout)
@@ -476,6 +541,9 @@ func (s *Server) Close() error {
 	}
 	if s.ctrlAPI != nil {
 		errs = append(errs, s.ctrlAPI.Close())
+	}
+	if s.fetcher != nil {
+		s.fetcher.close()
 	}
 	if s.channel != nil {
 		s.channel.Close()
@@ -513,11 +581,28 @@ func securityProtocol(cfg *config.Config, listener string) int16 {
 // checkSupported refuses configurations that Kafka accepts but Samsa does
 // not run yet, rather than silently running something else. Without
 // controller.quorum.voters (Kafka 4's dynamic quorum configured through
-// controller.quorum.bootstrap.servers) the node is the only voter, as
-// after Kafka's `kafka-storage format --standalone`.
+// controller.quorum.bootstrap.servers) a combined node is the only voter,
+// as after Kafka's `kafka-storage format --standalone`; controller-only and
+// broker-only nodes need the static voter list to find each other.
 func checkSupported(cfg *config.Config) error {
-	if !cfg.HasRole("broker") || !cfg.HasRole("controller") {
-		return fmt.Errorf("process.roles=%s is not supported yet: Samsa runs combined broker,controller nodes only", strings.Join(cfg.ProcessRoles, ","))
+	broker, ctrl := cfg.HasRole("broker"), cfg.HasRole("controller")
+	for _, r := range cfg.ProcessRoles {
+		if r != "broker" && r != "controller" {
+			return fmt.Errorf("invalid value %q for process.roles: want broker, controller or broker,controller", strings.Join(cfg.ProcessRoles, ","))
+		}
+	}
+	if !broker && !ctrl {
+		return errors.New("process.roles is required: want broker, controller or broker,controller")
+	}
+	if (!broker || !ctrl) && len(cfg.ControllerQuorumVoters) == 0 {
+		return fmt.Errorf("process.roles=%s needs controller.quorum.voters: Samsa does not discover a dynamic quorum through controller.quorum.bootstrap.servers yet", strings.Join(cfg.ProcessRoles, ","))
+	}
+	isVoter := slices.ContainsFunc(cfg.ControllerQuorumVoters, func(v config.Voter) bool { return v.ID == cfg.NodeID })
+	switch {
+	case ctrl && !isVoter && len(cfg.ControllerQuorumVoters) > 0:
+		return fmt.Errorf("node.id %d must be in controller.quorum.voters when process.roles contains controller", cfg.NodeID)
+	case !ctrl && isVoter:
+		return fmt.Errorf("node.id %d is in controller.quorum.voters but process.roles=broker: a broker-only node cannot be a voter", cfg.NodeID)
 	}
 	return nil
 }
@@ -604,4 +689,15 @@ func managerConfig(cfg *config.Config, defaults storage.LogConfig, logger *slog.
 		CleanerDedupeBufferSize: cfg.MustInt64("log.cleaner.dedupe.buffer.size"),
 		CleanerBackoff:          ms(cfg.MustInt64("log.cleaner.backoff.ms")),
 	}
+}
+
+// voterEndpoints are the controller endpoints of controller.quorum.voters,
+// named after the first controller listener.
+func voterEndpoints(cfg *config.Config) map[int32]metadata.Endpoint {
+	out := make(map[int32]metadata.Endpoint, len(cfg.ControllerQuorumVoters))
+	for _, v := range cfg.ControllerQuorumVoters {
+		out[v.ID] = metadata.Endpoint{Name: cfg.ControllerListenerNames[0], Host: v.Host, Port: uint16(v.Port),
+			SecurityProtocol: securityProtocol(cfg, cfg.ControllerListenerNames[0])}
+	}
+	return out
 }

@@ -1,0 +1,149 @@
+package raft
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	etcdraft "go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// ErrCompacted is returned by CommittedEntries when the first requested
+// index is no longer in the log: it is covered by the latest snapshot.
+var ErrCompacted = errors.New("raft: requested index is compacted into a snapshot")
+
+// Entry is one committed log entry as observers see it: Data is the
+// payload the Applier received, nil for entries the Applier never sees
+// (leader no-ops, barriers, membership changes).
+type Entry struct {
+	Index, Term uint64
+	Data        []byte
+}
+
+// Snapshot is the latest snapshot of the log: Data is an Applier.Snapshot
+// result (empty for the bootstrap checkpoint at index 1) covering every
+// entry up to Index.
+type Snapshot struct {
+	Index, Term uint64
+	Data        []byte
+}
+
+// commitWatch lets readers wait for the commit index to move. The run
+// goroutine is the only writer.
+type commitWatch struct {
+	mu      sync.Mutex
+	commit  uint64
+	changed chan struct{} // closed and replaced when commit advances
+}
+
+func (w *commitWatch) get() (uint64, <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.changed == nil {
+		w.changed = make(chan struct{})
+	}
+	return w.commit, w.changed
+}
+
+func (w *commitWatch) set(commit uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if commit <= w.commit {
+		return
+	}
+	w.commit = commit
+	if w.changed != nil {
+		close(w.changed)
+	}
+	w.changed = make(chan struct{})
+}
+
+// Commit returns the highest index this node knows to be committed (the
+// metadata log's high watermark minus one) and a channel closed when it
+// next advances: a long poll waits on it.
+func (n *Node) Commit() (uint64, <-chan struct{}) { return n.commits.get() }
+
+// CommittedEntries returns committed entries from index from on, at most
+// maxBytes of data (but at least one entry when any is available). It
+// returns no entries when from is past the commit index, and ErrCompacted
+// when from is at or below the latest snapshot. It runs on the node
+// goroutine.
+func (n *Node) CommittedEntries(ctx context.Context, from uint64, maxBytes int) ([]Entry, error) {
+	type answer struct {
+		ents []Entry
+		err  error
+	}
+	done := make(chan answer, 1)
+	q := func() {
+		ents, err := n.committedEntries(from, maxBytes)
+		done <- answer{ents, err}
+	}
+	if err := n.query(ctx, q); err != nil {
+		return nil, err
+	}
+	a := <-done
+	return a.ents, a.err
+}
+
+func (n *Node) committedEntries(from uint64, maxBytes int) ([]Entry, error) {
+	first, _ := n.storage.FirstIndex()
+	if from < first {
+		return nil, ErrCompacted
+	}
+	commit := n.rn.BasicStatus().GetCommit()
+	last, _ := n.storage.LastIndex()
+	hi := min(commit, last) + 1
+	if from >= hi {
+		return nil, nil
+	}
+	ents, err := n.storage.Entries(from, hi, uint64(max(maxBytes, 1)))
+	if errors.Is(err, etcdraft.ErrCompacted) {
+		return nil, ErrCompacted
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, 0, len(ents))
+	for _, e := range ents {
+		out = append(out, Entry{Index: e.GetIndex(), Term: e.GetTerm(), Data: payload(e)})
+	}
+	return out, nil
+}
+
+// payload is what applyNormal hands the Applier, nil when nothing.
+func payload(e *pb.Entry) []byte {
+	if e.GetType() != pb.EntryNormal || len(e.Data) < 17 || e.Data[0] != envelopeV1 || len(e.Data) == 17 {
+		return nil
+	}
+	return e.Data[17:]
+}
+
+// LatestSnapshot returns the snapshot that entries below the log's first
+// index are compacted into.
+func (n *Node) LatestSnapshot(ctx context.Context) (Snapshot, error) {
+	done := make(chan Snapshot, 1)
+	var serr error
+	q := func() {
+		s, err := n.storage.Snapshot()
+		serr = err
+		done <- Snapshot{Index: s.GetMetadata().GetIndex(), Term: s.GetMetadata().GetTerm(), Data: s.Data}
+	}
+	if err := n.query(ctx, q); err != nil {
+		return Snapshot{}, err
+	}
+	s := <-done
+	return s, serr
+}
+
+// query runs q on the node goroutine.
+func (n *Node) query(ctx context.Context, q func()) error {
+	select {
+	case n.queryc <- q:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.donec:
+		return ErrStopped
+	}
+}

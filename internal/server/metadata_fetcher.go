@@ -1,0 +1,373 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/controller"
+	"github.com/samsa-io/samsa/internal/kclient"
+	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/record"
+)
+
+// metadataFetcher makes a broker-only node an observer of the metadata
+// quorum (Kafka's KafkaRaftClient as an observer): it long-polls the quorum
+// leader's controller listener with Fetch for __cluster_metadata, applies
+// each entry to the Loader with the same Apply the voters' raft node uses,
+// and loads the leader's snapshot with FetchSnapshot (Loader.Restore) when
+// it is too far behind. It keeps nothing on disk: a restart fetches the
+// log again from the latest snapshot.
+//
+// It is also the node's source of who leads the quorum (leaderSource):
+// the leader that last answered a fetch, else the voters in turn.
+type metadataFetcher struct {
+	self   int32
+	voters map[int32]string // node id → controller listener host:port
+	order  []int32          // voter ids, sorted, for round-robin
+	loader *metadata.Loader
+	logger *slog.Logger
+	// maxWait is the long-poll duration asked of the leader.
+	maxWait time.Duration
+
+	leader atomic.Int32 // 0 when unknown
+	rr     atomic.Uint32
+
+	// next is the next raft index to fetch; owned by run.
+	next uint64
+	conn *kclient.Conn
+	// connID is the voter conn is dialled to.
+	connID int32
+
+	mu struct {
+		sync.Mutex
+		// hw is the high watermark of the first successful fetch:
+		// startup waits until next reaches it. 0 until known.
+		hw uint64
+	}
+	ready     chan struct{} // closed once caught up
+	readyOnce sync.Once
+	stop      chan struct{}
+	done      chan struct{}
+}
+
+func newMetadataFetcher(self int32, voters map[int32]string, loader *metadata.Loader, logger *slog.Logger) *metadataFetcher {
+	f := &metadataFetcher{self: self, voters: voters, loader: loader, logger: logger,
+		maxWait: 500 * time.Millisecond, next: 1,
+		ready: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	for id := range voters {
+		f.order = append(f.order, id)
+	}
+	slices.Sort(f.order)
+	return f
+}
+
+// start runs the fetch loop until close.
+func (f *metadataFetcher) start() { go f.run() }
+
+// waitCaughtUp blocks until the fetcher has applied everything the leader
+// had committed at its first answer, and the image has a metadata.version.
+func (f *metadataFetcher) waitCaughtUp(ctx context.Context) error {
+	select {
+	case <-f.ready:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("catching up on the metadata log from controller.quorum.voters: %w", ctx.Err())
+	}
+}
+
+// close stops the loop and waits for it.
+func (f *metadataFetcher) close() {
+	select {
+	case <-f.stop:
+	default:
+		close(f.stop)
+	}
+	<-f.done
+}
+
+// Leader is the voter to send controller requests to: the known leader,
+// else the next voter in turn.
+func (f *metadataFetcher) Leader() int32 {
+	if id := f.leader.Load(); id != 0 {
+		return id
+	}
+	return f.order[int(f.rr.Load())%len(f.order)]
+}
+
+// Known is the known quorum leader, -1 if none.
+func (f *metadataFetcher) Known() int32 {
+	if id := f.leader.Load(); id != 0 {
+		return id
+	}
+	return -1
+}
+
+// NotLeader records that id did not act as the leader: the next call to
+// Leader tries another voter.
+func (f *metadataFetcher) NotLeader(id int32) {
+	f.leader.CompareAndSwap(id, 0)
+	f.rr.Add(1)
+}
+
+// learn records a leader named by a NOT_LEADER_OR_FOLLOWER answer.
+func (f *metadataFetcher) learn(id int32) bool {
+	if _, ok := f.voters[id]; !ok {
+		return false
+	}
+	f.leader.Store(id)
+	return true
+}
+
+func (f *metadataFetcher) run() {
+	defer close(f.done)
+	defer func() {
+		if f.conn != nil {
+			f.conn.Close()
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-f.stop:
+			cancel()
+		case <-f.done:
+		}
+	}()
+	for ctx.Err() == nil {
+		if !f.fetchOnce(ctx) {
+			sleep(ctx, retryBackoff*2)
+		}
+	}
+}
+
+// fetchOnce sends one Fetch to the leader and handles the answer. It
+// reports false when the caller should back off before the next.
+func (f *metadataFetcher) fetchOnce(ctx context.Context) bool {
+	target := f.Leader()
+	conn, err := f.dial(ctx, target)
+	if err != nil {
+		f.fail(ctx, target, err)
+		return false
+	}
+	rctx, cancel := context.WithTimeout(ctx, f.maxWait+10*time.Second)
+	defer cancel()
+	resp, err := conn.Request(rctx, f.fetchRequest())
+	if err != nil {
+		f.dropConn()
+		f.fail(ctx, target, err)
+		return false
+	}
+	p, err := metadataPartition(resp.(*kmsg.FetchResponse))
+	if err != nil {
+		f.fail(ctx, target, err)
+		return false
+	}
+	switch {
+	case p.ErrorCode == kerr.NotLeaderForPartition.Code || p.ErrorCode == kerr.NotController.Code:
+		if p.CurrentLeader.LeaderID != target && f.learn(p.CurrentLeader.LeaderID) {
+			return true
+		}
+		f.NotLeader(target)
+		return false
+	case p.ErrorCode != 0:
+		f.fail(ctx, target, kerr.ErrorForCode(p.ErrorCode))
+		return false
+	}
+	f.leader.Store(target)
+	if p.SnapshotID.EndOffset >= 0 {
+		if err := f.loadSnapshot(ctx, conn, p.SnapshotID.EndOffset, p.SnapshotID.Epoch); err != nil {
+			f.fail(ctx, target, fmt.Errorf("load metadata snapshot: %w", err))
+			return false
+		}
+		return true
+	}
+	if p.LogStartOffset > int64(f.next) {
+		// Below the log start and no snapshot to load: the entries
+		// before are the empty bootstrap checkpoint.
+		f.next = uint64(p.LogStartOffset)
+	}
+	if err := f.apply(p.RecordBatches); err != nil {
+		f.fail(ctx, target, err)
+		return false
+	}
+	f.noteHighWatermark(uint64(max(p.HighWatermark, 0)))
+	return true
+}
+
+func (f *metadataFetcher) fail(ctx context.Context, target int32, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	f.logger.Debug("metadata fetch failed", "controller", target, "err", err)
+	f.NotLeader(target)
+}
+
+func (f *metadataFetcher) fetchRequest() *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = f.self
+	req.ReplicaState.ID, req.ReplicaState.Epoch = f.self, -1
+	req.MaxWaitMillis = int32(f.maxWait / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = 8 << 20
+	req.SessionID, req.SessionEpoch = 0, -1
+	t := kmsg.NewFetchRequestTopic()
+	t.Topic, t.TopicID = controller.MetadataTopic, metadataTopicID
+	p := kmsg.NewFetchRequestTopicPartition()
+	p.Partition, p.FetchOffset, p.PartitionMaxBytes = 0, int64(f.next), 8<<20
+	p.CurrentLeaderEpoch, p.LastFetchedEpoch = -1, -1
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	return req
+}
+
+// metadataPartition finds partition 0 of the metadata topic in resp.
+func metadataPartition(resp *kmsg.FetchResponse) (kmsg.FetchResponseTopicPartition, error) {
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return kmsg.FetchResponseTopicPartition{}, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return kmsg.FetchResponseTopicPartition{}, fmt.Errorf("metadata fetch answered %d topics", len(resp.Topics))
+	}
+	return resp.Topics[0].Partitions[0], nil
+}
+
+// apply replays the fetched batches: one entry per record, its offset the
+// raft index; a null value is an entry the Loader never sees.
+func (f *metadataFetcher) apply(batches []byte) error {
+	for len(batches) > 0 {
+		batch, rest, err := record.NextBatch(batches)
+		if err != nil {
+			return fmt.Errorf("metadata fetch: %w", err)
+		}
+		batches = rest
+		recs, err := record.Records(batch)
+		if err != nil {
+			return fmt.Errorf("metadata fetch: %w", err)
+		}
+		for _, r := range recs {
+			idx := uint64(r.Offset)
+			if idx < f.next {
+				continue
+			}
+			if idx != f.next {
+				return fmt.Errorf("metadata fetch: got index %d, want %d", idx, f.next)
+			}
+			if r.Value != nil {
+				if err := f.loader.Apply(idx, slices.Clone(r.Value)); err != nil {
+					// As on a voter: deterministic, so skipped everywhere.
+					f.logger.Error("metadata entry rejected by state machine", "index", idx, "err", err)
+				}
+			}
+			f.next = idx + 1
+		}
+	}
+	return nil
+}
+
+// noteHighWatermark marks the fetcher caught up once it has applied what
+// the leader had committed at its first answer.
+func (f *metadataFetcher) noteHighWatermark(hw uint64) {
+	f.mu.Lock()
+	if f.mu.hw == 0 {
+		f.mu.hw = max(hw, 1)
+	}
+	target := f.mu.hw
+	f.mu.Unlock()
+	if f.next < target {
+		return
+	}
+	if _, ok := f.loader.Image().Features()[metadata.MetadataVersionFeature]; ok {
+		f.readyOnce.Do(func() { close(f.ready) })
+	}
+}
+
+// loadSnapshot downloads the snapshot ending at endOffset and restores the
+// Loader from it.
+func (f *metadataFetcher) loadSnapshot(ctx context.Context, conn *kclient.Conn, endOffset int64, epoch int32) error {
+	var data []byte
+	for {
+		req := kmsg.NewPtrFetchSnapshotRequest()
+		req.ReplicaID, req.MaxBytes = f.self, 8<<20
+		t := kmsg.NewFetchSnapshotRequestTopic()
+		t.Topic = controller.MetadataTopic
+		p := kmsg.NewFetchSnapshotRequestTopicPartition()
+		p.Partition, p.CurrentLeaderEpoch, p.Position = 0, -1, int64(len(data))
+		p.SnapshotID.EndOffset, p.SnapshotID.Epoch = endOffset, epoch
+		t.Partitions = append(t.Partitions, p)
+		req.Topics = append(req.Topics, t)
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		resp, err := conn.Request(rctx, req)
+		cancel()
+		if err != nil {
+			f.dropConn()
+			return err
+		}
+		r := resp.(*kmsg.FetchSnapshotResponse)
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return err
+		}
+		if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+			return errors.New("FetchSnapshot answered no partition")
+		}
+		rp := r.Topics[0].Partitions[0]
+		if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+			return err
+		}
+		if rp.Position != int64(len(data)) {
+			return fmt.Errorf("FetchSnapshot answered position %d, asked %d", rp.Position, len(data))
+		}
+		data = append(data, rp.Bytes...)
+		if int64(len(data)) >= rp.Size {
+			break
+		}
+		if len(rp.Bytes) == 0 {
+			return errors.New("FetchSnapshot answered an empty chunk")
+		}
+	}
+	if err := f.loader.Restore(data); err != nil {
+		return err
+	}
+	f.logger.Info("loaded metadata snapshot from the controller", "endOffset", endOffset, "bytes", len(data))
+	f.next = uint64(endOffset)
+	return nil
+}
+
+func (f *metadataFetcher) dial(ctx context.Context, id int32) (*kclient.Conn, error) {
+	if f.conn != nil && f.connID == id {
+		select {
+		case <-f.conn.Done():
+		default:
+			return f.conn, nil
+		}
+	}
+	f.dropConn()
+	addr, ok := f.voters[id]
+	if !ok {
+		return nil, fmt.Errorf("controller %d is not in controller.quorum.voters", id)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	c, err := kclient.Dial(dctx, addr, fmt.Sprintf("samsa-observer-%d", f.self))
+	if err != nil {
+		return nil, fmt.Errorf("dial controller %d at %s: %w", id, addr, err)
+	}
+	f.conn, f.connID = c, id
+	return c, nil
+}
+
+func (f *metadataFetcher) dropConn() {
+	if f.conn != nil {
+		f.conn.Close()
+		f.conn = nil
+	}
+}

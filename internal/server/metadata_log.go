@@ -1,0 +1,191 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/controller"
+	"github.com/samsa-io/samsa/internal/raft"
+	"github.com/samsa-io/samsa/internal/record"
+)
+
+// The controller listener serves the metadata log to observers (broker-only
+// nodes) the way a Kafka quorum leader does (KIP-595): Fetch and
+// FetchSnapshot on partition 0 of __cluster_metadata.
+//
+// Offsets are raft indexes. Each committed entry is one v2 record batch
+// whose base offset is its index, whose partition leader epoch is its
+// term and whose single record's value is the entry's payload, exactly
+// what the voters' Loader applies; entries the Loader never sees (leader
+// no-ops, barriers, membership changes) carry a null value. The high
+// watermark is commit+1, Kafka's "next offset". Only the raft leader
+// answers: another voter says NOT_LEADER_OR_FOLLOWER with the leader it
+// knows in CurrentLeader. A fetch below the log start answers no error and
+// the latest snapshot's SnapshotID (end offset = snapshot index + 1), which
+// the observer downloads with FetchSnapshot: its bytes are the Loader's
+// Snapshot() output.
+
+// metadataTopicID is Kafka's fixed topic id of __cluster_metadata
+// (Uuid.METADATA_TOPIC_ID), used by Fetch v13+.
+var metadataTopicID = [16]byte{15: 1}
+
+// Version ranges served on the controller listener for observers.
+const (
+	fetchMinVersion, fetchMaxVersion                 = 12, 16
+	fetchSnapshotMinVersion, fetchSnapshotMaxVersion = 0, 1
+)
+
+// maxMetadataFetchWait caps MaxWaitMillis, so a shutdown is never held up.
+const maxMetadataFetchWait = 5 * time.Second
+
+// metadataLog answers observer fetches from the raft node.
+type metadataLog struct {
+	raft *raft.Node
+}
+
+func (m *metadataLog) notLeader() kmsg.FetchResponseTopicPartitionCurrentLeader {
+	cl := kmsg.NewFetchResponseTopicPartitionCurrentLeader()
+	cl.LeaderID, cl.LeaderEpoch = -1, int32(m.raft.Term())
+	if id := m.raft.Leader(); id != 0 {
+		cl.LeaderID = int32(id)
+	}
+	return cl
+}
+
+// fetch answers a Fetch request; only partition 0 of the metadata topic
+// exists.
+func (m *metadataLog) fetch(ctx context.Context, req *kmsg.FetchRequest) *kmsg.FetchResponse {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.SetVersion(req.GetVersion())
+	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxMetadataFetchWait)
+	for _, t := range req.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		isMeta := (req.Version <= 12 && t.Topic == controller.MetadataTopic) || (req.Version >= 13 && t.TopicID == metadataTopicID)
+		for _, p := range t.Partitions {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = p.Partition
+			if !isMeta || p.Partition != 0 {
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else {
+				m.fetchPartition(ctx, p, wait, req.MaxBytes, &rp)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// fetchPartition fills rp with the committed entries from p.FetchOffset,
+// waiting up to wait for some to commit.
+func (m *metadataLog) fetchPartition(ctx context.Context, p kmsg.FetchRequestTopicPartition, wait time.Duration, maxBytes int32, rp *kmsg.FetchResponseTopicPartition) {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	from := uint64(max(p.FetchOffset, 0))
+	if p.PartitionMaxBytes > 0 {
+		maxBytes = min(maxBytes, p.PartitionMaxBytes)
+	}
+	for {
+		if !m.raft.IsLeader() {
+			rp.ErrorCode, rp.CurrentLeader = kerr.NotLeaderForPartition.Code, m.notLeader()
+			return
+		}
+		commit, changed := m.raft.Commit()
+		rp.HighWatermark, rp.LastStableOffset = int64(commit)+1, int64(commit)+1
+		ents, err := m.raft.CommittedEntries(ctx, from, int(maxBytes))
+		if errors.Is(err, raft.ErrCompacted) {
+			snap, serr := m.raft.LatestSnapshot(ctx)
+			if serr != nil {
+				rp.ErrorCode = errorCode(serr)
+				return
+			}
+			rp.LogStartOffset = int64(snap.Index) + 1
+			if len(snap.Data) == 0 {
+				// The bootstrap checkpoint holds nothing to load:
+				// start after it.
+				from = snap.Index + 1
+				continue
+			}
+			rp.SnapshotID.EndOffset, rp.SnapshotID.Epoch = int64(snap.Index)+1, int32(snap.Term)
+			return
+		}
+		if err != nil {
+			rp.ErrorCode = errorCode(err)
+			return
+		}
+		if len(ents) > 0 {
+			for _, e := range ents {
+				b, err := record.AppendBuild(rp.RecordBatches, record.BuildOptions{BaseOffset: int64(e.Index), PartitionLeaderEpoch: int32(e.Term)},
+					[]record.Record{{Value: e.Data}})
+				if err != nil {
+					rp.ErrorCode = errorCode(err)
+					return
+				}
+				rp.RecordBatches = b
+			}
+			return
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// fetchSnapshot answers FetchSnapshot with a chunk of the latest snapshot.
+func (m *metadataLog) fetchSnapshot(ctx context.Context, req *kmsg.FetchSnapshotRequest) *kmsg.FetchSnapshotResponse {
+	resp := req.ResponseKind().(*kmsg.FetchSnapshotResponse)
+	resp.SetVersion(req.GetVersion())
+	for _, t := range req.Topics {
+		rt := kmsg.NewFetchSnapshotResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewFetchSnapshotResponseTopicPartition()
+			rp.Partition = p.Partition
+			if t.Topic != controller.MetadataTopic || p.Partition != 0 {
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else {
+				m.snapshotChunk(ctx, p, req.MaxBytes, &rp)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func (m *metadataLog) snapshotChunk(ctx context.Context, p kmsg.FetchSnapshotRequestTopicPartition, maxBytes int32, rp *kmsg.FetchSnapshotResponseTopicPartition) {
+	if !m.raft.IsLeader() {
+		cl := m.notLeader()
+		rp.ErrorCode = kerr.NotLeaderForPartition.Code
+		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = cl.LeaderID, cl.LeaderEpoch
+		return
+	}
+	snap, err := m.raft.LatestSnapshot(ctx)
+	if err != nil {
+		rp.ErrorCode = errorCode(err)
+		return
+	}
+	if len(snap.Data) == 0 || p.SnapshotID.EndOffset != int64(snap.Index)+1 || p.SnapshotID.Epoch != int32(snap.Term) {
+		rp.ErrorCode = kerr.SnapshotNotFound.Code
+		return
+	}
+	if p.Position < 0 || p.Position > int64(len(snap.Data)) {
+		rp.ErrorCode = kerr.PositionOutOfRange.Code
+		return
+	}
+	rp.SnapshotID.EndOffset, rp.SnapshotID.Epoch = p.SnapshotID.EndOffset, p.SnapshotID.Epoch
+	end := int64(len(snap.Data))
+	if maxBytes > 0 {
+		end = min(end, p.Position+int64(maxBytes))
+	}
+	rp.Size, rp.Position, rp.Bytes = int64(len(snap.Data)), p.Position, snap.Data[p.Position:end]
+}
