@@ -206,20 +206,22 @@ func controlCommit(r record.Record) (bool, error) {
 	return binary.BigEndian.Uint16(r.Key[2:]) == 1, nil
 }
 
-// replayPartition reads p from its start to its current end and calls fn
-// for every record with its batch header.
+// replayPartition reads p from its start to its log end offset and calls
+// fn for every record with its batch header. It reads past the high
+// watermark, as Kafka's coordinators load: a new leader's high watermark
+// trails until its followers fetch again, yet the records above it may be
+// writes the previous leader acknowledged (committed on its ISR). A leader
+// never truncates its own log, so what it replays stays.
 func replayPartition(p *replica.Partition, fn func(record.Header, record.Record) error) error {
-	off := p.Offsets().LogStartOffset
-	for {
-		data, snap, err := p.Read(off, 1<<20, true)
+	snap := p.Offsets()
+	off, end := snap.LogStartOffset, snap.LogEndOffset
+	for off < end {
+		data, err := p.Log().Read(off, 1<<20, end)
 		if err != nil {
 			return err
 		}
 		if len(data) == 0 {
-			if off < snap.HighWatermark {
-				return errors.New("replay stalled below the high watermark")
-			}
-			return nil
+			return fmt.Errorf("replay stalled at offset %d below the log end offset %d", off, end)
 		}
 		for len(data) > 0 {
 			batch, rest, err := record.NextBatch(data)
@@ -243,4 +245,5 @@ func replayPartition(p *replica.Partition, fn func(record.Header, record.Record)
 			}
 		}
 	}
+	return nil
 }
