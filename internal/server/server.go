@@ -354,7 +354,11 @@ func (s *Server) serve() error {
 		onEpoch:        s.broker.SetEpoch,
 	}
 	s.lifecycle.start()
-	if err := s.lifecycle.waitUnfenced(ctx); err != nil {
+	err = s.lifecycle.waitUnfenced(ctx)
+	if err == nil {
+		err = s.waitUnfencedLocally(ctx)
+	}
+	if err != nil {
 		for _, ln := range listeners {
 			ln.Close()
 		}
@@ -371,6 +375,23 @@ func (s *Server) serve() error {
 		s.logger.Info("serving Kafka clients", "listener", name, "addr", ln.Addr().String())
 	}
 	return nil
+}
+
+// waitUnfencedLocally waits until this node's own image shows it unfenced:
+// the controller says so as soon as it commits the change, but a node
+// that replays the log (a follower voter, a broker-only observer) may be a
+// moment behind, and clients asking it for metadata would not find it.
+func (s *Server) waitUnfencedLocally(ctx context.Context) error {
+	for {
+		if b, ok := s.loader.Image().Broker(s.cfg.NodeID); ok && !b.Fenced {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting to replay this broker's unfencing: %w", ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // bootstrap waits until the metadata log has a metadata.version: the
