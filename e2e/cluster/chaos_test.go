@@ -31,7 +31,7 @@ func TestAcknowledgedRecordsSurviveKills(t *testing.T) {
 	const (
 		topic      = "chaos"
 		partitions = 3
-		rounds     = 4
+		rounds     = 6
 	)
 	c := startCluster(t, 3)
 	adm := kadm.NewClient(client(t, c))

@@ -37,6 +37,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building samsa:", err)
 		os.Exit(1)
 	}
+	// go test caches results by the files a test opens; it cannot see the
+	// sources `go build` just read. Opening the fresh binary (a new path
+	// every run) keeps a stale result from being reused.
+	if f, err := os.Open(binary); err == nil {
+		f.Close()
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
