@@ -32,7 +32,7 @@ func (c *Controller) BrokerRegistration(ctx context.Context, req *kmsg.BrokerReg
 	resp.BrokerEpoch = -1
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	epoch, err := c.registerLocked(ctx, req, false)
+	epoch, err := c.registerLocked(ctx, req)
 	if err != nil {
 		resp.ErrorCode, _ = codeAndMessage(err)
 		return resp
@@ -41,9 +41,8 @@ func (c *Controller) BrokerRegistration(ctx context.Context, req *kmsg.BrokerReg
 	return resp
 }
 
-// registerLocked registers a broker; replace skips the live-session check
-// (for RegisterBroker, whose brokers never heartbeat).
-func (c *Controller) registerLocked(ctx context.Context, req *kmsg.BrokerRegistrationRequest, replace bool) (int64, error) {
+// registerLocked registers a broker, fenced.
+func (c *Controller) registerLocked(ctx context.Context, req *kmsg.BrokerRegistrationRequest) (int64, error) {
 	img, err := c.beginLocked(ctx)
 	if err != nil {
 		return 0, err
@@ -65,7 +64,7 @@ func (c *Controller) registerLocked(ctx context.Context, req *kmsg.BrokerRegistr
 	now := c.cfg.Now()
 	old, exists := img.Broker(id)
 	// A fenced broker has no session to protect (Kafka's hasValidSession).
-	if exists && !replace && !old.Fenced && old.IncarnationID != metadata.Uuid(req.IncarnationID) {
+	if exists && !old.Fenced && old.IncarnationID != metadata.Uuid(req.IncarnationID) {
 		if deadline, ok := c.mu.sessions[id]; ok && !now.After(deadline) && c.mu.heard[id] {
 			return 0, errorf(kerr.DuplicateBrokerRegistration, "Another broker is registered with that broker id.")
 		}
@@ -248,33 +247,4 @@ func (c *Controller) tick(ctx context.Context) error {
 		}
 	}
 	return c.writeLocked(ctx, ch.records())
-}
-
-// RegisterBroker registers a broker and unfences it at once, for a node
-// that does not heartbeat yet; it replaces any previous incarnation without
-// the live-session check. Do not Start the controller of such a node: with
-// no heartbeats its broker would be fenced after SessionTimeout.
-//
-// Deprecated: brokers call BrokerRegistration and BrokerHeartbeat.
-func (c *Controller) RegisterBroker(ctx context.Context, id int32, incarnation metadata.Uuid, endpoints []metadata.Endpoint, rack *string) (int64, error) {
-	req := kmsg.NewPtrBrokerRegistrationRequest()
-	req.BrokerID, req.ClusterID, req.IncarnationID, req.Rack = id, c.cfg.Loader.Image().ClusterID, incarnation, rack
-	for _, e := range endpoints {
-		l := kmsg.NewBrokerRegistrationRequestListener()
-		l.Name, l.Host, l.Port, l.SecurityProtocol = e.Name, e.Host, e.Port, e.SecurityProtocol
-		req.Listeners = append(req.Listeners, l)
-	}
-	c.mu.Lock()
-	epoch, err := c.registerLocked(ctx, req, true)
-	c.mu.Unlock()
-	if err != nil {
-		return 0, err
-	}
-	hb := kmsg.NewPtrBrokerHeartbeatRequest()
-	hb.BrokerID, hb.BrokerEpoch = id, epoch
-	hb.CurrentMetadataOffset = int64(c.cfg.Loader.Image().Offset)
-	if err := kerr.ErrorForCode(c.BrokerHeartbeat(ctx, hb).ErrorCode); err != nil {
-		return 0, err
-	}
-	return epoch, nil
 }

@@ -76,7 +76,7 @@ func startWith(t *testing.T, dir string, brokers int, adjust func(*Config)) *har
 		t.Fatal(err)
 	}
 	for i := 1; i <= brokers; i++ {
-		if _, err := c.RegisterBroker(ctx(t), int32(i), metadata.Uuid{byte(i)}, []metadata.Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: uint16(9091 + i)}}, nil); err != nil {
+		if _, err := registerBroker(ctx(t), c, int32(i), metadata.Uuid{byte(i)}, []metadata.Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: uint16(9091 + i)}}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -367,7 +367,7 @@ func TestRestartKeepsTopicsAndProducerIDBlocks(t *testing.T) {
 	if !ok || ti.ID != metadata.Uuid(id) || len(ti.Partitions) != 2 {
 		t.Fatalf("after restart: %+v", ti)
 	}
-	epoch, err := h2.c.RegisterBroker(ctx(t), 1, metadata.Uuid{2}, nil, nil)
+	epoch, err := registerBroker(ctx(t), h2.c, 1, metadata.Uuid{2}, nil, nil)
 	if err != nil || epoch <= b.Epoch {
 		t.Fatalf("re-register epoch %d (was %d): %v", epoch, b.Epoch, err)
 	}
@@ -379,4 +379,27 @@ func TestRestartKeepsTopicsAndProducerIDBlocks(t *testing.T) {
 	if fmt.Sprint(firsts) != "[0 1000 2000]" {
 		t.Fatalf("producer id blocks %v, want [0 1000 2000]", firsts)
 	}
+}
+
+// registerBroker registers a broker and unfences it at once with one
+// heartbeat, as a node's lifecycle does when it starts.
+func registerBroker(ctx context.Context, c *Controller, id int32, incarnation metadata.Uuid, endpoints []metadata.Endpoint, rack *string) (int64, error) {
+	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.BrokerID, req.ClusterID, req.IncarnationID, req.Rack = id, c.cfg.Loader.Image().ClusterID, incarnation, rack
+	for _, e := range endpoints {
+		l := kmsg.NewBrokerRegistrationRequestListener()
+		l.Name, l.Host, l.Port, l.SecurityProtocol = e.Name, e.Host, e.Port, e.SecurityProtocol
+		req.Listeners = append(req.Listeners, l)
+	}
+	resp := c.BrokerRegistration(ctx, req)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return 0, err
+	}
+	hb := kmsg.NewPtrBrokerHeartbeatRequest()
+	hb.BrokerID, hb.BrokerEpoch = id, resp.BrokerEpoch
+	hb.CurrentMetadataOffset = int64(c.cfg.Loader.Image().Offset)
+	if err := kerr.ErrorForCode(c.BrokerHeartbeat(ctx, hb).ErrorCode); err != nil {
+		return 0, err
+	}
+	return resp.BrokerEpoch, nil
 }
