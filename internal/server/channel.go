@@ -20,8 +20,9 @@ import (
 // channel carries a broker's requests to the active controller (Kafka's
 // NodeToControllerChannelManager): when this node is the active controller
 // they are calls, otherwise Kafka requests on the leader's controller
-// listener (which leader: see leaderSource). It follows leadership changes: a NOT_CONTROLLER answer or a
-// broken connection is retried on whoever leads next, until ctx ends.
+// listener (which leader: see leaderSource). It follows leadership
+// changes: a NOT_CONTROLLER answer or a broken connection is retried on
+// whoever leads next, until ctx ends.
 // Decisions happen once: the controller answers NOT_CONTROLLER before it
 // decides anything.
 type channel struct {
