@@ -203,12 +203,23 @@ func notController(resp kmsg.Response) bool {
 	return false
 }
 
+// forward sends req to the active controller — local answers it when this
+// node leads — and returns the typed response; failed builds the response
+// a client gets when no controller answered in time.
+func forward[Req kmsg.Request, Resp kmsg.Response](ctx context.Context, ch *channel, req Req,
+	local func(context.Context, Req) Resp, failed func(error) Resp) Resp {
+	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return local(ctx, req) })
+	if err != nil {
+		return failed(err)
+	}
+	return resp.(Resp)
+}
+
 // The broker.Controller methods: admin requests forwarded to the active
 // controller (Kafka's ForwardingManager).
 
 func (ch *channel) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
-	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.CreateTopics(ctx, req) })
-	if err != nil {
+	return forward(ctx, ch, req, ch.local.CreateTopics, func(err error) *kmsg.CreateTopicsResponse {
 		r := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 		for _, t := range req.Topics {
 			rt := kmsg.NewCreateTopicsResponseTopic()
@@ -217,13 +228,11 @@ func (ch *channel) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsReque
 			r.Topics = append(r.Topics, rt)
 		}
 		return r
-	}
-	return resp.(*kmsg.CreateTopicsResponse)
+	})
 }
 
 func (ch *channel) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
-	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.DeleteTopics(ctx, req) })
-	if err != nil {
+	return forward(ctx, ch, req, ch.local.DeleteTopics, func(err error) *kmsg.DeleteTopicsResponse {
 		r := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 		add := func(name *string, id [16]byte) {
 			rt := kmsg.NewDeleteTopicsResponseTopic()
@@ -237,13 +246,11 @@ func (ch *channel) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReque
 			add(t.Topic, t.TopicID)
 		}
 		return r
-	}
-	return resp.(*kmsg.DeleteTopicsResponse)
+	})
 }
 
 func (ch *channel) CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
-	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.CreatePartitions(ctx, req) })
-	if err != nil {
+	return forward(ctx, ch, req, ch.local.CreatePartitions, func(err error) *kmsg.CreatePartitionsResponse {
 		r := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 		for _, t := range req.Topics {
 			rt := kmsg.NewCreatePartitionsResponseTopic()
@@ -251,13 +258,11 @@ func (ch *channel) CreatePartitions(ctx context.Context, req *kmsg.CreatePartiti
 			r.Topics = append(r.Topics, rt)
 		}
 		return r
-	}
-	return resp.(*kmsg.CreatePartitionsResponse)
+	})
 }
 
 func (ch *channel) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
-	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.AlterConfigs(ctx, req) })
-	if err != nil {
+	return forward(ctx, ch, req, ch.local.AlterConfigs, func(err error) *kmsg.AlterConfigsResponse {
 		r := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 		for _, res := range req.Resources {
 			rr := kmsg.NewAlterConfigsResponseResource()
@@ -266,13 +271,11 @@ func (ch *channel) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsReque
 			r.Resources = append(r.Resources, rr)
 		}
 		return r
-	}
-	return resp.(*kmsg.AlterConfigsResponse)
+	})
 }
 
 func (ch *channel) IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
-	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.IncrementalAlterConfigs(ctx, req) })
-	if err != nil {
+	return forward(ctx, ch, req, ch.local.IncrementalAlterConfigs, func(err error) *kmsg.IncrementalAlterConfigsResponse {
 		r := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 		for _, res := range req.Resources {
 			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
@@ -281,8 +284,7 @@ func (ch *channel) IncrementalAlterConfigs(ctx context.Context, req *kmsg.Increm
 			r.Resources = append(r.Resources, rr)
 		}
 		return r
-	}
-	return resp.(*kmsg.IncrementalAlterConfigsResponse)
+	})
 }
 
 func (ch *channel) AllocateProducerIDs(ctx context.Context, brokerID int32, brokerEpoch int64) (int64, int32, error) {
@@ -307,44 +309,37 @@ func (ch *channel) AllocateProducerIDs(ctx context.Context, brokerID int32, brok
 
 // ElectLeaders forwards a leader election (kafka-leader-election).
 func (ch *channel) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse {
-	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.ElectLeaders(ctx, req) })
-	if err != nil {
+	return forward(ctx, ch, req, ch.local.ElectLeaders, func(err error) *kmsg.ElectLeadersResponse {
 		r := req.ResponseKind().(*kmsg.ElectLeadersResponse)
 		r.ErrorCode = errorCode(err)
 		return r
-	}
-	return resp.(*kmsg.ElectLeadersResponse)
+	})
 }
 
 // AlterPartitionReassignments forwards reassignments
 // (kafka-reassign-partitions --execute / --cancel).
 func (ch *channel) AlterPartitionReassignments(ctx context.Context, req *kmsg.AlterPartitionAssignmentsRequest) *kmsg.AlterPartitionAssignmentsResponse {
-	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.AlterPartitionReassignments(ctx, req) })
-	if err != nil {
+	return forward(ctx, ch, req, ch.local.AlterPartitionReassignments, func(err error) *kmsg.AlterPartitionAssignmentsResponse {
 		r := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 		r.ErrorCode, r.ErrorMessage = errorCode(err), errorMessage(err)
 		return r
-	}
-	return resp.(*kmsg.AlterPartitionAssignmentsResponse)
+	})
 }
 
 // ListPartitionReassignments forwards kafka-reassign-partitions --verify
 // and --list.
 func (ch *channel) ListPartitionReassignments(ctx context.Context, req *kmsg.ListPartitionReassignmentsRequest) *kmsg.ListPartitionReassignmentsResponse {
-	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.ListPartitionReassignments(ctx, req) })
-	if err != nil {
+	return forward(ctx, ch, req, ch.local.ListPartitionReassignments, func(err error) *kmsg.ListPartitionReassignmentsResponse {
 		r := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
 		r.ErrorCode, r.ErrorMessage = errorCode(err), errorMessage(err)
 		return r
-	}
-	return resp.(*kmsg.ListPartitionReassignmentsResponse)
+	})
 }
 
 // DescribeQuorum forwards kafka-metadata-quorum describe to the quorum
 // leader, the only voter that knows the others' progress.
 func (ch *channel) DescribeQuorum(ctx context.Context, req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse {
-	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.DescribeQuorum(ctx, req) })
-	if err != nil {
+	return forward(ctx, ch, req, ch.local.DescribeQuorum, func(err error) *kmsg.DescribeQuorumResponse {
 		r := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
 		t := kmsg.NewDescribeQuorumResponseTopic()
 		t.Topic = controller.MetadataTopic
@@ -356,8 +351,7 @@ func (ch *channel) DescribeQuorum(ctx context.Context, req *kmsg.DescribeQuorumR
 		t.Partitions = append(t.Partitions, p)
 		r.Topics = append(r.Topics, t)
 		return r
-	}
-	return resp.(*kmsg.DescribeQuorumResponse)
+	})
 }
 
 func (ch *channel) brokerRegistration(ctx context.Context, req *kmsg.BrokerRegistrationRequest) (*kmsg.BrokerRegistrationResponse, error) {
