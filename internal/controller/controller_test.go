@@ -403,3 +403,58 @@ func registerBroker(ctx context.Context, c *Controller, id int32, incarnation me
 	}
 	return resp.BrokerEpoch, nil
 }
+
+// The metadata log's name is reserved: creating it would give a user
+// topic the metadata log's own directory.
+func TestCreateTopicRefusesMetadataLogName(t *testing.T) {
+	h := start(t, t.TempDir(), 1)
+	off := h.loader.Image().Offset
+	r := h.c.CreateTopics(ctx(t), createReq(topic("__cluster_metadata", 1, 1))).Topics[0]
+	if r.ErrorCode != kerr.InvalidRequest.Code || r.ErrorMessage == nil ||
+		*r.ErrorMessage != "Creation of internal topic __cluster_metadata is prohibited." {
+		t.Fatalf("create __cluster_metadata: code %d message %v", r.ErrorCode, r.ErrorMessage)
+	}
+	if _, ok := h.loader.Image().Topic("__cluster_metadata"); ok || h.loader.Image().Offset != off {
+		t.Fatal("records written for __cluster_metadata")
+	}
+}
+
+// A request that would write more than MaxRecordsPerUserOp records is
+// refused with POLICY_VIOLATION before partitions are placed, validate-only
+// or not, whether one topic or several together are too large.
+func TestCreateTopicsBoundedPerRequest(t *testing.T) {
+	h := start(t, t.TempDir(), 1)
+	off := h.loader.Image().Offset
+	wantTooLarge := func(what string, code int16, msg *string) {
+		t.Helper()
+		if code != kerr.PolicyViolation.Code || msg == nil || *msg != "Unable to perform excessively large batch operation." {
+			t.Fatalf("%s: code %d message %v, want POLICY_VIOLATION", what, code, msg)
+		}
+	}
+	for _, validate := range []bool{true, false} {
+		for _, n := range []int32{2147483647, 1_000_000, MaxRecordsPerUserOp + 1} {
+			req := createReq(topic("huge", n, 1))
+			req.ValidateOnly = validate
+			r := h.c.CreateTopics(ctx(t), req).Topics[0]
+			wantTooLarge(fmt.Sprintf("%d partitions, validate %v", n, validate), r.ErrorCode, r.ErrorMessage)
+		}
+	}
+	// Two topics that fit alone but not together: both refused.
+	resp := h.c.CreateTopics(ctx(t), createReq(topic("half1", 6000, 1), topic("half2", 6000, 1)))
+	for _, r := range resp.Topics {
+		wantTooLarge(r.Topic, r.ErrorCode, r.ErrorMessage)
+	}
+	if h.loader.Image().Offset != off {
+		t.Fatal("records written for refused requests")
+	}
+	// Just under the bound is served.
+	if r := h.c.CreateTopics(ctx(t), createReq(topic("big", MaxRecordsPerUserOp-1, 1))).Topics[0]; r.ErrorCode != 0 {
+		t.Fatalf("create %d partitions: code %d %v", MaxRecordsPerUserOp-1, r.ErrorCode, r.ErrorMessage)
+	}
+	cp := kmsg.NewPtrCreatePartitionsRequest()
+	tp := kmsg.NewCreatePartitionsRequestTopic()
+	tp.Topic, tp.Count = "big", 2147483647
+	cp.Topics = []kmsg.CreatePartitionsRequestTopic{tp}
+	r := h.c.CreatePartitions(ctx(t), cp).Topics[0]
+	wantTooLarge("CreatePartitions to 2^31-1", r.ErrorCode, r.ErrorMessage)
+}

@@ -9,11 +9,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/metadata"
 )
 
 // MetadataTopic is the name Kafka gives the metadata log, the only
 // "partition" DescribeQuorum describes.
-const MetadataTopic = "__cluster_metadata"
+const MetadataTopic = metadata.MetadataTopicName
 
 // DescribeQuorum describes the metadata quorum (KIP-595, KIP-836).
 // Versions 0-2. Only the raft leader knows its voters' progress: another

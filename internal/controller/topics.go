@@ -196,10 +196,11 @@ func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	if req.ValidateOnly || len(recs) == 0 {
-		return resp
+	werr := checkUserOpSize(recs)
+	if werr == nil && !req.ValidateOnly {
+		werr = c.writeLocked(ctx, recs)
 	}
-	if werr := c.writeLocked(ctx, recs); werr != nil {
+	if werr != nil {
 		code, msg := codeAndMessage(werr)
 		for _, i := range ok {
 			rt := &resp.Topics[i]
@@ -210,11 +211,32 @@ func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 	return resp
 }
 
+// MaxRecordsPerUserOp bounds the metadata records one client request may
+// produce (Kafka's MAX_RECORDS_PER_USER_OP): a topic of 2^31 partitions is
+// refused before anything is placed, so no request can exhaust the
+// controller's memory or the metadata log.
+const MaxRecordsPerUserOp = 10000
+
+// errTooLarge is Kafka's answer to an operation over MaxRecordsPerUserOp.
+var errTooLarge = errorf(kerr.PolicyViolation, "Unable to perform excessively large batch operation.")
+
+// checkUserOpSize refuses a request whose records, all topics together,
+// exceed MaxRecordsPerUserOp.
+func checkUserOpSize(recs []metadata.Record) error {
+	if len(recs) > MaxRecordsPerUserOp {
+		return errTooLarge
+	}
+	return nil
+}
+
 // decideCreateTopic validates one topic against img and returns its records,
 // filling the success fields of rt.
 func (c *Controller) decideCreateTopic(img *metadata.Image, t *kmsg.CreateTopicsRequestTopic, rt *kmsg.CreateTopicsResponseTopic, pending map[string]string) ([]metadata.Record, *apiError) {
 	if err := metadata.ValidateTopicName(t.Topic); err != nil {
 		return nil, errorf(kerr.InvalidTopicException, "%s", err)
+	}
+	if t.Topic == metadata.MetadataTopicName {
+		return nil, errorf(kerr.InvalidRequest, "Creation of internal topic %s is prohibited.", t.Topic)
 	}
 	if _, exists := img.Topic(t.Topic); exists {
 		return nil, errorf(kerr.TopicAlreadyExists, "Topic '%s' already exists.", t.Topic)
@@ -248,6 +270,9 @@ func (c *Controller) decideCreateTopic(img *metadata.Image, t *kmsg.CreateTopics
 		}
 		if rf <= 0 {
 			return nil, errorf(kerr.InvalidReplicationFactor, "Replication factor must be larger than 0, or -1 to use the default value.")
+		}
+		if parts > MaxRecordsPerUserOp {
+			return nil, errTooLarge
 		}
 		var aerr *apiError
 		if assignment, aerr = pl.place(0, parts, rf, c.randomStart()); aerr != nil {
@@ -432,10 +457,11 @@ func (c *Controller) CreatePartitions(ctx context.Context, req *kmsg.CreateParti
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	if req.ValidateOnly {
-		return resp
+	werr := checkUserOpSize(recs)
+	if werr == nil && !req.ValidateOnly {
+		werr = c.writeLocked(ctx, recs)
 	}
-	if werr := c.writeLocked(ctx, recs); werr != nil {
+	if werr != nil {
 		code, msg := codeAndMessage(werr)
 		for _, i := range ok {
 			resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = code, msg
@@ -457,6 +483,9 @@ func (c *Controller) decideCreatePartitions(img *metadata.Image, t *kmsg.CreateP
 		return nil, errorf(kerr.InvalidPartitions, "Topic already has %d partition(s).", cur)
 	}
 	add := t.Count - cur
+	if add > MaxRecordsPerUserOp {
+		return nil, errTooLarge
+	}
 	pl := newPlacement(img)
 	rf := len(ti.Partitions[0].Replicas)
 	var assignment [][]int32

@@ -8,6 +8,11 @@ import (
 // MaxTopicNameLength is Kafka's limit on topic names.
 const MaxTopicNameLength = 249
 
+// MetadataTopicName is the name of the metadata log. Its partition 0 has
+// the directory a user topic of that name would get, so no user topic may
+// take the name (Kafka refuses it with INVALID_REQUEST).
+const MetadataTopicName = "__cluster_metadata"
+
 // ValidateTopicName applies Kafka's rules for topic names (Topic.validate):
 // 1 to 249 characters of ASCII alphanumerics, '.', '_' and '-', and not
 // "." or "..". The error text is Kafka's.

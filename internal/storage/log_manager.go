@@ -183,7 +183,7 @@ func (m *LogManager) Load() error {
 
 // MetadataLogDirName is the folder of the cluster metadata log (Kafka's
 // __cluster_metadata-0). LogManager never opens it as a partition log.
-const MetadataLogDirName = "__cluster_metadata-0"
+const MetadataLogDirName = metadata.MetadataTopicName + "-0"
 
 func (m *LogManager) loadDir(dir string) (map[TopicPartition]*Log, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -288,6 +288,9 @@ func (m *LogManager) GetOrCreate(topic string, partition int32, topicID [16]byte
 	}
 	if partition < 0 {
 		return nil, fmt.Errorf("invalid partition %d", partition)
+	}
+	if LogDirName(topic, partition) == MetadataLogDirName {
+		return nil, fmt.Errorf("partition %s-%d would be the metadata log's directory", topic, partition)
 	}
 	cfg = mergeConfig(cfg, m.cfg.DefaultLogConfig)
 	m.mu.Lock()

@@ -249,3 +249,26 @@ func TestGetOrCreateAppliesConfigToLoadedLog(t *testing.T) {
 		t.Fatalf("config after GetOrCreate: policy %v segment.bytes %d", got.CleanupPolicy, got.SegmentBytes)
 	}
 }
+
+// A partition whose directory would be the metadata log's is refused, so
+// nothing but the raft package ever writes there.
+func TestGetOrCreateRefusesMetadataLogDir(t *testing.T) {
+	dir := t.TempDir()
+	m, err := NewLogManager(ManagerConfig{Dirs: []string{dir}, CheckpointInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.GetOrCreate("__cluster_metadata", 0, [16]byte{}, LogConfig{}); err == nil {
+		t.Fatal("GetOrCreate(__cluster_metadata, 0) succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(dir, MetadataLogDirName)); !os.IsNotExist(err) {
+		t.Fatalf("metadata log directory touched: %v", err)
+	}
+	if _, err := m.GetOrCreate("__cluster_metadata", 1, [16]byte{}, LogConfig{}); err != nil {
+		t.Fatalf("partition 1 has its own directory: %v", err)
+	}
+}
