@@ -108,6 +108,18 @@ func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 	return c.do(ctx, req)
 }
 
+// RequestAsIs sends req at the version it carries, which Request would
+// change: a request forwarded for a client must be encoded, and its
+// response decoded, in the client's version. It fails with
+// UNSUPPORTED_VERSION when the server does not serve that version.
+func (c *Conn) RequestAsIs(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	v, ok := c.versions[req.Key()]
+	if !ok || req.GetVersion() < v[0] || req.GetVersion() > v[1] {
+		return nil, fmt.Errorf("%s does not serve %s v%d: %w", c.Addr(), kmsg.NameForKey(req.Key()), req.GetVersion(), kerr.UnsupportedVersion)
+	}
+	return c.do(ctx, req)
+}
+
 // Versions returns the server's version range for an API.
 func (c *Conn) Versions(key int16) (minV, maxV int16, ok bool) {
 	v, ok := c.versions[key]

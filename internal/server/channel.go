@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -59,11 +60,21 @@ func newChannel(self int32, local *controller.Controller, leaders leaderSource, 
 // or the leader just changed.
 const retryBackoff = 50 * time.Millisecond
 
+// defaultForwardTimeout bounds a forwarded request that carries no timeout
+// of its own (AlterConfigs, DescribeQuorum): Kafka's request.timeout.ms.
+const defaultForwardTimeout = 30 * time.Second
+
 // send delivers req to the active controller and returns its answer. local
-// answers it when this node leads.
-func (ch *channel) send(ctx context.Context, req kmsg.Request, local func(ctx context.Context) kmsg.Response) (kmsg.Response, error) {
+// answers it when this node leads. A request of the node's own is sent at
+// the highest version both sides know; a client's (asIs) in its own
+// version, and with its own deadline already in ctx.
+func (ch *channel) send(ctx context.Context, req kmsg.Request, asIs bool, local func(ctx context.Context) kmsg.Response) (kmsg.Response, error) {
 	var lastErr error
 	for {
+		if err := ctx.Err(); err != nil {
+			// Never (re)send once the deadline has passed.
+			return nil, fmt.Errorf("%w: %v", kerr.RequestTimedOut, cmp.Or(lastErr, err))
+		}
 		leader := ch.leaders.Leader()
 		var resp kmsg.Response
 		var err error
@@ -73,7 +84,10 @@ func (ch *channel) send(ctx context.Context, req kmsg.Request, local func(ctx co
 		case leader == ch.self && ch.local != nil:
 			resp = local(ctx)
 		default:
-			resp, err = ch.remote(ctx, leader, req)
+			resp, err = ch.remote(ctx, leader, req, asIs)
+		}
+		if errors.Is(err, kerr.UnsupportedVersion) {
+			return nil, err // no other controller will serve it either
 		}
 		if err == nil && !notController(resp) {
 			return resp, nil
@@ -97,13 +111,22 @@ func (ch *channel) send(ctx context.Context, req kmsg.Request, local func(ctx co
 	}
 }
 
-// remote sends req to node id's controller listener.
-func (ch *channel) remote(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
+// remote sends req to node id's controller listener, at its own version
+// when asIs.
+func (ch *channel) remote(ctx context.Context, id int32, req kmsg.Request, asIs bool) (kmsg.Response, error) {
 	conn, err := ch.conn(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := conn.Request(ctx, req)
+	var resp kmsg.Response
+	if asIs {
+		resp, err = conn.RequestAsIs(ctx, req)
+	} else {
+		resp, err = conn.Request(ctx, req)
+	}
+	if errors.Is(err, kerr.UnsupportedVersion) {
+		return nil, err // refused before sending; the connection is fine
+	}
 	if err != nil {
 		ch.mu.Lock()
 		if ch.conns[id] == conn {
@@ -203,16 +226,29 @@ func notController(resp kmsg.Response) bool {
 	return false
 }
 
-// forward sends req to the active controller — local answers it when this
-// node leads — and returns the typed response; failed builds the response
-// a client gets when no controller answered in time.
+// forward sends a client's req to the active controller — local answers it
+// when this node leads — in the client's version, and returns the typed
+// response; failed builds the response a client gets when no controller
+// answered in time. The request's own timeout (or defaultForwardTimeout)
+// bounds every try together: nothing is sent after it.
 func forward[Req kmsg.Request, Resp kmsg.Response](ctx context.Context, ch *channel, req Req,
 	local func(context.Context, Req) Resp, failed func(error) Resp) Resp {
-	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return local(ctx, req) })
+	ctx, cancel := context.WithTimeout(ctx, forwardTimeout(req))
+	defer cancel()
+	resp, err := ch.send(ctx, req, true, func(ctx context.Context) kmsg.Response { return local(ctx, req) })
 	if err != nil {
 		return failed(err)
 	}
 	return resp.(Resp)
+}
+
+// forwardTimeout is how long a forwarded request may take: its own
+// timeout when it has one.
+func forwardTimeout(req kmsg.Request) time.Duration {
+	if tr, ok := req.(kmsg.TimeoutRequest); ok && tr.Timeout() > 0 {
+		return time.Duration(tr.Timeout()) * time.Millisecond
+	}
+	return defaultForwardTimeout
 }
 
 // The broker.Controller methods: admin requests forwarded to the active
@@ -291,7 +327,7 @@ func (ch *channel) AllocateProducerIDs(ctx context.Context, brokerID int32, brok
 	req := kmsg.NewPtrAllocateProducerIDsRequest()
 	req.SetVersion(req.MaxVersion())
 	req.BrokerID, req.BrokerEpoch = brokerID, brokerEpoch
-	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response {
+	resp, err := ch.send(ctx, req, false, func(ctx context.Context) kmsg.Response {
 		r := req.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
 		first, count, err := ch.local.AllocateProducerIDs(ctx, brokerID, brokerEpoch)
 		r.ErrorCode, r.ProducerIDStart, r.ProducerIDLen = errorCode(err), first, count
@@ -355,7 +391,7 @@ func (ch *channel) DescribeQuorum(ctx context.Context, req *kmsg.DescribeQuorumR
 }
 
 func (ch *channel) brokerRegistration(ctx context.Context, req *kmsg.BrokerRegistrationRequest) (*kmsg.BrokerRegistrationResponse, error) {
-	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.BrokerRegistration(ctx, req) })
+	resp, err := ch.send(ctx, req, false, func(ctx context.Context) kmsg.Response { return ch.local.BrokerRegistration(ctx, req) })
 	if err != nil {
 		return nil, err
 	}
@@ -363,7 +399,7 @@ func (ch *channel) brokerRegistration(ctx context.Context, req *kmsg.BrokerRegis
 }
 
 func (ch *channel) brokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error) {
-	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.BrokerHeartbeat(ctx, req) })
+	resp, err := ch.send(ctx, req, false, func(ctx context.Context) kmsg.Response { return ch.local.BrokerHeartbeat(ctx, req) })
 	if err != nil {
 		return nil, err
 	}
@@ -388,7 +424,7 @@ func (ch *channel) alterPartition(ctx context.Context, brokerEpoch int64, r repl
 	}
 	t.Partitions = append(t.Partitions, p)
 	req.Topics = append(req.Topics, t)
-	resp, err := ch.send(ctx, req, func(ctx context.Context) kmsg.Response { return ch.local.AlterPartition(ctx, req) })
+	resp, err := ch.send(ctx, req, false, func(ctx context.Context) kmsg.Response { return ch.local.AlterPartition(ctx, req) })
 	if err != nil {
 		return replica.PartitionState{}, err
 	}

@@ -252,11 +252,15 @@ func TestMetadataLogNonLeaderRefuses(t *testing.T) {
 	}
 }
 
-// TestControllerOnlyAndBrokerOnlyNodes runs a controller-only node and a
-// broker-only node in one process: the broker learns the metadata by
-// fetching it, registers through the controller listener and serves
-// clients; the controller serves no clients.
-func TestControllerOnlyAndBrokerOnlyNodes(t *testing.T) {
+// splitNodes are a controller-only node 1 and a broker-only node 2 in this
+// process, closed when the test ends.
+type splitNodes struct {
+	ctrl, brk *Server
+	ccfg      *config.Config
+}
+
+func startSplitNodes(t *testing.T) *splitNodes {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -272,16 +276,37 @@ func TestControllerOnlyAndBrokerOnlyNodes(t *testing.T) {
 		cfg.ClusterID = "MkU3OEVBNTcwNTJENDM2Qg"
 		return cfg
 	}
-	ccfg := load("process.roles=controller", "node.id=1", "listeners=CONTROLLER://"+ctrlAddr)
-	bcfg := load("process.roles=broker", "node.id=2", "listeners=PLAINTEXT://127.0.0.1:0")
+	n := &splitNodes{ccfg: load("process.roles=controller", "node.id=1", "listeners=CONTROLLER://"+ctrlAddr)}
+	n.ctrl = start(t, n.ccfg)
+	t.Cleanup(func() {
+		if n.ctrl != nil {
+			n.ctrl.Close()
+		}
+	})
+	n.brk = start(t, load("process.roles=broker", "node.id=2", "listeners=PLAINTEXT://127.0.0.1:0"))
+	t.Cleanup(func() { n.brk.Close() })
+	return n
+}
 
-	ctrl := start(t, ccfg)
-	defer ctrl.Close()
+// stopController closes the controller; startController brings it back on
+// its data directory and address.
+func (n *splitNodes) stopController() {
+	n.ctrl.Close()
+	n.ctrl = nil
+}
+
+func (n *splitNodes) startController(t *testing.T) { n.ctrl = start(t, n.ccfg) }
+
+// TestControllerOnlyAndBrokerOnlyNodes runs a controller-only node and a
+// broker-only node in one process: the broker learns the metadata by
+// fetching it, registers through the controller listener and serves
+// clients; the controller serves no clients.
+func TestControllerOnlyAndBrokerOnlyNodes(t *testing.T) {
+	n := startSplitNodes(t)
+	ctrl, brk := n.ctrl, n.brk
 	if ctrl.Addr("PLAINTEXT") != "" || ctrl.broker != nil || ctrl.logs != nil {
 		t.Fatal("controller-only node runs broker parts")
 	}
-	brk := start(t, bcfg)
-	defer brk.Close()
 	if brk.raft != nil || brk.ctrl != nil {
 		t.Fatal("broker-only node runs quorum parts")
 	}
