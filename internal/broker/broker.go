@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/config"
+	"github.com/samsa-io/samsa/internal/coordinator"
 	"github.com/samsa-io/samsa/internal/kclient"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
@@ -68,9 +69,9 @@ type Broker struct {
 	epoch       atomic.Int64 // broker epoch from registration
 	dyn         dynamicState // dynamic broker configs and log level (publisher.go)
 	// offsetsLoaded is owned by the metadata publisher.
-	offsetsLoaded coordinatorLoader
+	offsetsLoaded coordinator.Leadership
 	// txnLoaded is owned by the metadata publisher.
-	txnLoaded coordinatorLoader
+	txnLoaded coordinator.Leadership
 	// fetchers replicate the partitions this node follows (fetcher.go).
 	fetchers *fetcherManager
 }

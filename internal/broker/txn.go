@@ -13,10 +13,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/coordinator"
 	"github.com/samsa-io/samsa/internal/coordinator/txn"
 	"github.com/samsa-io/samsa/internal/kclient"
 	"github.com/samsa-io/samsa/internal/metadata"
-	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/replica"
 	"github.com/samsa-io/samsa/internal/storage"
 )
@@ -28,7 +28,7 @@ const txnStateTopic = "__transaction_state"
 // it and tells it which partitions of __transaction_state this node leads.
 type TxnCoordinator interface {
 	PartitionFor(transactionalID string) int32
-	Load(partition, coordinatorEpoch int32, log txn.PartitionLog)
+	Load(partition, coordinatorEpoch int32, log coordinator.PartitionLog)
 	Unload(partition int32)
 
 	InitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse
@@ -54,50 +54,16 @@ func (b *Broker) publishTxnTopic(img *metadata.Image) {
 	if b.cfg.Txns == nil {
 		return
 	}
-	b.txnLoaded.reconcile(img, txnStateTopic, b.cfg.NodeID, b.cfg.Replicas,
+	b.txnLoaded.Reconcile(img, txnStateTopic, b.cfg.NodeID, b.cfg.Replicas,
 		func(partition, epoch int32, p *replica.Partition) {
-			b.cfg.Txns.Load(partition, epoch, &txnLog{p: p, now: b.cfg.Now})
+			b.cfg.Txns.Load(partition, epoch, &coordinator.ReplicaLog{P: p, Now: b.cfg.Now, CommitTimeout: txnWriteTimeout})
 		}, b.cfg.Txns.Unload)
-}
-
-// txnLog lets the transaction coordinator write to and replay one
-// partition of __transaction_state.
-type txnLog struct {
-	p   *replica.Partition
-	now func() time.Time
 }
 
 // txnWriteTimeout bounds how long a write of the transaction coordinator
 // (a __transaction_state record, or a marker) waits to be replicated:
 // Kafka's request.timeout.ms default.
 const txnWriteTimeout = 30 * time.Second
-
-// Append writes kvs as one uncompressed batch and returns once it is
-// committed (replicated to the ISR).
-func (l *txnLog) Append(ctx context.Context, kvs []txn.KV) error {
-	res, err := l.p.Append(buildKVBatch(l.now(), nil, len(kvs), func(i int) ([]byte, []byte) { return kvs[i].Key, kvs[i].Value }))
-	if err == nil {
-		err = waitCommitted(ctx, l.p, res.BaseOffset+int64(len(kvs))-1, txnWriteTimeout)
-	}
-	switch {
-	case errors.Is(err, kerr.MessageTooLarge):
-		return fmt.Errorf("%w: %v", txn.ErrRecordTooLarge, err)
-	case errors.Is(err, storage.ErrClosed), errors.Is(err, kerr.NotLeaderForPartition):
-		return fmt.Errorf("%w: %v", txn.ErrNotLeader, err)
-	}
-	return err
-}
-
-// Replay hands every record of the partition to fn, in log order. Nothing
-// writes control batches to __transaction_state; any found are skipped.
-func (l *txnLog) Replay(fn func(txn.KV) error) error {
-	return replayPartition(l.p, func(h record.Header, r record.Record) error {
-		if h.Control() {
-			return nil
-		}
-		return fn(txn.KV{Key: r.Key, Value: r.Value})
-	})
-}
 
 // marker is one transaction marker: the end of producerID's transaction
 // at epoch, stamped with the coordinator's epoch.

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/samsa-io/samsa/internal/coordinator/group"
+	"github.com/samsa-io/samsa/internal/coordinator"
 	"github.com/samsa-io/samsa/internal/coordinator/txn"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/record"
@@ -40,7 +40,7 @@ type markerGroups struct {
 	completed []string
 }
 
-func (g *markerGroups) Load(int32, group.PartitionLog) {}
+func (g *markerGroups) Load(int32, int32, coordinator.PartitionLog) {}
 
 func (g *markerGroups) Unload(int32) {}
 

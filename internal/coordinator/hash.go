@@ -1,5 +1,3 @@
-// Package coordinator holds what the group and transaction coordinators
-// share; each lives in its own subpackage (group, txn).
 package coordinator
 
 // JavaStringHashCode is Java's String.hashCode: s[0]*31^(n-1) + ... over

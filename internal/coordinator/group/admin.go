@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/coordinator"
 )
 
 // classicGroupType is the group type ListGroups v5 reports and filters on.
@@ -34,7 +36,7 @@ func (c *Coordinator) describe(id string, version int16) kmsg.DescribeGroupsResp
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.mu.groups[id]
-	if s.mu.unloaded {
+	if s.unloadedLocked() {
 		dg.ErrorCode = kerr.NotCoordinator.Code
 		return dg
 	}
@@ -75,20 +77,15 @@ func (c *Coordinator) describe(id string, version int16) kmsg.DescribeGroupsResp
 // incomplete.
 func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	r := kmsg.NewPtrListGroupsResponse()
-	c.mu.Lock()
-	shards := make([]*shard, 0, len(c.mu.shards))
-	for _, s := range c.mu.shards {
-		shards = append(shards, s)
-	}
-	c.mu.Unlock()
-	for _, s := range shards {
+	for _, p := range c.rt.Partitions() {
 		select {
-		case <-s.loaded:
+		case <-p.Loaded():
 		default:
 			r.ErrorCode = kerr.CoordinatorLoadInProgress.Code
 			r.Groups = nil
 			return r
 		}
+		s := p.Shard
 		s.mu.Lock()
 		for _, g := range s.mu.groups {
 			lg := kmsg.NewListGroupsResponseGroup()
@@ -126,7 +123,7 @@ func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRe
 		dg := kmsg.NewDeleteGroupsResponseGroup()
 		dg.Group = id
 		s, code := c.shardFor(id)
-		if code == 0 && !s.write(ctx, func() ([]KV, func(error)) { return s.decideDeleteLocked(id, &code) }) {
+		if code == 0 && !s.p.Write(ctx, func() ([]KV, func(error)) { return s.decideDeleteLocked(id, &code) }) {
 			code = kerr.NotCoordinator.Code
 		}
 		dg.ErrorCode = code
@@ -155,7 +152,7 @@ func (s *shard) decideDeleteLocked(id string, code *int16) ([]KV, func(error)) {
 	kvs = append(kvs, KV{Key: groupKey(id)}) // last, so replay sees the offsets go first
 	return kvs, func(err error) {
 		if err != nil {
-			*code = appendErrorCode(err)
+			*code = coordinator.AppendErrorCode(err)
 			return
 		}
 		for _, kv := range kvs {

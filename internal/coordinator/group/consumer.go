@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/coordinator"
 )
 
 // This file is the KIP-848 heartbeat (Kafka's
@@ -33,7 +35,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.Cons
 	}
 	ci := clientFrom(ctx)
 	var resp *kmsg.ConsumerGroupHeartbeatResponse
-	ok := s.write(ctx, func() ([]KV, func(error)) {
+	ok := s.p.Write(ctx, func() ([]KV, func(error)) {
 		d := s.decideHeartbeatLocked(req, ci)
 		resp = d.resp
 		if resp.ErrorCode != 0 {
@@ -42,7 +44,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.Cons
 		kvs := append(slices.Clone(d.pre), encodeAll(d.recs)...)
 		return kvs, func(err error) {
 			if err != nil {
-				resp = hbError(appendErrorCode(err), "")
+				resp = hbError(coordinator.AppendErrorCode(err), "")
 				return
 			}
 			for _, kv := range d.pre {
@@ -550,11 +552,11 @@ func (s *shard) armRevokeLocked(groupID string, cg *consumerGroup, memberID stri
 }
 
 // fenceAsync removes a member from a timer callback, on a tracked goroutine
-// because persisting takes writeMu. still re-checks, under the lock, that
+// because persisting takes the partition's write lock. still re-checks, under the lock, that
 // the deadline was not superseded.
 func (s *shard) fenceAsync(groupID, memberID, reason string, still func(*consumerGroup, *cmember) bool) {
 	s.goTracked(func() {
-		s.write(s.ctx, func() ([]KV, func(error)) {
+		s.p.Write(s.p.Context(), func() ([]KV, func(error)) {
 			g := s.mu.groups[groupID]
 			if g == nil || g.cg == nil || g.cg.members[memberID] == nil || !still(g.cg, g.cg.members[memberID]) {
 				return nil, nil

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/coordinator"
 )
 
 // This file connects KIP-848 groups to the APIs both group types share:
@@ -42,7 +44,7 @@ func (c *Coordinator) describeConsumer(id string, version int16) kmsg.ConsumerGr
 	defer s.mu.Unlock()
 	g := s.mu.groups[id]
 	switch {
-	case s.mu.unloaded:
+	case s.unloadedLocked():
 		dg.ErrorCode = kerr.NotCoordinator.Code
 		return dg
 	case g != nil && g.isClassic():
@@ -134,7 +136,7 @@ func (s *shard) describeConsumerClassicLocked(g *group) kmsg.DescribeGroupsRespo
 // INCONSISTENT_GROUP_PROTOCOL. Offsets are kept.
 func (s *shard) convertEmptyConsumerGroup(ctx context.Context, id string) int16 {
 	var code int16
-	if !s.write(ctx, func() ([]KV, func(error)) {
+	if !s.p.Write(ctx, func() ([]KV, func(error)) {
 		g := s.mu.groups[id]
 		if g == nil || g.cg == nil {
 			return nil, nil
@@ -146,7 +148,7 @@ func (s *shard) convertEmptyConsumerGroup(ctx context.Context, id string) int16 
 		recs := deleteGroupRecords(id, g.cg)
 		return encodeAll(recs), func(err error) {
 			if err != nil {
-				code = appendErrorCode(err)
+				code = coordinator.AppendErrorCode(err)
 				return
 			}
 			s.applyAllLocked(recs)
@@ -224,7 +226,7 @@ func (s *shard) decideDeleteConsumerLocked(g *group, code *int16) ([]KV, func(er
 	kvs = append(kvs, encodeAll(deleteGroupRecords(g.id, g.cg))...)
 	return kvs, func(err error) {
 		if err != nil {
-			*code = appendErrorCode(err)
+			*code = coordinator.AppendErrorCode(err)
 			return
 		}
 		for _, kv := range kvs {

@@ -65,11 +65,11 @@
 //
 // # Deciding and doing
 //
-// Every handler that persists something follows one path (shard.write): under
-// the shard lock it validates and builds the records, releases the lock while
-// PartitionLog.Append runs, then applies the outcome under the lock again. A
-// per-shard write lock is held across the three steps so memory changes in
-// log order. Offset records and tombstones change memory only through replay
+// Every handler that persists something follows the coordinator runtime's one
+// path (coordinator.Partition.Write): under the shard lock it validates and
+// builds the records, releases the lock while PartitionLog.Append runs, then
+// applies the outcome under the lock again. A per-partition write lock is held
+// across the three steps so memory changes in log order. Offset records and tombstones change memory only through replay
 // (the same function Load uses); group metadata values are snapshots of the
 // in-memory group (Kafka's storeGroup) and are only read back on Load, because
 // the classic protocol's transient state (pending joins and syncs) is never
@@ -78,8 +78,9 @@
 // # Concurrency
 //
 // Each loaded partition is a shard with one mutex (shard.mu) guarding its
-// groups and offsets. Session, rebalance and sync timers are time.AfterFunc
-// timers whose callbacks are tracked so Close can join them; tests drive time
+// groups and offsets; the runtime (internal/coordinator) loads and unloads
+// shards and owns their goroutines. Session, rebalance and sync timers are
+// the runtime's AfterFunc timers, whose callbacks Close joins; tests drive time
 // with testing/synctest. JoinGroup and SyncGroup block until the rebalance
 // step completes or ctx ends.
 //

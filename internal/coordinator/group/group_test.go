@@ -378,7 +378,7 @@ func TestJoinErrors(t *testing.T) {
 		check("other protocol type", r, 23)
 		full := group.New(group.Config{NumPartitions: 4, MaxGroupSize: 1, InitialRebalanceDelay: -1})
 		defer full.Close()
-		full.Load(full.PartitionFor(testGroup), &memLog{})
+		full.Load(full.PartitionFor(testGroup), 0, &memLog{})
 		synctest.Wait()
 		v3 := joinReq("", nil, consumerMeta("t"))
 		v3.Version = 3
@@ -403,7 +403,7 @@ func TestLoadInProgressAndUnload(t *testing.T) {
 		c := group.New(group.Config{NumPartitions: 4})
 		defer c.Close()
 		p := c.PartitionFor(testGroup)
-		c.Load(p, log)
+		c.Load(p, 0, log)
 		if r := c.Heartbeat(t.Context(), &kmsg.HeartbeatRequest{Group: testGroup}); r.ErrorCode != 14 {
 			t.Fatalf("while loading: %d, want COORDINATOR_LOAD_IN_PROGRESS", r.ErrorCode)
 		}

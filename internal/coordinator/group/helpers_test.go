@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/samsa-io/samsa/internal/coordinator"
 	"github.com/samsa-io/samsa/internal/coordinator/group"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -15,13 +16,13 @@ import (
 // memLog is an in-memory __consumer_offsets partition.
 type memLog struct {
 	mu      sync.Mutex
-	recs    []group.KV
+	recs    []coordinator.KV
 	failErr error           // returned (once) by the next Append
 	block   chan struct{}   // if non-nil, Replay waits for it to close
 	epochs  map[int64]int16 // producer epochs seen by AppendTransactional
 }
 
-func (l *memLog) Append(ctx context.Context, kvs []group.KV) error {
+func (l *memLog) Append(ctx context.Context, kvs []coordinator.KV) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.failErr; err != nil {
@@ -29,25 +30,25 @@ func (l *memLog) Append(ctx context.Context, kvs []group.KV) error {
 		return err
 	}
 	for _, kv := range kvs {
-		l.recs = append(l.recs, group.KV{Key: slices.Clone(kv.Key), Value: slices.Clone(kv.Value)})
+		l.recs = append(l.recs, coordinator.KV{Key: slices.Clone(kv.Key), Value: slices.Clone(kv.Value)})
 	}
 	return nil
 }
 
 // AppendTransactional appends kvs marked with the producer, as Replay
 // reports a transactional batch; fenced producers (by epoch) fail.
-func (l *memLog) AppendTransactional(ctx context.Context, producerID int64, epoch int16, kvs []group.KV) error {
+func (l *memLog) AppendTransactional(ctx context.Context, producerID int64, epoch int16, kvs []coordinator.KV) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.epochs == nil {
 		l.epochs = map[int64]int16{}
 	}
 	if cur, ok := l.epochs[producerID]; ok && epoch < cur {
-		return fmt.Errorf("epoch %d < %d: %w", epoch, cur, group.ErrProducerFenced)
+		return fmt.Errorf("epoch %d < %d: %w", epoch, cur, coordinator.ErrProducerFenced)
 	}
 	l.epochs[producerID] = epoch
 	for _, kv := range kvs {
-		l.recs = append(l.recs, group.KV{Key: slices.Clone(kv.Key), Value: slices.Clone(kv.Value), Transactional: true, ProducerID: producerID})
+		l.recs = append(l.recs, coordinator.KV{Key: slices.Clone(kv.Key), Value: slices.Clone(kv.Value), Transactional: true, ProducerID: producerID})
 	}
 	return nil
 }
@@ -56,10 +57,10 @@ func (l *memLog) AppendTransactional(ctx context.Context, producerID int64, epoc
 func (l *memLog) marker(producerID int64, commit bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.recs = append(l.recs, group.KV{Control: true, Commit: commit, ProducerID: producerID})
+	l.recs = append(l.recs, coordinator.KV{Control: true, Commit: commit, ProducerID: producerID})
 }
 
-func (l *memLog) Replay(fn func(group.KV) error) error {
+func (l *memLog) Replay(fn func(coordinator.KV) error) error {
 	if l.block != nil {
 		<-l.block
 	}
@@ -74,7 +75,7 @@ func (l *memLog) Replay(fn func(group.KV) error) error {
 	return nil
 }
 
-func (l *memLog) records() []group.KV {
+func (l *memLog) records() []coordinator.KV {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.recs)
@@ -101,7 +102,7 @@ func newEnv(t *testing.T, cfg group.Config, log *memLog) *env {
 	}
 	c := group.New(cfg)
 	t.Cleanup(c.Close)
-	c.Load(c.PartitionFor(testGroup), log)
+	c.Load(c.PartitionFor(testGroup), 0, log)
 	e := &env{t: t, c: c, log: log, ctx: group.WithClient(t.Context(), "client", "/127.0.0.1")}
 	e.waitLoaded()
 	return e

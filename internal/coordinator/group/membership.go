@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/coordinator"
 )
 
 // joinReq is a JoinGroup request with defaults resolved.
@@ -67,7 +69,7 @@ func (c *Coordinator) joinGroup(ctx context.Context, req *kmsg.JoinGroupRequest)
 		resp *kmsg.JoinGroupResponse
 		wait chan *kmsg.JoinGroupResponse
 	)
-	ok := s.write(ctx, func() ([]KV, func(error)) {
+	ok := s.p.Write(ctx, func() ([]KV, func(error)) {
 		var kvs []KV
 		var apply func(error)
 		resp, wait, kvs, apply = s.decideJoinLocked(req.Group, j)
@@ -166,7 +168,7 @@ func (s *shard) staticRejoinLocked(g *group, old *member, newID string, j *joinR
 		// coordinator move does not resurrect the fenced id.
 		return nil, ch, []KV{groupRecord(g, s.c.cfg.Now(), nil)}, func(err error) {
 			if err != nil {
-				ch <- joinError(appendErrorCode(err), newID)
+				ch <- joinError(coordinator.AppendErrorCode(err), newID)
 				return
 			}
 			// KIP-814: a static leader gets the members back but must not

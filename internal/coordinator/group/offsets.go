@@ -9,14 +9,16 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/coordinator"
 )
 
 // commitErrorCode maps a failed offset append to Kafka's answer.
 func commitErrorCode(err error) int16 {
-	if errors.Is(err, ErrRecordTooLarge) {
+	if errors.Is(err, coordinator.ErrRecordTooLarge) {
 		return kerr.InvalidCommitOffsetSize.Code
 	}
-	return appendErrorCode(err)
+	return coordinator.AppendErrorCode(err)
 }
 
 // OffsetCommit serves OffsetCommit v0-v10. A commit with generation -1 and
@@ -31,7 +33,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	s, code := c.shardFor(req.Group)
 	if code != 0 {
 		codes.setAll(code)
-	} else if !s.write(ctx, func() ([]KV, func(error)) { return s.decideCommitLocked(req, names, codes) }) {
+	} else if !s.p.Write(ctx, func() ([]KV, func(error)) { return s.decideCommitLocked(req, names, codes) }) {
 		codes.setAll(kerr.NotCoordinator.Code)
 	}
 	for i, t := range req.Topics {
@@ -223,14 +225,14 @@ func (c *Coordinator) fetchGroup(rg kmsg.OffsetFetchRequestGroup, version int16,
 	unstable := map[tp]bool{}
 	if code == 0 {
 		s.mu.Lock()
-		if requireStable && version >= 7 && !s.mu.unloaded {
+		if requireStable && version >= 7 && !s.unloadedLocked() {
 			for _, byGroup := range s.mu.pending {
 				for k := range byGroup[rg.Group] {
 					unstable[k] = true
 				}
 			}
 		}
-		if s.mu.unloaded {
+		if s.unloadedLocked() {
 			code = kerr.NotCoordinator.Code
 		} else if g := s.mu.groups[rg.Group]; g != nil && g.cg != nil && version >= 9 && g.cg.validateFetch(rg.MemberID, rg.MemberEpoch) != 0 {
 			code = g.cg.validateFetch(rg.MemberID, rg.MemberEpoch)
@@ -290,7 +292,7 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 		codes[i] = make([]int16, len(t.Partitions))
 	}
 	s, code := c.shardFor(req.Group)
-	if code == 0 && !s.write(ctx, func() ([]KV, func(error)) {
+	if code == 0 && !s.p.Write(ctx, func() ([]KV, func(error)) {
 		return s.decideOffsetDeleteLocked(req, codes, &code)
 	}) {
 		code = kerr.NotCoordinator.Code
@@ -355,37 +357,10 @@ func (s *shard) decideOffsetDeleteLocked(req *kmsg.OffsetDeleteRequest, codes []
 	}
 }
 
-// expireLoop runs offset expiry every RetentionCheckInterval until Close.
-func (c *Coordinator) expireLoop() {
-	defer c.wg.Done()
-	t := time.NewTicker(c.cfg.RetentionCheckInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-t.C:
-			c.mu.Lock()
-			shards := make([]*shard, 0, len(c.mu.shards))
-			for _, s := range c.mu.shards {
-				shards = append(shards, s)
-			}
-			c.mu.Unlock()
-			for _, s := range shards {
-				select {
-				case <-s.loaded:
-					s.expire()
-				default:
-				}
-			}
-		}
-	}
-}
-
 // expire writes tombstones for expired offsets and for empty groups left
 // without offsets (Kafka's cleanupGroupMetadata).
 func (s *shard) expire() {
-	s.write(s.ctx, func() ([]KV, func(error)) {
+	s.p.Write(s.p.Context(), func() ([]KV, func(error)) {
 		now := s.c.cfg.Now()
 		var kvs []KV
 		for _, g := range s.mu.groups {
@@ -407,13 +382,13 @@ func (s *shard) expire() {
 		}
 		return kvs, func(err error) {
 			if err != nil {
-				s.c.cfg.Logger.Warn("writing offset expiry tombstones failed", "partition", s.partition, "err", err)
+				s.c.cfg.Logger.Warn("writing offset expiry tombstones failed", "partition", s.p.ID, "err", err)
 				return
 			}
 			for _, kv := range kvs {
 				_ = s.replayLocked(kv, false)
 			}
-			s.c.cfg.Logger.Info("expired group metadata", "partition", s.partition, "tombstones", len(kvs))
+			s.c.cfg.Logger.Info("expired group metadata", "partition", s.p.ID, "tombstones", len(kvs))
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/samsa-io/samsa/internal/coordinator"
 	"github.com/samsa-io/samsa/internal/coordinator/group"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -80,7 +81,7 @@ func TestSimpleCommitAndFetch(t *testing.T) {
 			t.Fatalf("failed append: %v", got)
 		}
 		e.log.mu.Lock()
-		e.log.failErr = fmt.Errorf("moved: %w", group.ErrNotLeader)
+		e.log.failErr = fmt.Errorf("moved: %w", coordinator.ErrNotLeader)
 		e.log.mu.Unlock()
 		if got := commitCodes(e.c.OffsetCommit(e.ctx, commitReq(-1, "", "t", 99))); got[0] != 16 {
 			t.Fatalf("lost leadership: %v", got)
@@ -263,7 +264,7 @@ func TestConcurrentTraffic(t *testing.T) {
 	logs := make([]*memLog, 4)
 	for p := range logs {
 		logs[p] = &memLog{}
-		c.Load(int32(p), logs[p])
+		c.Load(int32(p), 0, logs[p])
 	}
 	ctx := t.Context()
 	var wg sync.WaitGroup

@@ -188,7 +188,7 @@ func (s *shard) armRebalanceTimerLocked(g *group, d time.Duration) {
 	g.rebalanceTimer = s.afterFunc(d, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.mu.unloaded || s.mu.groups[g.id] != g || g.rebalanceSeq != seq || g.state != statePreparingRebalance {
+		if s.unloadedLocked() || s.mu.groups[g.id] != g || g.rebalanceSeq != seq || g.state != statePreparingRebalance {
 			return
 		}
 		if g.initialDelay && g.newMemberAdded && g.delayRemaining > 0 {
@@ -254,7 +254,7 @@ func (s *shard) completeJoinLocked(g *group) {
 	g.syncTimer = s.afterFunc(g.rebalanceTimeout(), func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.mu.unloaded || s.mu.groups[g.id] != g || g.generation != gen || len(g.pendingSync) == 0 ||
+		if s.unloadedLocked() || s.mu.groups[g.id] != g || g.generation != gen || len(g.pendingSync) == 0 ||
 			(g.state != stateCompletingRebalance && g.state != stateStable) {
 			return
 		}
@@ -269,11 +269,11 @@ func (s *shard) completeJoinLocked(g *group) {
 }
 
 // persistGroupAsyncLocked writes g's current snapshot from a goroutine:
-// callers hold mu and so cannot take writeMu. The snapshot is taken under
-// writeMu, so whatever is written last is the newest state.
+// callers hold mu and so cannot start a write. The snapshot is taken in
+// the write's decide step, so whatever is written last is the newest state.
 func (s *shard) persistGroupAsyncLocked(g *group) {
 	s.goTracked(func() {
-		s.write(s.ctx, func() ([]KV, func(error)) {
+		s.p.Write(s.p.Context(), func() ([]KV, func(error)) {
 			if s.mu.groups[g.id] != g || (g.state != stateEmpty && g.state != stateStable) {
 				return nil, nil
 			}
@@ -325,7 +325,7 @@ func (s *shard) scheduleSessionLocked(g *group, m *member) {
 	m.sessionTimer = s.afterFunc(m.sessionTimeout, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.mu.unloaded || s.mu.groups[g.id] != g || g.members[m.id] != m || m.timerSeq != seq {
+		if s.unloadedLocked() || s.mu.groups[g.id] != g || g.members[m.id] != m || m.timerSeq != seq {
 			return
 		}
 		if m.joinCh != nil || m.syncCh != nil {
@@ -346,7 +346,7 @@ func (s *shard) addPendingMemberLocked(g *group, id string, session time.Duratio
 	t = s.afterFunc(session, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.mu.unloaded || s.mu.groups[g.id] != g || g.pending[id] != t {
+		if s.unloadedLocked() || s.mu.groups[g.id] != g || g.pending[id] != t {
 			return
 		}
 		delete(g.pending, id)

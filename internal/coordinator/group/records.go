@@ -19,27 +19,6 @@ const (
 	groupMetadataValueVersion = 3
 )
 
-// KV is one record of __consumer_offsets; a nil Value is a tombstone.
-//
-// The coordinator writes plain KVs (Key and Value only). PartitionLog.Replay
-// also reports where a record came from, because transactional offsets
-// (TxnOffsetCommit) only count once their transaction commits:
-//
-//   - Transactional: the record is in a transactional batch of ProducerID;
-//     it stays pending until a marker of that producer follows.
-//   - Control: the record is a transaction marker (control batch) of
-//     ProducerID, Commit true for COMMIT and false for ABORT; Key and Value
-//     are then ignored (the adapter decodes Kafka's control record key).
-//
-// Non-transactional records leave all three false/zero.
-type KV struct {
-	Key, Value    []byte
-	Transactional bool
-	Control       bool
-	Commit        bool
-	ProducerID    int64
-}
-
 // tp is a topic partition.
 type tp struct {
 	topic     string

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/coordinator"
 )
 
 // SyncGroup serves SyncGroup v0-v5. Followers wait for the leader's
@@ -33,7 +35,7 @@ func (c *Coordinator) syncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 		res  *syncResult
 		wait chan syncResult
 	)
-	ok := s.write(ctx, func() ([]KV, func(error)) {
+	ok := s.p.Write(ctx, func() ([]KV, func(error)) {
 		var kvs []KV
 		var apply func(error)
 		res, wait, kvs, apply = s.decideSyncLocked(req)
@@ -117,7 +119,7 @@ func (s *shard) decideSyncLocked(req *kmsg.SyncGroupRequest) (*syncResult, chan 
 		}
 		if err != nil {
 			s.c.cfg.Logger.Warn("storing group assignment failed", "group", g.id, "generation", gen, "err", err)
-			code := appendErrorCode(err)
+			code := coordinator.AppendErrorCode(err)
 			for _, m := range g.members {
 				m.assignment = nil
 				s.answerSyncLocked(m, &syncResult{code: code})
@@ -151,7 +153,7 @@ func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest)
 }
 
 func (s *shard) heartbeatLocked(req *kmsg.HeartbeatRequest) int16 {
-	if s.mu.unloaded {
+	if s.unloadedLocked() {
 		return kerr.NotCoordinator.Code
 	}
 	g := s.mu.groups[req.Group]
@@ -197,7 +199,7 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, req *kmsg.LeaveGroupReques
 	defer s.mu.Unlock()
 	g := s.mu.groups[req.Group]
 	switch {
-	case s.mu.unloaded:
+	case s.unloadedLocked():
 		r.ErrorCode = kerr.NotCoordinator.Code
 		return r
 	case g != nil && g.state == stateDead:

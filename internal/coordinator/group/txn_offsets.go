@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/coordinator"
 )
 
 // Transactional offsets (TxnOffsetCommit) are written as a transactional
@@ -32,12 +34,11 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 		return req.Topics[i].Topic, req.Topics[i].TopicID
 	})
 	s, code := c.shardFor(req.Group)
-	appendTxn := func(ctx context.Context, kvs []KV) error {
-		return s.log.AppendTransactional(ctx, req.ProducerID, req.ProducerEpoch, kvs)
-	}
 	if code != 0 {
 		codes.setAll(code)
-	} else if !s.writeWith(ctx, appendTxn, func() ([]KV, func(error)) { return s.decideTxnCommitLocked(req, names, codes) }) {
+	} else if !s.p.WriteTransactional(ctx, req.ProducerID, req.ProducerEpoch, func() ([]KV, func(error)) {
+		return s.decideTxnCommitLocked(req, names, codes)
+	}) {
 		codes.setAll(kerr.NotCoordinator.Code)
 	}
 	for i, t := range req.Topics {
@@ -115,7 +116,7 @@ func (s *shard) decideTxnCommitLocked(req *kmsg.TxnOffsetCommitRequest, names []
 	return kvs, func(err error) {
 		if err != nil {
 			code := commitErrorCode(err)
-			if errors.Is(err, ErrProducerFenced) {
+			if errors.Is(err, coordinator.ErrProducerFenced) {
 				code = kerr.ProducerFenced.Code
 			}
 			codes.fill(code)
@@ -133,20 +134,13 @@ func (s *shard) decideTxnCommitLocked(req *kmsg.TxnOffsetCommitRequest, names []
 // offsets committed, abort drops them. It does nothing if the partition is
 // not loaded here (its next Load replays the marker from the log).
 func (c *Coordinator) CompleteTransaction(partition int32, producerID int64, commit bool) {
-	c.mu.Lock()
-	s := c.mu.shards[partition]
-	c.mu.Unlock()
-	if s == nil {
+	p, ok := c.rt.Get(partition)
+	if !ok {
 		return
 	}
-	<-s.loaded // a marker must not overtake the replay of its offsets
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.mu.unloaded && s.mu.loadErr == nil {
-		_ = s.replayLocked(KV{Control: true, ProducerID: producerID, Commit: commit}, false)
-	}
+	p.Apply(func() {
+		_ = p.Shard.replayLocked(KV{Control: true, ProducerID: producerID, Commit: commit}, false)
+	})
 }
 
 // replayTxnLocked records a transactional offset as pending; handled is

@@ -24,7 +24,7 @@ func (c *Coordinator) DescribeTransactions(ctx context.Context, req *kmsg.Descri
 		}
 		if code == 0 {
 			s.mu.Lock()
-			if t := s.mu.txns[id]; s.mu.unloaded {
+			if t := s.mu.txns[id]; s.unloadedLocked() {
 				code = kerr.NotCoordinator.Code
 			} else if t == nil {
 				code = kerr.TransactionalIDNotFound.Code
@@ -75,14 +75,9 @@ func (c *Coordinator) ListTransactions(ctx context.Context, req *kmsg.ListTransa
 		duration = req.DurationFilterMillis
 	}
 	now := c.cfg.Now().UnixMilli()
-	c.mu.Lock()
-	shards := make([]*shard, 0, len(c.mu.shards))
-	for _, s := range c.mu.shards {
-		shards = append(shards, s)
-	}
-	c.mu.Unlock()
-	for _, s := range shards {
-		if code := s.ready(); code != 0 {
+	for _, p := range c.rt.Partitions() {
+		s := p.Shard
+		if code := p.Ready(); code != 0 {
 			if code == kerr.CoordinatorLoadInProgress.Code {
 				r.ErrorCode = code // Kafka answers nothing while any partition loads
 				r.TransactionStates = nil

@@ -2,25 +2,11 @@ package txn
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
-	"time"
 
 	"github.com/samsa-io/samsa/internal/coordinator"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
-
-// PartitionLog is one partition of __transaction_state, provided by the
-// broker (the same contract as the group coordinator's PartitionLog).
-type PartitionLog interface {
-	// Append writes kvs as one batch and returns once committed (acks=all).
-	// An error means nothing was written as far as the caller knows.
-	Append(ctx context.Context, kvs []KV) error
-	// Replay calls fn for every record from the log start to the current
-	// end, in order.
-	Replay(fn func(kv KV) error) error
-}
 
 // MarkerWriter writes transaction markers, provided by the broker.
 type MarkerWriter interface {
@@ -35,66 +21,47 @@ type MarkerWriter interface {
 	WriteMarkers(ctx context.Context, producerID int64, epoch int16, coordinatorEpoch int32, commit bool, partitions []TopicPartition) error
 }
 
-// Errors a PartitionLog may wrap so handlers answer with Kafka's code for
-// the same storage failure.
-var (
-	// ErrNotLeader: this broker lost leadership of the partition (NOT_COORDINATOR).
-	ErrNotLeader = errors.New("not the leader of the __transaction_state partition")
-	// ErrRecordTooLarge: the batch exceeds the topic's size limits (UNKNOWN_SERVER_ERROR).
-	ErrRecordTooLarge = errors.New("record batch too large for __transaction_state")
-)
-
-// Coordinator is the transaction coordinator of one broker.
+// Coordinator is the transaction coordinator of one broker: a shard per
+// loaded partition of __transaction_state, run by the coordinator runtime.
 type Coordinator struct {
 	cfg Config
-
-	mu struct {
-		sync.Mutex
-		shards map[int32]*shard
-		closed bool
-	}
-	// wg joins every goroutine the coordinator starts.
-	wg   sync.WaitGroup
-	stop chan struct{}
+	rt  *coordinator.Runtime[*shard]
 }
 
-// shard is one loaded partition of __transaction_state.
+// shard is one loaded partition of __transaction_state. Its partition's
+// Epoch is the coordinator epoch stamped on markers.
 type shard struct {
-	c         *Coordinator
-	partition int32
-	epoch     int32 // coordinator epoch: the partition's leader epoch
-	log       PartitionLog
-	loaded    chan struct{} // closed when replay finished
-	ctx       context.Context
-	cancel    context.CancelFunc // ends appends and marker writes once unloaded
+	c *Coordinator
+	p *coordinator.Partition[*shard]
 
-	// writeMu serializes decide/append/apply so memory follows log order.
-	// Lock order: writeMu before mu.
-	writeMu sync.Mutex
-	mu      struct {
+	// mu guards the transactions; p.Write takes it to decide and apply.
+	mu struct {
 		sync.Mutex
 		txns       map[string]*txnMeta
 		completing map[string]bool // ids whose markers are being written
-		unloaded   bool
-		loadErr    error
 	}
 }
 
 // New returns a coordinator with no loaded partitions and starts its
 // timeout and expiry loops.
 func New(cfg Config) *Coordinator {
-	c := &Coordinator{cfg: cfg.withDefaults(), stop: make(chan struct{})}
-	c.mu.shards = map[int32]*shard{}
-	c.wg.Add(2)
-	go c.loop(c.cfg.AbortTimedOutInterval, (*shard).abortTimedOut)
-	go c.loop(c.cfg.RemoveExpiredInterval, (*shard).removeExpired)
+	c := &Coordinator{cfg: cfg.withDefaults()}
+	c.rt = coordinator.NewRuntime(coordinator.Config{Topic: "__transaction_state", NumPartitions: c.cfg.NumPartitions, Logger: c.cfg.Logger},
+		func(p *coordinator.Partition[*shard]) *shard {
+			s := &shard{c: c, p: p}
+			s.mu.txns = map[string]*txnMeta{}
+			s.mu.completing = map[string]bool{}
+			return s
+		})
+	c.rt.Every(c.cfg.AbortTimedOutInterval, func(p *coordinator.Partition[*shard]) { p.Shard.abortTimedOut() })
+	c.rt.Every(c.cfg.RemoveExpiredInterval, func(p *coordinator.Partition[*shard]) { p.Shard.removeExpired() })
 	return c
 }
 
 // PartitionFor returns the __transaction_state partition that owns
 // transactionalID.
 func (c *Coordinator) PartitionFor(transactionalID string) int32 {
-	return coordinator.PartitionFor(transactionalID, c.cfg.NumPartitions)
+	return c.rt.PartitionFor(transactionalID)
 }
 
 // Load makes this coordinator the owner of partition at coordinatorEpoch
@@ -102,99 +69,44 @@ func (c *Coordinator) PartitionFor(transactionalID string) int32 {
 // in the background; requests get COORDINATOR_LOAD_IN_PROGRESS until then.
 // Transactions found in PrepareCommit or PrepareAbort have their markers
 // written again and are completed. Loading a loaded partition replaces it.
-func (c *Coordinator) Load(partition, coordinatorEpoch int32, log PartitionLog) {
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &shard{c: c, partition: partition, epoch: coordinatorEpoch, log: log, loaded: make(chan struct{}), ctx: ctx, cancel: cancel}
-	s.mu.txns = map[string]*txnMeta{}
-	s.mu.completing = map[string]bool{}
-	c.mu.Lock()
-	if c.mu.closed {
-		c.mu.Unlock()
-		cancel()
-		return
-	}
-	old := c.mu.shards[partition]
-	c.mu.shards[partition] = s
-	c.wg.Add(1)
-	c.mu.Unlock()
-	if old != nil {
-		old.unload()
-	}
-	go func() {
-		defer c.wg.Done()
-		s.load()
-	}()
+func (c *Coordinator) Load(partition, coordinatorEpoch int32, log coordinator.PartitionLog) {
+	c.rt.Load(partition, coordinatorEpoch, log)
 }
 
 // Unload drops the partition's state and stops its marker writers.
-func (c *Coordinator) Unload(partition int32) {
-	c.mu.Lock()
-	s := c.mu.shards[partition]
-	delete(c.mu.shards, partition)
-	c.mu.Unlock()
-	if s != nil {
-		s.unload()
-	}
-}
+func (c *Coordinator) Unload(partition int32) { c.rt.Unload(partition) }
 
 // Close unloads every partition and waits for background work to end.
-func (c *Coordinator) Close() {
-	c.mu.Lock()
-	if c.mu.closed {
-		c.mu.Unlock()
-		return
+func (c *Coordinator) Close() { c.rt.Close() }
+
+func (s *shard) Lock()   { s.mu.Lock() }
+func (s *shard) Unlock() { s.mu.Unlock() }
+
+// ReplayLocked applies one record read on load. Nothing writes markers
+// to __transaction_state; any found are skipped.
+func (s *shard) ReplayLocked(kv KV) error {
+	if kv.Control {
+		return nil
 	}
-	c.mu.closed = true
-	shards := c.mu.shards
-	c.mu.shards = map[int32]*shard{}
-	c.mu.Unlock()
-	close(c.stop)
-	for _, s := range shards {
-		s.unload()
-	}
-	c.wg.Wait()
+	return s.replayLocked(kv)
 }
 
-func (s *shard) load() {
-	start := time.Now()
-	var n int
-	err := s.log.Replay(func(kv KV) error {
-		n++
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.mu.unloaded {
-			return errUnloaded
+// OnLoadedLocked completes the transactions the previous coordinator left
+// prepared: their markers are written again.
+func (s *shard) OnLoadedLocked() {
+	for _, t := range s.mu.txns {
+		if t.state == StatePrepareCommit || t.state == StatePrepareAbort {
+			s.startCompletionLocked(t)
 		}
-		return s.replayLocked(kv)
-	})
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err != nil && !errors.Is(err, errUnloaded) {
-		// Partial state could commit what was aborted; stay unavailable.
-		s.mu.loadErr = fmt.Errorf("replaying __transaction_state-%d: %w", s.partition, err)
-		s.c.cfg.Logger.Error("transaction coordinator load failed", "partition", s.partition, "err", err)
 	}
-	if !s.mu.unloaded && s.mu.loadErr == nil {
-		for _, t := range s.mu.txns {
-			if t.state == StatePrepareCommit || t.state == StatePrepareAbort {
-				s.startCompletionLocked(t)
-			}
-		}
-		s.c.cfg.Logger.Info("loaded transaction coordinator partition", "partition", s.partition,
-			"records", n, "transactional_ids", len(s.mu.txns), "elapsed", time.Since(start))
-	}
-	close(s.loaded)
 }
 
-var errUnloaded = errors.New("partition unloaded")
+// OnUnloadedLocked drops the state; the partition's context, which marker
+// writers run under, has ended.
+func (s *shard) OnUnloadedLocked() { s.mu.txns = nil }
 
-func (s *shard) unload() {
-	s.cancel()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.mu.unloaded = true
-	s.mu.txns = nil
-}
+// unloadedLocked reports whether the partition was unloaded.
+func (s *shard) unloadedLocked() bool { return s.p.UnloadedLocked() }
 
 // replayLocked applies one record. It is the only way transaction state
 // changes, on Load and after a successful live append.
@@ -223,74 +135,15 @@ func (c *Coordinator) shardFor(id string) (*shard, int16) {
 	if id == "" {
 		return nil, kerr.InvalidRequest.Code
 	}
-	c.mu.Lock()
-	s := c.mu.shards[c.PartitionFor(id)]
-	c.mu.Unlock()
-	if s == nil {
-		return nil, kerr.NotCoordinator.Code
-	}
-	return s, s.ready()
+	return c.rt.Shard(id)
 }
 
-// ready is 0 if the shard serves requests, else the code to answer.
-func (s *shard) ready() int16 {
-	select {
-	case <-s.loaded:
-	default:
-		return kerr.CoordinatorLoadInProgress.Code
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.mu.unloaded:
-		return kerr.NotCoordinator.Code
-	case s.mu.loadErr != nil:
-		return kerr.CoordinatorNotAvailable.Code
-	}
-	return 0
-}
-
-// write is the one path by which state is persisted: decide runs under mu
-// and returns records plus an apply step; the records are appended without
-// mu held; apply runs under mu with the append's outcome. writeMu spans the
-// three steps so memory changes in log order. It reports false, having run
-// nothing, if the shard was unloaded.
-func (s *shard) write(ctx context.Context, decide func() ([]KV, func(err error))) bool {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	s.mu.Lock()
-	if s.mu.unloaded {
-		s.mu.Unlock()
-		return false
-	}
-	kvs, apply := decide()
-	s.mu.Unlock()
-	var err error
-	if len(kvs) > 0 {
-		actx, cancel := context.WithCancel(ctx)
-		stop := context.AfterFunc(s.ctx, cancel)
-		err = s.log.Append(actx, kvs)
-		stop()
-		cancel()
-	}
-	if apply == nil {
-		return true
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.mu.unloaded && err == nil {
-		err = ErrNotLeader
-	}
-	apply(err)
-	return true
-}
-
-// persist is write for the common case of one new transaction state: it
+// persist is p.Write for the common case of one new transaction state: it
 // appends t's record and, once written, replays it and then runs after.
 // It returns the code for a failed append, or 0.
 func (s *shard) persist(ctx context.Context, decide func() (t *txnMeta, code int16), after func(t *txnMeta)) int16 {
 	var code int16
-	ok := s.write(ctx, func() ([]KV, func(error)) {
+	ok := s.p.Write(ctx, func() ([]KV, func(error)) {
 		t, c := decide()
 		if t == nil {
 			code = c
@@ -299,7 +152,7 @@ func (s *shard) persist(ctx context.Context, decide func() (t *txnMeta, code int
 		kv := txnRecord(t)
 		return []KV{kv}, func(err error) {
 			if err != nil {
-				code = appendErrorCode(err)
+				code = coordinator.AppendErrorCode(err)
 				return
 			}
 			_ = s.replayLocked(kv) // a record we just encoded always parses
@@ -315,55 +168,4 @@ func (s *shard) persist(ctx context.Context, decide func() (t *txnMeta, code int
 		return kerr.NotCoordinator.Code
 	}
 	return code
-}
-
-// appendErrorCode is Kafka's mapping of a failed __transaction_state append.
-func appendErrorCode(err error) int16 {
-	switch {
-	case errors.Is(err, ErrNotLeader):
-		return kerr.NotCoordinator.Code
-	case errors.Is(err, ErrRecordTooLarge):
-		return kerr.UnknownServerError.Code
-	default:
-		return kerr.CoordinatorNotAvailable.Code
-	}
-}
-
-// loop runs fn on every loaded shard each interval until Close.
-func (c *Coordinator) loop(interval time.Duration, fn func(*shard)) {
-	defer c.wg.Done()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-t.C:
-			c.mu.Lock()
-			shards := make([]*shard, 0, len(c.mu.shards))
-			for _, s := range c.mu.shards {
-				shards = append(shards, s)
-			}
-			c.mu.Unlock()
-			for _, s := range shards {
-				if s.ready() == 0 {
-					fn(s)
-				}
-			}
-		}
-	}
-}
-
-// goTracked runs fn on a goroutine Close joins, unless closed.
-func (c *Coordinator) goTracked(fn func()) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.mu.closed {
-		return
-	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		fn()
-	}()
 }

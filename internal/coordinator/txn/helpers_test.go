@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/samsa-io/samsa/internal/coordinator"
 	"github.com/samsa-io/samsa/internal/coordinator/txn"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -16,20 +17,26 @@ import (
 // memLog is an in-memory __transaction_state partition.
 type memLog struct {
 	mu    sync.Mutex
-	recs  []txn.KV
+	recs  []coordinator.KV
 	block chan struct{} // if non-nil, Replay waits for it to close
 }
 
-func (l *memLog) Append(ctx context.Context, kvs []txn.KV) error {
+func (l *memLog) Append(ctx context.Context, kvs []coordinator.KV) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, kv := range kvs {
-		l.recs = append(l.recs, txn.KV{Key: slices.Clone(kv.Key), Value: slices.Clone(kv.Value)})
+		l.recs = append(l.recs, coordinator.KV{Key: slices.Clone(kv.Key), Value: slices.Clone(kv.Value)})
 	}
 	return nil
 }
 
-func (l *memLog) Replay(fn func(txn.KV) error) error {
+// AppendTransactional is never called: the transaction coordinator writes
+// no transactional batches.
+func (l *memLog) AppendTransactional(context.Context, int64, int16, []coordinator.KV) error {
+	return errors.New("__transaction_state takes no transactional batches")
+}
+
+func (l *memLog) Replay(fn func(coordinator.KV) error) error {
 	if l.block != nil {
 		<-l.block
 	}

@@ -72,7 +72,7 @@ func (c *Coordinator) initTxn(ctx context.Context, req *kmsg.InitProducerIDReque
 	newPID := int64(-1)
 	for range 3 {
 		s.mu.Lock()
-		need := !s.mu.unloaded && needsNewProducerID(s.mu.txns[id], expected)
+		need := !s.unloadedLocked() && needsNewProducerID(s.mu.txns[id], expected)
 		s.mu.Unlock()
 		if need && newPID < 0 {
 			pid, err := c.cfg.ProducerIDs(ctx)

@@ -18,7 +18,7 @@ func (s *shard) startCompletionLocked(t *txnMeta) {
 	id, pid, epoch := t.id, t.producerID, t.epoch
 	commit := t.state == StatePrepareCommit
 	parts := t.sortedPartitions()
-	s.c.goTracked(func() { s.complete(id, pid, epoch, commit, parts) })
+	s.c.rt.Go(func() { s.complete(id, pid, epoch, commit, parts) })
 }
 
 // complete retries the markers until they are written, then persists the
@@ -27,7 +27,7 @@ func (s *shard) startCompletionLocked(t *txnMeta) {
 func (s *shard) complete(id string, pid int64, epoch int16, commit bool, parts []TopicPartition) {
 	defer func() {
 		s.mu.Lock()
-		if !s.mu.unloaded {
+		if !s.unloadedLocked() {
 			delete(s.mu.completing, id)
 		}
 		s.mu.Unlock()
@@ -39,11 +39,11 @@ func (s *shard) complete(id string, pid int64, epoch int16, commit bool, parts [
 		if len(parts) == 0 {
 			break
 		}
-		err := s.c.cfg.Markers.WriteMarkers(s.ctx, pid, epoch, s.epoch, commit, parts)
+		err := s.c.cfg.Markers.WriteMarkers(s.p.Context(), pid, epoch, s.p.Epoch, commit, parts)
 		if err == nil {
 			break
 		}
-		if s.ctx.Err() != nil {
+		if s.p.Context().Err() != nil {
 			return
 		}
 		s.c.cfg.Logger.Warn("writing transaction markers failed; retrying", "transactional_id", id,
@@ -54,7 +54,7 @@ func (s *shard) complete(id string, pid int64, epoch int16, commit bool, parts [
 			return
 		}
 		var stale bool
-		code := s.persist(s.ctx, func() (*txnMeta, int16) {
+		code := s.persist(s.p.Context(), func() (*txnMeta, int16) {
 			t := s.mu.txns[id]
 			want := StatePrepareAbort
 			if commit {
@@ -87,7 +87,7 @@ func (s *shard) sleep(d time.Duration) bool {
 	select {
 	case <-t.C:
 		return true
-	case <-s.ctx.Done():
+	case <-s.p.Context().Done():
 		return false
 	}
 }
@@ -120,7 +120,7 @@ func (s *shard) abortTimedOut() {
 	}
 	s.mu.Unlock()
 	for _, id := range ids {
-		code := s.persist(s.ctx, func() (*txnMeta, int16) {
+		code := s.persist(s.p.Context(), func() (*txnMeta, int16) {
 			t := s.mu.txns[id]
 			if t == nil || t.state != StateOngoing || now <= t.startMs+int64(t.timeoutMs) {
 				return nil, 0 // changed since we looked
@@ -138,7 +138,7 @@ func (s *shard) abortTimedOut() {
 // removeExpired writes tombstones for transactional ids without a
 // transaction for IDExpiration (Kafka's removeExpiredTransactionalIds).
 func (s *shard) removeExpired() {
-	s.write(s.ctx, func() ([]KV, func(error)) {
+	s.p.Write(s.p.Context(), func() ([]KV, func(error)) {
 		now := s.c.cfg.Now().UnixMilli()
 		var kvs []KV
 		// Sorted, so the log reads the same on every run.
@@ -156,13 +156,13 @@ func (s *shard) removeExpired() {
 		}
 		return kvs, func(err error) {
 			if err != nil {
-				s.c.cfg.Logger.Warn("writing transactional id tombstones failed", "partition", s.partition, "err", err)
+				s.c.cfg.Logger.Warn("writing transactional id tombstones failed", "partition", s.p.ID, "err", err)
 				return
 			}
 			for _, kv := range kvs {
 				_ = s.replayLocked(kv)
 			}
-			s.c.cfg.Logger.Info("expired transactional ids", "partition", s.partition, "count", len(kvs))
+			s.c.cfg.Logger.Info("expired transactional ids", "partition", s.p.ID, "count", len(kvs))
 		}
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/coordinator"
 )
 
 // Record schema versions as Kafka 4 writes them for transaction version 1
@@ -16,8 +18,9 @@ const (
 	valueVersion = 0
 )
 
-// KV is one record of __transaction_state; a nil Value is a tombstone.
-type KV struct{ Key, Value []byte }
+// KV is one record of __transaction_state (Key and Value only); a nil
+// Value is a tombstone.
+type KV = coordinator.KV
 
 // TopicPartition names one partition of a transaction.
 type TopicPartition struct {

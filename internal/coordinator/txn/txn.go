@@ -147,7 +147,7 @@ func (c *Coordinator) verifyPartitions(id string, parts []TopicPartition) map[To
 		defer s.mu.Unlock()
 	}
 	var t *txnMeta
-	if code == 0 && !s.mu.unloaded {
+	if code == 0 && !s.unloadedLocked() {
 		t = s.mu.txns[id]
 	}
 	for _, p := range parts {

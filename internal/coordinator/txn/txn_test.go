@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/samsa-io/samsa/internal/coordinator"
 	"github.com/samsa-io/samsa/internal/coordinator/txn"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -186,7 +187,7 @@ func TestKIP360(t *testing.T) {
 		v.ProducerID, v.ProducerEpoch, v.TimeoutMillis, v.State = 77, math.MaxInt16-1, 1000, kmsg.TransactionState(txn.StateCompleteCommit)
 		v.StartTimestamp, v.LastUpdateTimestamp = 5, time.Now().UnixMilli()
 		k := kmsg.TxnMetadataKey{TransactionalID: "tx"}
-		log.recs = append(log.recs, txn.KV{Key: k.AppendTo(nil), Value: v.AppendTo(nil)})
+		log.recs = append(log.recs, coordinator.KV{Key: k.AppendTo(nil), Value: v.AppendTo(nil)})
 		e2 := newEnv(t, log, nil)
 		r = func() *kmsg.InitProducerIDResponse { e = e2; return init(77, math.MaxInt16-1) }()
 		e.expect("rotated", []any{r.ErrorCode, r.ProducerID, r.ProducerEpoch}, []any{0, 1000, 0})

@@ -1,12 +1,12 @@
-package broker
+package coordinator
 
 import (
+	"bytes"
 	"math"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/replica"
 	"github.com/samsa-io/samsa/internal/storage"
 )
@@ -32,26 +32,26 @@ func TestReplayReadsPastHighWatermark(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var want [][]byte
 	for i := range 3 {
-		batch := buildKVBatch(time.Now(), nil, 2, func(j int) ([]byte, []byte) {
-			return []byte{byte(i), byte(j)}, []byte("v")
-		})
-		if _, err := p.Append(batch); err != nil {
+		kvs := []KV{{Key: []byte{byte(i), 0}, Value: []byte("v")}, {Key: []byte{byte(i), 1}, Value: []byte("v")}}
+		if _, err := p.Append(buildBatch(time.Now(), nil, kvs)); err != nil {
 			t.Fatal(err)
 		}
+		want = append(want, kvs[0].Key, kvs[1].Key)
 	}
 	if s := p.Offsets(); s.HighWatermark != 0 || s.LogEndOffset != 6 {
 		t.Fatalf("offsets %+v, want high watermark 0 and log end 6", s)
 	}
-	var offsets []int64
-	err = replayPartition(p, func(_ record.Header, r record.Record) error {
-		offsets = append(offsets, r.Offset)
+	var keys [][]byte
+	err = (&ReplicaLog{P: p}).Replay(func(kv KV) error {
+		keys = append(keys, kv.Key)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []int64{0, 1, 2, 3, 4, 5}; !slices.Equal(offsets, want) {
-		t.Fatalf("replayed offsets %v, want %v", offsets, want)
+	if !slices.EqualFunc(keys, want, bytes.Equal) {
+		t.Fatalf("replayed keys %v, want %v", keys, want)
 	}
 }

@@ -1,4 +1,4 @@
-package broker
+package coordinator
 
 import (
 	"sync"
@@ -7,20 +7,19 @@ import (
 	"github.com/samsa-io/samsa/internal/replica"
 )
 
-// coordinatorLoader tracks which partitions of an internal topic
-// (__consumer_offsets, __transaction_state) this node has handed to their
-// coordinator, and at which leader epoch. Only the metadata publisher uses
-// it, from the apply path, so the lock just documents that ownership.
-type coordinatorLoader struct {
+// Leadership follows which partitions of an internal topic this node leads
+// and keeps a coordinator's loaded partitions equal to them. Only the
+// metadata publisher calls it, so the lock just documents that ownership.
+type Leadership struct {
 	mu     sync.Mutex
 	loaded map[int32]int32 // partition → leader epoch it was loaded at
 }
 
-// reconcile loads the partitions of topic that node leads and unloads the
+// Reconcile loads the partitions of topic that node leads and unloads the
 // rest. A partition whose leader epoch changed is loaded again: the
 // coordinator's view (and the transaction coordinator's epoch in markers)
 // must follow the current leadership.
-func (l *coordinatorLoader) reconcile(img *metadata.Image, topic string, node int32, replicas *replica.Manager,
+func (l *Leadership) Reconcile(img *metadata.Image, topic string, node int32, replicas *replica.Manager,
 	load func(partition, epoch int32, p *replica.Partition), unload func(partition int32)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -41,7 +40,7 @@ func (l *coordinatorLoader) reconcile(img *metadata.Image, topic string, node in
 		}
 		part, ok := replicas.Partition(topic, p)
 		if !ok {
-			continue // its log failed to open; logged by Publish
+			continue // its log failed to open; logged by the publisher
 		}
 		l.loaded[p] = epoch
 		load(p, epoch, part)
