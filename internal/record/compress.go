@@ -152,7 +152,8 @@ type decompressor struct {
 	gz       gzip.Reader
 	lz       *lz4.Reader
 	zd       *zstd.Decoder
-	zdMemory int64 // what zd's window needs, as last charged
+	zdMemory int64 // the most memory zd's windows have needed
+	zdWindow int64 // the largest window zd accepts now
 	sn       snappyReader
 
 	charge int64 // held from budget for zstd
@@ -226,8 +227,17 @@ func (d *decompressor) openZstd(src []byte) (io.Reader, error) {
 		d.zd = zd
 	}
 	d.zdMemory = max(d.zdMemory, memory)
-	err := d.zd.ResetWithOptions(&d.src, zstd.WithDecoderMaxWindow(uint64(window)), zstd.WithDecoderMaxMemory(uint64(window)))
+	var err error
+	if window == d.zdWindow {
+		err = d.zd.Reset(&d.src)
+	} else {
+		// Setting options allocates, so only when the window changes
+		// (a producer's batches tend to share one).
+		err = d.zd.ResetWithOptions(&d.src, zstd.WithDecoderMaxWindow(uint64(window)), zstd.WithDecoderMaxMemory(uint64(window)))
+		d.zdWindow = window
+	}
 	if err != nil {
+		d.zdWindow = 0
 		return nil, err
 	}
 	return d.zd, nil
@@ -245,7 +255,7 @@ func (d *decompressor) close() {
 	if d.zd != nil {
 		if d.zdMemory > maxPooledDecompressor {
 			d.zd.Close()
-			d.zd, d.zdMemory = nil, 0
+			d.zd, d.zdMemory, d.zdWindow = nil, 0, 0
 		} else {
 			_ = d.zd.Reset(nil) // drop the reference to the batch
 		}
