@@ -65,6 +65,7 @@ type Config struct {
 	NumIOThreads                 int
 	NumRecoveryThreadsPerDataDir int
 	QueuedMaxRequests            int
+	QueuedMaxRequestBytes        int64
 	SocketSendBufferBytes        int // -1: OS default
 	SocketReceiveBufferBytes     int // -1: OS default
 	SocketRequestMaxBytes        int32
@@ -350,6 +351,7 @@ func (c *Config) fill() error {
 	c.NumIOThreads = int(c.i32("num.io.threads"))
 	c.NumRecoveryThreadsPerDataDir = int(c.i32("num.recovery.threads.per.data.dir"))
 	c.QueuedMaxRequests = int(c.i32("queued.max.requests"))
+	c.QueuedMaxRequestBytes = c.i64("queued.max.request.bytes")
 	c.SocketSendBufferBytes = int(c.i32("socket.send.buffer.bytes"))
 	c.SocketReceiveBufferBytes = int(c.i32("socket.receive.buffer.bytes"))
 	c.SocketRequestMaxBytes = c.i32("socket.request.max.bytes")

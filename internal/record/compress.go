@@ -57,31 +57,34 @@ func appendCompressed(dst []byte, c Codec, src []byte) ([]byte, error) {
 // the output would exceed limit bytes.
 func decompress(dst []byte, c Codec, src []byte, limit int) ([]byte, error) {
 	dst = dst[:0]
-	var err error
 	switch c {
 	case CodecNone:
 		if len(src) > limit {
 			return nil, fmt.Errorf("%w: %w", ErrCorrupt, errTooLarge)
 		}
 		return append(dst, src...), nil
-	case CodecGzip:
-		dst, err = gzipDecompress(dst, src, limit)
-	case CodecSnappy:
-		dst, err = xerialDecode(dst, src, limit)
-	case CodecLZ4:
-		dst, err = lz4Decompress(dst, src, limit)
-	case CodecZstd:
-		dst, err = zstdDecompress(dst, src, limit)
+	case CodecGzip, CodecSnappy, CodecLZ4, CodecZstd:
 	default:
 		return nil, fmt.Errorf("%w: unknown compression codec %d", ErrInvalid, int8(c))
 	}
+	d := getDecompressor(nil)
+	defer d.close()
+	r, err := d.open(c, src, limit)
+	if err == nil {
+		dst, err = readAllLimit(dst, r, limit)
+	}
 	if err != nil {
-		if errors.Is(err, ErrCorrupt) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, c, err)
+		return nil, corruptErr(c, err)
 	}
 	return dst, nil
+}
+
+// corruptErr wraps a decompression failure in ErrCorrupt, naming the codec.
+func corruptErr(c Codec, err error) error {
+	if errors.Is(err, ErrCorrupt) {
+		return err
+	}
+	return fmt.Errorf("%w: %s: %w", ErrCorrupt, c, err)
 }
 
 // readAllLimit appends everything r yields to dst, up to limit bytes.
@@ -113,24 +116,154 @@ func readAllLimit(dst []byte, r io.Reader, limit int) ([]byte, error) {
 	}
 }
 
-// gzip. Readers and writers hold sizeable state (a writer ~800 KiB), so they
-// are pooled rather than made per batch.
+// Decompression is streaming for every codec: validation walks records
+// as they come out of a fixed window (stream.go) and never holds the whole
+// records section. What a decompressor keeps per batch is then bounded by
+// the codec, not by the batch:
+//
+//	gzip    the 32 KiB deflate window and tables
+//	lz4     one block, at most 4 MiB (the frame declares 64 KiB..4 MiB)
+//	zstd    the frame's window (single-segment frames: the content size),
+//	        charged to the Budget and at most maxZstdWindow
+//	snappy  one decoded block, charged to the Budget (xerial blocks are
+//	        32 KiB; a bare block is the whole records section)
 
-type gzipReader struct {
-	src bytes.Reader
-	zr  gzip.Reader
+// maxZstdWindow is the largest zstd window accepted: the reference
+// decoder's default limit (ZSTD_WINDOWLOG_LIMIT_DEFAULT, 2^27), which the
+// zstd-jni streams Kafka validates with enforce as well, single-segment
+// frames included.
+const maxZstdWindow = 128 << 20
+
+// zstdBlockMax is zstd's largest block; the streaming decoder keeps its
+// window plus room for two blocks.
+const zstdBlockMax = 128 << 10
+
+// maxPooledDecompressor: a decompressor whose zstd window or snappy buffer
+// grew beyond this is dropped after use rather than pooled, so one large
+// batch does not leave its memory resident for the next small ones.
+const maxPooledDecompressor = 4 << 20
+
+// decompressor holds the streaming state of every codec, made on first
+// use and pooled, since zstd and gzip state is costly to build.
+type decompressor struct {
+	src    bytes.Reader
+	budget *Budget
+
+	gz       gzip.Reader
+	lz       *lz4.Reader
+	zd       *zstd.Decoder
+	zdMemory int64 // the most memory zd's windows have needed
+	zdWindow int64 // the largest window zd accepts now
+	sn       snappyReader
+
+	charge int64 // held from budget for zstd
+	stream streamReader
 }
 
-var gzipReaders = sync.Pool{New: func() any { return new(gzipReader) }}
+var decompressors = sync.Pool{New: func() any { return new(decompressor) }}
 
-func gzipDecompress(dst, src []byte, limit int) ([]byte, error) {
-	g := gzipReaders.Get().(*gzipReader)
-	defer gzipReaders.Put(g)
-	g.src.Reset(src)
-	if err := g.zr.Reset(&g.src); err != nil {
+func getDecompressor(budget *Budget) *decompressor {
+	d := decompressors.Get().(*decompressor)
+	d.budget = budget
+	return d
+}
+
+// open starts decompressing src with codec c (not CodecNone).
+func (d *decompressor) open(c Codec, src []byte, limit int) (io.Reader, error) {
+	d.src.Reset(src)
+	switch c {
+	case CodecGzip:
+		if err := d.gz.Reset(&d.src); err != nil {
+			return nil, err
+		}
+		return &d.gz, nil
+	case CodecSnappy:
+		if err := d.sn.reset(src, limit, d.budget); err != nil {
+			return nil, err
+		}
+		return &d.sn, nil
+	case CodecLZ4:
+		if d.lz == nil {
+			d.lz = lz4.NewReader(nil)
+			// One goroutine per batch: decompression runs on the
+			// request's own goroutine, not on helper goroutines.
+			_ = d.lz.Apply(lz4.ConcurrencyOption(1))
+		}
+		d.lz.Reset(&d.src)
+		return d.lz, nil
+	case CodecZstd:
+		return d.openZstd(src)
+	}
+	return nil, fmt.Errorf("%w: unknown compression codec %d", ErrInvalid, int8(c))
+}
+
+// openZstd sizes the decoder's window from the first frame header and
+// charges it to the budget. Later frames may not declare a larger window
+// (Kafka's producers write one frame per batch).
+func (d *decompressor) openZstd(src []byte) (io.Reader, error) {
+	window := int64(zstd.MinWindowSize)
+	var fh zstd.Header
+	if err := fh.Decode(src); err == nil {
+		switch {
+		case fh.Skippable:
+			window = maxZstdWindow // the real frame comes later, unseen
+		case fh.SingleSegment:
+			window = max(int64(fh.FrameContentSize), zstd.MinWindowSize)
+		default:
+			window = max(int64(fh.WindowSize), zstd.MinWindowSize)
+		}
+	} // else the decoder fails on the same header
+	if window > maxZstdWindow {
+		return nil, fmt.Errorf("%w: zstd window of %d bytes exceeds the limit of %d", ErrCorrupt, window, maxZstdWindow)
+	}
+	memory := window + 2*min(window, zstdBlockMax)
+	d.charge = d.budget.acquire(memory)
+	if d.zd == nil {
+		zd, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxZstdWindow),
+			zstd.WithDecoderMaxMemory(maxZstdWindow))
+		if err != nil {
+			return nil, err
+		}
+		d.zd = zd
+	}
+	d.zdMemory = max(d.zdMemory, memory)
+	var err error
+	if window == d.zdWindow {
+		err = d.zd.Reset(&d.src)
+	} else {
+		// Setting options allocates, so only when the window changes
+		// (a producer's batches tend to share one).
+		err = d.zd.ResetWithOptions(&d.src, zstd.WithDecoderMaxWindow(uint64(window)), zstd.WithDecoderMaxMemory(uint64(window)))
+		d.zdWindow = window
+	}
+	if err != nil {
+		d.zdWindow = 0
 		return nil, err
 	}
-	return readAllLimit(dst, &g.zr, limit)
+	return d.zd, nil
+}
+
+// close returns the budget charge and pools d, without the state that
+// grew large.
+func (d *decompressor) close() {
+	d.budget.release(d.charge)
+	d.charge = 0
+	d.sn.close()
+	d.budget = nil
+	d.src.Reset(nil)
+	d.stream.r = nil
+	if d.zd != nil {
+		if d.zdMemory > maxPooledDecompressor {
+			d.zd.Close()
+			d.zd, d.zdMemory, d.zdWindow = nil, 0, 0
+		} else {
+			_ = d.zd.Reset(nil) // drop the reference to the batch
+		}
+	}
+	if d.lz != nil {
+		d.lz.Reset(nil)
+	}
+	decompressors.Put(d)
 }
 
 var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
@@ -151,27 +284,6 @@ func gzipCompress(dst, src []byte) ([]byte, error) {
 
 // LZ4, frame format. Kafka's Java client writes 64 KiB independent blocks
 // without content checksum; we write the same so any Kafka reader copes.
-
-type lz4Reader struct {
-	src bytes.Reader
-	zr  *lz4.Reader
-}
-
-var lz4Readers = sync.Pool{New: func() any {
-	r := &lz4Reader{zr: lz4.NewReader(nil)}
-	// One goroutine per batch: decompression runs on the request's own
-	// goroutine instead of fanning out to helper goroutines.
-	_ = r.zr.Apply(lz4.ConcurrencyOption(1))
-	return r
-}}
-
-func lz4Decompress(dst, src []byte, limit int) ([]byte, error) {
-	r := lz4Readers.Get().(*lz4Reader)
-	defer lz4Readers.Put(r)
-	r.src.Reset(src)
-	r.zr.Reset(&r.src)
-	return readAllLimit(dst, r.zr, limit)
-}
 
 var lz4Writers = sync.Pool{New: func() any {
 	w := lz4.NewWriter(nil)
@@ -195,9 +307,9 @@ func lz4Compress(dst, src []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// zstd. An Encoder or Decoder is expensive to build and safe for concurrent
-// EncodeAll/DecodeAll, so the package shares one of each, built on first
-// use (no init-time cost for binaries that never see zstd).
+// zstd. An Encoder is expensive to build and safe for concurrent
+// EncodeAll, so the package shares one, built on first use (no init-time
+// cost for binaries that never see zstd).
 
 var zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
 	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault))
@@ -206,27 +318,3 @@ var zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
 	}
 	return e
 })
-
-var zstdDecoder = sync.OnceValue(func() *zstd.Decoder {
-	d, err := zstd.NewReader(nil,
-		zstd.WithDecoderMaxMemory(MaxDecompressedSize),
-		zstd.WithDecoderConcurrency(0))
-	if err != nil {
-		panic(err)
-	}
-	return d
-})
-
-func zstdDecompress(dst, src []byte, limit int) ([]byte, error) {
-	out, err := zstdDecoder().DecodeAll(src, dst)
-	if err != nil {
-		if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
-			return nil, fmt.Errorf("%w: %w", ErrCorrupt, errTooLarge)
-		}
-		return nil, err
-	}
-	if len(out) > limit {
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, errTooLarge)
-	}
-	return out, nil
-}

@@ -66,6 +66,10 @@
 // # Compression
 //
 // gzip, snappy (xerial framing as the Java client writes; bare snappy
-// blocks accepted when reading), LZ4 frames and zstd. Decompression stops
-// at MaxDecompressedSize so a small hostile batch cannot exhaust memory.
+// blocks accepted when reading), LZ4 frames and zstd. Validation streams a
+// compressed batch through a 32 KiB window, as Kafka's LogValidator does,
+// so its memory does not grow with the decompressed size; the zstd window
+// and snappy blocks that do are charged to a Budget shared by the node.
+// Decompression stops at MaxDecompressedSize so a small hostile batch
+// cannot burn unbounded CPU either.
 package record

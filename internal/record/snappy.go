@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/klauspost/compress/snappy"
 )
@@ -46,45 +47,95 @@ func xerialEncode(dst, src []byte) []byte {
 	return dst
 }
 
-func xerialDecode(dst, src []byte, limit int) ([]byte, error) {
-	if len(src) < len(xerialMagic) || !bytes.Equal(src[:len(xerialMagic)], xerialMagic[:]) {
-		return snappyBlock(dst, src, limit)
-	}
-	if len(src) < xerialHeaderLen {
-		return nil, errXerial
-	}
-	src = src[xerialHeaderLen:]
-	for len(src) > 0 {
-		if len(src) < 4 {
-			return nil, errXerial
-		}
-		n := binary.BigEndian.Uint32(src)
-		src = src[4:]
-		if uint64(n) > uint64(len(src)) {
-			return nil, errXerial
-		}
-		var err error
-		if dst, err = snappyBlock(dst, src[:n], limit); err != nil {
-			return nil, err
-		}
-		src = src[n:]
-	}
-	return dst, nil
+// snappyReader streams the decoding of a records section block by block.
+// Each block is decoded whole (the format allows references anywhere back
+// in the block), into a buffer charged to the budget for as long as the
+// reader holds it.
+type snappyReader struct {
+	rest     []byte // input not yet decoded
+	xerial   bool
+	bareDone bool   // the bare block has been decoded
+	buf      []byte // backing store of out
+	out      []byte // decoded bytes not yet read
+	produced int
+	limit    int
+	budget   *Budget
+	charge   int64 // held from budget
+	chargeOf int   // the block size the charge was taken for
 }
 
-// snappyBlock appends the decoding of one raw snappy block to dst.
-func snappyBlock(dst, block []byte, limit int) ([]byte, error) {
+func (s *snappyReader) reset(src []byte, limit int, budget *Budget) error {
+	s.out, s.produced, s.limit, s.budget, s.bareDone = nil, 0, limit, budget, false
+	s.xerial = len(src) >= len(xerialMagic) && bytes.Equal(src[:len(xerialMagic)], xerialMagic[:])
+	s.rest = src
+	if s.xerial {
+		if len(src) < xerialHeaderLen {
+			return errXerial
+		}
+		s.rest = src[xerialHeaderLen:]
+	}
+	return nil
+}
+
+func (s *snappyReader) Read(p []byte) (int, error) {
+	for len(s.out) == 0 {
+		var block []byte
+		switch {
+		case !s.xerial && !s.bareDone:
+			block, s.rest, s.bareDone = s.rest, nil, true
+		case !s.xerial || len(s.rest) == 0:
+			return 0, io.EOF
+		default:
+			if len(s.rest) < 4 {
+				return 0, errXerial
+			}
+			n := binary.BigEndian.Uint32(s.rest)
+			if uint64(n) > uint64(len(s.rest)-4) {
+				return 0, errXerial
+			}
+			block, s.rest = s.rest[4:4+n], s.rest[4+n:]
+		}
+		if err := s.decode(block); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, s.out)
+	s.out = s.out[n:]
+	return n, nil
+}
+
+// decode decodes one raw snappy block into s.out.
+func (s *snappyReader) decode(block []byte) error {
 	n, err := snappy.DecodedLen(block)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if n > limit-len(dst) {
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, errTooLarge)
+	if n > s.limit-s.produced {
+		return fmt.Errorf("%w: %w", ErrCorrupt, errTooLarge)
 	}
-	start := len(dst)
-	dst = append(dst, make([]byte, n)...)
-	if _, err := snappy.DecodeStrict(dst[start:], block); err != nil {
-		return nil, err
+	if n > s.chargeOf {
+		s.budget.release(s.charge)
+		s.charge, s.chargeOf = s.budget.acquire(int64(n)), n
 	}
-	return dst, nil
+	if cap(s.buf) < n {
+		s.buf = nil // let the old one go before making the new one
+		s.buf = make([]byte, n)
+	}
+	s.out = s.buf[:n]
+	if _, err := snappy.DecodeStrict(s.out, block); err != nil {
+		s.out = nil
+		return err
+	}
+	s.produced += n
+	return nil
+}
+
+// close returns the charge and drops a buffer too large to keep pooled.
+func (s *snappyReader) close() {
+	s.budget.release(s.charge)
+	s.charge, s.chargeOf, s.budget = 0, 0, nil
+	s.rest, s.out = nil, nil
+	if cap(s.buf) > maxPooledDecompressor {
+		s.buf = nil
+	}
 }

@@ -3,7 +3,6 @@ package record
 import (
 	"encoding/binary"
 	"fmt"
-	"sync"
 )
 
 // Summary is what validation learns from walking a batch's records. The
@@ -47,7 +46,15 @@ func Validate(b []byte) (Header, error) {
 // ValidateSummary is Validate that also returns what it learned about the
 // records.
 func ValidateSummary(b []byte) (Header, Summary, error) {
-	return validate(b, walkProduce)
+	return validate(b, walkProduce, nil)
+}
+
+// ValidateSummaryBudget is ValidateSummary with the memory that
+// decompressing b needs in proportion to its size (a zstd window, a snappy
+// block) charged to budget, waiting while the budget is spent. The broker
+// validates produced batches this way; a nil budget is unbounded.
+func ValidateSummaryBudget(b []byte, budget *Budget) (Header, Summary, error) {
+	return validate(b, walkProduce, budget)
 }
 
 // ValidateStored is Validate for batches that have already been through a
@@ -55,10 +62,10 @@ func ValidateSummary(b []byte) (Header, Summary, error) {
 // batches with gaps between offset deltas and possibly no records at all,
 // so it requires only that deltas increase and stay within LastOffsetDelta.
 func ValidateStored(b []byte) (Header, Summary, error) {
-	return validate(b, walkStored)
+	return validate(b, walkStored, nil)
 }
 
-func validate(b []byte, mode walkMode) (Header, Summary, error) {
+func validate(b []byte, mode walkMode, budget *Budget) (Header, Summary, error) {
 	var s Summary
 	h, err := ParseHeader(b)
 	if err != nil {
@@ -74,15 +81,21 @@ func validate(b []byte, mode walkMode) (Header, Summary, error) {
 		return h, s, err
 	}
 	data := b[HeaderSize:]
-	if c := h.Codec(); c != CodecNone {
-		buf := scratch.Get().(*[]byte)
-		defer putScratch(buf)
-		if *buf, err = decompress((*buf)[:0], c, data, MaxDecompressedSize); err != nil {
-			return h, s, err
+	switch c := h.Codec(); c {
+	case CodecNone:
+		return h, s, walk(data, &h, mode, &s)
+	case CodecGzip, CodecSnappy, CodecLZ4, CodecZstd:
+		d := getDecompressor(budget)
+		defer d.close()
+		r, err := d.open(c, data, MaxDecompressedSize)
+		if err != nil {
+			return h, s, corruptErr(c, err)
 		}
-		data = *buf
+		d.stream.reset(r, MaxDecompressedSize)
+		return h, s, walkStream(&d.stream, &h, mode, &s)
+	default:
+		return h, s, fmt.Errorf("%w: unknown compression codec %d", ErrInvalid, int8(c))
 	}
-	return h, s, walk(data, &h, mode, &s)
 }
 
 // checkCounts applies Kafka's LogValidator.validateBatch offset/count rules.
@@ -131,18 +144,4 @@ func CheckProduce(h Header) error {
 func SetMaxTimestamp(b []byte, ts int64) {
 	binary.BigEndian.PutUint64(b[maxTimestampOffset:], uint64(ts))
 	binary.BigEndian.PutUint32(b[crcOffset:], ComputeCRC(b))
-}
-
-// scratch holds buffers for decompressing during validation, so a steady
-// stream of compressed produce requests does not allocate per batch.
-var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
-
-// maxPooledScratch keeps one huge batch from pinning its buffer forever.
-const maxPooledScratch = 4 << 20
-
-func putScratch(b *[]byte) {
-	if cap(*b) <= maxPooledScratch {
-		*b = (*b)[:0]
-		scratch.Put(b)
-	}
 }

@@ -162,9 +162,7 @@ const (
 // the batch with header h, and fills s with what it learns.
 func walk(data []byte, h *Header, mode walkMode, s *Summary) error {
 	r := recordReader{b: data}
-	s.MaxTimestamp = -1
-	s.MinTimestamp = -1
-	s.OffsetOfMaxTimestamp = -1
+	s.start()
 	prev := int32(-1)
 	for i := int32(0); i < h.NumRecords; i++ {
 		if r.pos >= len(data) {
@@ -174,36 +172,52 @@ func walk(data []byte, h *Header, mode walkMode, s *Summary) error {
 		if err != nil {
 			return fmt.Errorf("%w: record %d: %w", ErrInvalid, i, err)
 		}
-		switch mode {
-		case walkProduce:
-			if rec.offsetDelta != i {
-				return fmt.Errorf("%w: record %d has offset delta %d, want %d", ErrInvalid, i, rec.offsetDelta, i)
-			}
-		case walkStored:
-			if rec.offsetDelta <= prev || rec.offsetDelta > h.LastOffsetDelta {
-				return fmt.Errorf("%w: record %d has offset delta %d after %d (last offset delta %d)",
-					ErrInvalid, i, rec.offsetDelta, prev, h.LastOffsetDelta)
-			}
-		}
-		prev = rec.offsetDelta
-		ts := h.BaseTimestamp + rec.timestampDelta
-		if h.LogAppendTime() {
-			ts = h.MaxTimestamp
-		}
-		if i == 0 || ts > s.MaxTimestamp {
-			s.MaxTimestamp = ts
-			s.OffsetOfMaxTimestamp = h.BaseOffset + int64(rec.offsetDelta)
-		}
-		if i == 0 || ts < s.MinTimestamp {
-			s.MinTimestamp = ts
-		}
-		if rec.key == nil {
-			s.NullKeys++
+		if err := s.add(h, mode, i, &prev, rec.offsetDelta, rec.timestampDelta, rec.key == nil); err != nil {
+			return err
 		}
 	}
 	if r.pos != len(data) {
 		return fmt.Errorf("%w: %d bytes remain after the declared %d records", ErrInvalid, len(data)-r.pos, h.NumRecords)
 	}
 	s.UncompressedSize = len(data)
+	return nil
+}
+
+// start prepares s for a walk.
+func (s *Summary) start() {
+	s.MaxTimestamp = -1
+	s.MinTimestamp = -1
+	s.OffsetOfMaxTimestamp = -1
+}
+
+// add checks record i's offset delta against mode and the previous
+// record's, *prev (-1 before the first), and counts the record.
+func (s *Summary) add(h *Header, mode walkMode, i int32, prev *int32, offsetDelta int32, timestampDelta int64, nullKey bool) error {
+	switch mode {
+	case walkProduce:
+		if offsetDelta != i {
+			return fmt.Errorf("%w: record %d has offset delta %d, want %d", ErrInvalid, i, offsetDelta, i)
+		}
+	case walkStored:
+		if offsetDelta <= *prev || offsetDelta > h.LastOffsetDelta {
+			return fmt.Errorf("%w: record %d has offset delta %d after %d (last offset delta %d)",
+				ErrInvalid, i, offsetDelta, *prev, h.LastOffsetDelta)
+		}
+	}
+	*prev = offsetDelta
+	ts := h.BaseTimestamp + timestampDelta
+	if h.LogAppendTime() {
+		ts = h.MaxTimestamp
+	}
+	if i == 0 || ts > s.MaxTimestamp {
+		s.MaxTimestamp = ts
+		s.OffsetOfMaxTimestamp = h.BaseOffset + int64(offsetDelta)
+	}
+	if i == 0 || ts < s.MinTimestamp {
+		s.MinTimestamp = ts
+	}
+	if nullKey {
+		s.NullKeys++
+	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/storage"
 )
 
@@ -33,9 +34,13 @@ type TopicPartition struct {
 // Config configures a Manager.
 type Config struct {
 	NodeID int32
-	Logs   *storage.LogManager
-	Logger *slog.Logger
-	Now    func() time.Time
+	// DecompressionBudget bounds the memory that validating produced
+	// compressed batches holds at once, across all partitions (see
+	// record.Budget). Nil: unbounded.
+	DecompressionBudget *record.Budget
+	Logs                *storage.LogManager
+	Logger              *slog.Logger
+	Now                 func() time.Time
 	// ProducerIDExpirationMs is producer.id.expiration.ms: a producer
 	// idle this long is forgotten. Zero means Kafka's default, 24 hours.
 	ProducerIDExpirationMs int64

@@ -89,7 +89,7 @@ type AppendResult struct {
 // producer opens its transaction at the batch's base offset
 // (transactions.go). Errors are kerr errors for the client.
 func (p *Partition) Append(batch []byte) (AppendResult, error) {
-	h, sum, err := record.ValidateSummary(batch)
+	h, sum, err := record.ValidateSummaryBudget(batch, p.mgr.cfg.DecompressionBudget)
 	if err == nil {
 		err = record.CheckProduce(h)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/raft"
+	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/replica"
 	"github.com/samsa-io/samsa/internal/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -113,6 +114,7 @@ func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (_ *Se
 	}
 	s.replicas = replica.NewManager(replica.Config{
 		NodeID:                          cfg.NodeID,
+		DecompressionBudget:             record.NewBudget(decompressionBudget(cfg.QueuedMaxRequestBytes)),
 		Logs:                            s.logs,
 		Logger:                          logger,
 		ProducerIDExpirationMs:          cfg.ProducerIDExpirationMs,
@@ -721,4 +723,16 @@ func voterEndpoints(cfg *config.Config) map[int32]metadata.Endpoint {
 			SecurityProtocol: securityProtocol(cfg, cfg.ControllerListenerNames[0])}
 	}
 	return out
+}
+
+// decompressionBudget is the memory that decompressing produced batches
+// may hold at once: queued.max.request.bytes when set, otherwise (Kafka's
+// -1, no limit on queued requests) MaxDecompressedSize, room for the
+// largest batch Samsa accepts. It is a budget of its own, not shared with
+// request bytes, so a request holding its bytes can never wait on itself.
+func decompressionBudget(queuedMaxRequestBytes int64) int64 {
+	if queuedMaxRequestBytes > 0 {
+		return queuedMaxRequestBytes
+	}
+	return record.MaxDecompressedSize
 }
