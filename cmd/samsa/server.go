@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -55,22 +56,48 @@ func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
 		logger.Warn(w)
 	}
 	cfg.ClusterID = *clusterID
-	// Catch signals before serving, so one that arrives during start-up
-	// still shuts down cleanly.
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	srv, err := server.Start(cfg, logger, level)
+	// Signals are caught before anything can block: one that arrives
+	// during start-up (log recovery, waiting for the other voters or for
+	// this broker to be unfenced) cancels it, and the node exits cleanly.
+	ctx, stop := signalContext()
+	defer stop()
+	srv, err := server.StartContext(ctx, cfg, logger, level)
 	if err != nil {
+		if ctx.Err() != nil {
+			logger.Info("start-up interrupted; stopped", "cause", context.Cause(ctx).Error())
+			return 0
+		}
 		fmt.Fprintf(stderr, "samsa server: %v\n", err)
 		return 1
 	}
-	s := <-sig
-	logger.Info("shutting down", "signal", s.String())
-	signal.Stop(sig)
+	<-ctx.Done()
+	logger.Info("shutting down", "cause", context.Cause(ctx).Error())
 	if err := srv.Close(); err != nil {
 		logger.Error("shutdown", "err", err)
 		return 1
 	}
 	logger.Info("stopped")
 	return 0
+}
+
+// signalContext is canceled, with the signal as its cause, by the first
+// SIGTERM or SIGINT. stop releases the signals and joins the goroutine.
+func signalContext() (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case s := <-sig:
+			cancel(fmt.Errorf("signal %s", s))
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sig)
+		cancel(context.Canceled)
+		<-done
+	}
 }

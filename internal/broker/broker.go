@@ -17,6 +17,7 @@ import (
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/replica"
+	"github.com/samsa-io/samsa/internal/storage"
 	"github.com/samsa-io/samsa/internal/wire"
 )
 
@@ -234,7 +235,9 @@ func requestHeader(ctx context.Context) wire.RequestHeader {
 }
 
 // errCode turns an error into a Kafka error code: kerr errors keep their
-// code; anything else is an unexpected server error and is logged.
+// code; a storage failure (a partition log taken offline by a failed write
+// or fsync) is KAFKA_STORAGE_ERROR; anything else is an unexpected server
+// error and is logged.
 func (b *Broker) errCode(err error, what string) int16 {
 	if err == nil {
 		return 0
@@ -242,6 +245,11 @@ func (b *Broker) errCode(err error, what string) int16 {
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
 		return ke.Code
+	}
+	if errors.Is(err, storage.ErrStorage) {
+		// A failed write or fsync took the partition's log offline
+		// (Kafka's offline log directory); the storage layer logged it.
+		return kerr.KafkaStorageError.Code
 	}
 	b.cfg.Logger.Error("request failed", "what", what, "err", err)
 	return kerr.UnknownServerError.Code

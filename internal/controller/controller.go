@@ -230,6 +230,10 @@ func (c *Controller) raftError(err error) error {
 		return fmt.Errorf("%w: %v", kerr.NotController, err)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return fmt.Errorf("%w: %v", kerr.RequestTimedOut, err)
+	case errors.Is(err, raft.ErrStorage):
+		// Not written, and never applied: the client may retry (Kafka's
+		// KafkaStorageException is retriable) once the disk has space.
+		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 	}
 	return err
 }

@@ -12,6 +12,25 @@
 // active controller, the leader is the only writer. Applier methods are
 // called from the Node goroutine, one at a time, in log order.
 //
+// # Disk failures
+//
+// A failed write or fsync (a full disk, an I/O error) does not stop the
+// node. The Ready being persisted is dropped before anything in it is sent
+// or applied, and its proposals are answered ErrStorage; so is every
+// proposal while the node recovers. Until then it drops peers' messages
+// (it can neither vote nor lead) and, with a growing backoff (one tick up
+// to 50), reopens its log from disk as a restart would — keeping the
+// Applier's state — cuts the entries of the failed Ready, and rejoins: a
+// sole voter campaigns at once. The only voter also cuts and answers
+// ErrStorage for its own entries above the durable commit index, which no
+// other log holds. A proposal is therefore answered an error only if its
+// entry is never applied; the one exception is a context that expires
+// first (in a multi-voter quorum, an entry that reached peers may still
+// commit), which, like Kafka's REQUEST_TIMED_OUT, says nothing either way.
+// Losing leadership does not answer waiting proposals: each is answered
+// when its index is applied, success if its entry is still there and
+// ErrNotLeader if another leader's entry replaced it.
+//
 // # On-disk layout (Kafka puts it at <metadata.log.dir>/__cluster_metadata-0/)
 //
 //	00000000000000000002.log              entry segment, named by first index

@@ -21,6 +21,10 @@ import (
 var (
 	ErrNotLeader = errors.New("raft: this node is not the leader")
 	ErrStopped   = errors.New("raft: node stopped")
+	// ErrStorage answers a proposal whose entry could not be written (a
+	// full disk, an I/O error), and every proposal while the node waits
+	// to retry its storage. The entry is discarded: it is never applied.
+	ErrStorage = errors.New("raft: metadata log storage failure")
 )
 
 // Applier is the state machine fed by the log. All methods run on the Node
@@ -64,6 +68,11 @@ type Config struct {
 	// SnapshotEvery is the number of applied entries between snapshots;
 	// default 1000.
 	SnapshotEvery uint64
+	// Fault, when set, is called before each write ("write") and fsync
+	// ("sync") of the log's files with the operation and the path; an
+	// error it returns is that operation's failure. Tests inject disk
+	// faults with it; production leaves it nil.
+	Fault func(op, path string) error
 }
 
 // Validate checks the configuration and fills defaults.
@@ -128,15 +137,27 @@ type Node struct {
 	applied     uint64
 	snapApplied uint64
 	fatal       error
+	// broken is the storage failure the node is recovering from (nil when
+	// healthy): until retryAt it drops messages and refuses proposals,
+	// then reopens its log from disk (recoverStorage). cut is the first
+	// index written by the failed Ready, removed from disk on recovery.
+	broken    error
+	retryAt   time.Time
+	backoff   time.Duration
+	cut       uint64
+	snapRetry time.Time // a failed snapshot write is retried after this
+	// durableCommit is the commit index in quorum-state on disk.
+	durableCommit uint64
 	// peers and peersTerm: contact times of voters, on the leader (status.go).
 	peers     map[uint64]peerTimes
 	peersTerm uint64
 }
 
 type proposal struct {
-	data []byte
-	seq  uint64
-	done chan result // buffered 1
+	data  []byte
+	seq   uint64
+	index uint64      // of its entry, once persisted in this node's log
+	done  chan result // buffered 1
 }
 
 type result struct {
@@ -153,7 +174,7 @@ func Open(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	dl, rec, err := openDiskLog(cfg.Dir, cfg.Logger)
+	dl, rec, err := openDiskLog(cfg.Dir, cfg.Logger, cfg.Fault)
 	if err != nil {
 		return nil, err
 	}
@@ -193,9 +214,10 @@ func Open(cfg Config) (*Node, error) {
 		}
 	}
 	// Process the campaign (and the replay of committed entries) before
-	// returning, so a one-voter node is already leader when Open returns.
-	if err := n.drainReady(); err != nil {
-		dl.close()
+	// returning, so a one-voter node is already leader when Open returns
+	// (unless its disk fails: then it retries in the background).
+	if err := n.drainReady(); err != nil && !n.storageFailed(err) {
+		n.log.close()
 		return nil, err
 	}
 	go n.run()
@@ -245,6 +267,7 @@ func (n *Node) restore(rec *recovered) error {
 		hs.Term = new(snap.GetMetadata().GetTerm())
 	}
 	n.commits.set(hs.GetCommit())
+	n.durableCommit = hs.GetCommit()
 	return n.storage.SetHardState(hs)
 }
 
@@ -342,9 +365,18 @@ func (n *Node) run() {
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
 	for {
-		if err := n.drainReady(); err != nil {
+		if n.broken != nil {
+			if !n.runBroken(ticker.C) {
+				return
+			}
+			continue
+		}
+		if err := n.drainReady(); err != nil && !n.storageFailed(err) {
 			n.fail(err)
 			return
+		}
+		if n.broken != nil {
+			continue
 		}
 		select {
 		case <-ticker.C:
@@ -365,6 +397,151 @@ func (n *Node) run() {
 			return
 		}
 	}
+}
+
+// runBroken is one turn of the run loop while storage is failing: peers'
+// messages are dropped (raft tolerates loss, and a node that cannot write
+// must not vote or lead), proposals are refused with the failure, and on
+// the first tick after retryAt the node tries to recover. It returns false
+// when the node is stopped.
+func (n *Node) runBroken(tick <-chan time.Time) bool {
+	select {
+	case <-tick:
+		if time.Now().Before(n.retryAt) {
+			return true
+		}
+		if err := n.recoverStorage(); err != nil && !n.storageFailed(err) {
+			n.fail(err)
+			return false
+		}
+		if n.broken == nil {
+			n.cfg.Logger.Info("metadata log storage recovered", "applied", n.applied)
+		}
+	case p := <-n.propc:
+		p.done <- result{err: n.broken}
+	case <-n.reportc:
+	case q := <-n.queryc:
+		q()
+	case <-n.recvc:
+	case <-n.stopc:
+		n.failWaiting(ErrStopped)
+		return false
+	}
+	return true
+}
+
+// storageFailed handles an error of drainReady: a storage failure puts
+// the node in recovery and returns true; anything else is fatal.
+func (n *Node) storageFailed(err error) bool {
+	if !errors.Is(err, ErrStorage) {
+		return false
+	}
+	if v := n.confState.GetVoters(); len(v) == 1 && v[0] == n.cfg.ID {
+		// The only voter: entries above the durable commit index are in
+		// no other log, so recovery may drop them, and their proposals
+		// get a definite answer now instead of waiting for the disk.
+		for _, p := range n.waiting {
+			if p.index > n.durableCommit {
+				if n.cut == 0 || p.index < n.cut {
+					n.cut = p.index
+				}
+				delete(n.waiting, p.seq)
+				p.done <- result{err: err}
+			}
+		}
+	}
+	n.backoff = min(max(2*n.backoff, n.cfg.TickInterval), 50*n.cfg.TickInterval)
+	n.retryAt = time.Now().Add(n.backoff)
+	n.broken = err
+	n.leader.Store(0)
+	n.cfg.Logger.Error("metadata log write failed; retrying", "err", err, "retry.in", n.backoff)
+	return true
+}
+
+// discardReady answers the proposals whose entries are in rd, which could
+// not be persisted, with err; recovery removes those entries from disk,
+// and no peer has them (messages go out only after a Ready persisted), so
+// they are never applied.
+func (n *Node) discardReady(rd etcdraft.Ready, err error) {
+	if len(rd.Entries) > 0 {
+		if first := rd.Entries[0].GetIndex(); n.cut == 0 || first < n.cut {
+			n.cut = first
+		}
+	}
+	for _, e := range rd.Entries {
+		if p := n.waiterOf(e); p != nil {
+			delete(n.waiting, p.seq)
+			p.done <- result{err: err}
+		}
+	}
+}
+
+// recoverStorage rebuilds the node from what its disk durably holds, as a
+// restart would, but keeps the state machine (already applied up to
+// n.applied) and the proposals still waiting on entries that did persist.
+// It drops the entries of failed Readys (n.cut on), so that nothing
+// answered with an error can be applied later.
+func (n *Node) recoverStorage() error {
+	n.log.close()
+	dl, rec, err := openDiskLog(n.cfg.Dir, n.cfg.Logger, n.cfg.Fault)
+	if err != nil {
+		return fmt.Errorf("%w: reopen: %w", ErrStorage, err)
+	}
+	n.log = dl
+	if rec.snap == nil {
+		return fmt.Errorf("metadata log in %s lost its checkpoint", n.cfg.Dir)
+	}
+	if last, ok := dl.lastIndex(); ok && n.cut > 0 && last >= n.cut {
+		if err := dl.truncateFrom(n.cut); err != nil {
+			return fmt.Errorf("%w: drop unpersisted entries: %w", ErrStorage, err)
+		}
+	}
+	ents := rec.entries
+	for len(ents) > 0 && n.cut > 0 && ents[len(ents)-1].GetIndex() >= n.cut {
+		ents = ents[:len(ents)-1]
+	}
+	n.cut = 0
+	ms := etcdraft.NewMemoryStorage()
+	if err := ms.ApplySnapshot(rec.snap); err != nil {
+		return err
+	}
+	if err := ms.Append(ents); err != nil {
+		return err
+	}
+	hs := rec.hard
+	last, _ := ms.LastIndex()
+	if n.applied > last {
+		return fmt.Errorf("metadata log in %s ends at %d, below the applied index %d", n.cfg.Dir, last, n.applied)
+	}
+	hs.Commit = new(min(max(hs.GetCommit(), n.applied), last))
+	n.durableCommit = hs.GetCommit()
+	if hs.GetTerm() < rec.snap.GetMetadata().GetTerm() {
+		hs.Term = new(rec.snap.GetMetadata().GetTerm())
+	}
+	if err := ms.SetHardState(hs); err != nil {
+		return err
+	}
+	rn, err := etcdraft.NewRawNode(&etcdraft.Config{
+		ID: n.cfg.ID, ElectionTick: 10, HeartbeatTick: 1, Storage: ms,
+		Applied: n.applied, MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 256,
+		CheckQuorum: true, PreVote: true, DisableProposalForwarding: true,
+		Logger: raftLogger{n.cfg.Logger},
+	})
+	if err != nil {
+		return fmt.Errorf("raft: %w", err)
+	}
+	n.storage, n.rn, n.broken = ms, rn, nil
+	n.term.Store(hs.GetTerm())
+	if v := n.confState.GetVoters(); len(v) == 1 && v[0] == n.cfg.ID {
+		if err := rn.Campaign(); err != nil {
+			return err
+		}
+	}
+	if err := n.drainReady(); err != nil {
+		return err
+	}
+	n.backoff = 0
+	return nil
 }
 
 func (n *Node) fail(err error) {
@@ -398,6 +575,9 @@ func (n *Node) drainReady() error {
 	for n.rn.HasReady() {
 		rd := n.rn.Ready()
 		if err := n.handleReady(rd); err != nil {
+			if errors.Is(err, ErrStorage) {
+				n.discardReady(rd, err)
+			}
 			return err
 		}
 		n.rn.Advance(rd)
@@ -407,12 +587,12 @@ func (n *Node) drainReady() error {
 
 func (n *Node) handleReady(rd etcdraft.Ready) error {
 	if rd.SoftState != nil {
+		// Losing leadership does not answer the waiting proposals: their
+		// entries are in this log and maybe in others, so the next leader
+		// may still commit them. Each is answered when its index is
+		// applied: success if it is still its entry, ErrNotLeader if
+		// another leader's entry replaced it (resolveReplaced).
 		n.leader.Store(rd.SoftState.Lead)
-		if rd.SoftState.RaftState != etcdraft.StateLeader {
-			// Our pending entries may be overwritten by the new leader;
-			// the caller must retry against it (Kafka: NOT_CONTROLLER).
-			n.failWaiting(ErrNotLeader)
-		}
 	}
 	if !etcdraft.IsEmptySnap(rd.Snapshot) {
 		if err := n.installSnapshot(rd.Snapshot); err != nil {
@@ -420,15 +600,21 @@ func (n *Node) handleReady(rd etcdraft.Ready) error {
 		}
 	}
 	if err := n.log.append(rd.Entries); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrStorage, err)
+	}
+	if !etcdraft.IsEmptyHardState(rd.HardState) {
+		// Before the entries reach the in-memory storage: a failed Ready
+		// must leave it as the disk was (recoverStorage rebuilds it).
+		if err := n.log.saveHardState(rd.HardState); err != nil {
+			return fmt.Errorf("%w: save quorum-state: %w", ErrStorage, err)
+		}
+		n.durableCommit = rd.HardState.GetCommit()
 	}
 	if err := n.storage.Append(rd.Entries); err != nil {
 		return err
 	}
+	n.notePersisted(rd.Entries)
 	if !etcdraft.IsEmptyHardState(rd.HardState) {
-		if err := n.log.saveHardState(rd.HardState); err != nil {
-			return fmt.Errorf("save quorum-state: %w", err)
-		}
 		if err := n.storage.SetHardState(rd.HardState); err != nil {
 			return err
 		}
@@ -446,9 +632,40 @@ func (n *Node) handleReady(rd etcdraft.Ready) error {
 	return nil
 }
 
+// notePersisted records the index of each waiting proposal whose entry is
+// now in the log.
+func (n *Node) notePersisted(ents []*pb.Entry) {
+	for _, e := range ents {
+		if p := n.waiterOf(e); p != nil {
+			p.index = e.GetIndex()
+		}
+	}
+}
+
+// waiterOf is the waiting proposal whose entry e is, or nil.
+func (n *Node) waiterOf(e *pb.Entry) *proposal {
+	d := e.Data
+	if e.GetType() != pb.EntryNormal || len(d) < 17 || d[0] != envelopeV1 || binary.BigEndian.Uint64(d[1:]) != n.nonce {
+		return nil
+	}
+	return n.waiting[binary.BigEndian.Uint64(d[9:])]
+}
+
+// resolveReplaced answers the proposals whose entries sat at or below the
+// applied index idx but were not applied: another leader's entries
+// replaced them, so they never will be.
+func (n *Node) resolveReplaced(idx uint64) {
+	for seq, p := range n.waiting {
+		if p.index != 0 && p.index <= idx {
+			delete(n.waiting, seq)
+			p.done <- result{err: fmt.Errorf("%w: entry %d was replaced by another leader's and not applied", ErrNotLeader, p.index)}
+		}
+	}
+}
+
 func (n *Node) installSnapshot(s *pb.Snapshot) error {
 	if err := n.log.saveSnapshot(s); err != nil {
-		return err
+		return fmt.Errorf("%w: save snapshot from leader: %w", ErrStorage, err)
 	}
 	if err := n.storage.ApplySnapshot(s); err != nil {
 		return err
@@ -481,6 +698,7 @@ func (n *Node) applyEntry(e *pb.Entry) error {
 		n.confState = n.rn.ApplyConfChange(&cc)
 	}
 	n.applied = idx
+	n.resolveReplaced(idx)
 	return nil
 }
 
@@ -518,18 +736,25 @@ func (n *Node) failWaiting(err error) {
 }
 
 func (n *Node) maybeSnapshot() error {
-	if n.applied-n.snapApplied < n.cfg.SnapshotEvery {
+	if n.applied-n.snapApplied < n.cfg.SnapshotEvery || time.Now().Before(n.snapRetry) {
 		return nil
 	}
 	data, err := n.cfg.Applier.Snapshot()
 	if err != nil {
 		return fmt.Errorf("metadata snapshot: %w", err)
 	}
-	s, err := n.storage.CreateSnapshot(n.applied, n.confState, data)
+	term, err := n.storage.Term(n.applied)
 	if err != nil {
 		return err
 	}
+	s := &pb.Snapshot{Data: data, Metadata: &pb.SnapshotMetadata{Index: new(n.applied), Term: new(term), ConfState: n.confState}}
 	if err := n.log.saveSnapshot(s); err != nil {
+		// The log still holds every entry: only compaction waits.
+		n.snapRetry = time.Now().Add(50 * n.cfg.TickInterval)
+		n.cfg.Logger.Warn("metadata snapshot not written; retrying later", "index", n.applied, "err", err)
+		return nil
+	}
+	if _, err := n.storage.CreateSnapshot(n.applied, n.confState, data); err != nil {
 		return err
 	}
 	if err := n.storage.Compact(n.applied); err != nil {

@@ -52,6 +52,7 @@ type diskLog struct {
 	logger *slog.Logger
 	segs   []*segment // ordered by first; the last one is active
 	active *os.File
+	fault  func(op, path string) error // Config.Fault; nil in production
 }
 
 type persistedHardState struct {
@@ -75,11 +76,11 @@ type recovered struct {
 
 // openDiskLog reads the directory, truncating a torn tail. Entries at or
 // below the snapshot index are dropped.
-func openDiskLog(dir string, logger *slog.Logger) (*diskLog, *recovered, error) {
+func openDiskLog(dir string, logger *slog.Logger, fault func(op, path string) error) (*diskLog, *recovered, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("create metadata log dir: %w", err)
 	}
-	l := &diskLog{dir: dir, logger: logger}
+	l := &diskLog{dir: dir, logger: logger, fault: fault}
 	rec := &recovered{hard: &pb.HardState{}}
 	snap, err := l.loadLatestCheckpoint()
 	if err != nil {
@@ -330,10 +331,16 @@ func (l *diskLog) append(ents []*pb.Entry) error {
 		act.positions = append(act.positions, pos+int64(len(buf)))
 		buf = appendFrame(buf, e)
 	}
+	if err := l.injectFault("write", act.path); err != nil {
+		return fmt.Errorf("write metadata log: %w", err)
+	}
 	if _, err := l.active.Write(buf); err != nil {
 		return fmt.Errorf("write metadata log: %w", err)
 	}
 	act.size += int64(len(buf))
+	if err := l.injectFault("sync", act.path); err != nil {
+		return fmt.Errorf("fsync metadata log: %w", err)
+	}
 	if err := l.active.Sync(); err != nil {
 		return fmt.Errorf("fsync metadata log: %w", err)
 	}
@@ -382,7 +389,23 @@ func (l *diskLog) saveHardState(hs *pb.HardState) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(l.dir, hardStateFile, b)
+	return l.writeFileAtomic(hardStateFile, b)
+}
+
+// injectFault runs the test hook Config.Fault.
+func (l *diskLog) injectFault(op, path string) error {
+	if l.fault != nil {
+		return l.fault(op, path)
+	}
+	return nil
+}
+
+// writeFileAtomic is writeFileAtomic with the fault hook.
+func (l *diskLog) writeFileAtomic(name string, data []byte) error {
+	if err := l.injectFault("write", filepath.Join(l.dir, name+".tmp")); err != nil {
+		return err
+	}
+	return writeFileAtomic(l.dir, name, data)
 }
 
 func (l *diskLog) loadHardState(hs *pb.HardState) error {
@@ -419,7 +442,7 @@ func (l *diskLog) saveSnapshot(s *pb.Snapshot) error {
 	b.Write(binary.BigEndian.AppendUint64(nil, uint64(len(s.Data))))
 	b.Write(s.Data)
 	b.Write(binary.BigEndian.AppendUint32(nil, crc32.Checksum(b.Bytes(), castagnoli)))
-	if err := writeFileAtomic(l.dir, checkpointName(md.GetIndex(), md.GetTerm()), b.Bytes()); err != nil {
+	if err := l.writeFileAtomic(checkpointName(md.GetIndex(), md.GetTerm()), b.Bytes()); err != nil {
 		return err
 	}
 	return l.compact(md.GetIndex())
@@ -543,15 +566,14 @@ func writeFileAtomic(dir, name string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err = errors.Join(err, f.Close()); err != nil {
+		// A partial temporary file would only hold on to space a full
+		// disk needs back.
+		os.Remove(tmp)
 		return err
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {

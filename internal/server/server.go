@@ -68,7 +68,15 @@ const startupTimeout = 2 * time.Minute
 // and serves its controller listener; a broker-only node
 // (process.roles=broker) is no voter but an observer: it fetches the
 // metadata log from the quorum leader (metadata_fetcher.go) instead.
-func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (_ *Server, err error) {
+func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (*Server, error) {
+	return StartContext(context.Background(), cfg, logger, level)
+}
+
+// StartContext is Start that gives up when ctx is done (a SIGTERM during
+// start-up): every wait of start-up — for a controller, for this broker's
+// registration and unfencing — returns, what was started is closed, and
+// the error wraps ctx's cause.
+func StartContext(ctx context.Context, cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (_ *Server, err error) {
 	if err := checkSupported(cfg); err != nil {
 		return nil, err
 	}
@@ -83,7 +91,7 @@ func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (_ *Se
 	}
 	s.loader = metadata.NewLoader(s.clusterID, logger)
 	if !cfg.HasRole("broker") {
-		return s, s.startController()
+		return s, s.startController(ctx)
 	}
 	defaults, err := broker.PartitionConfig(cfg, nil)
 	if err != nil {
@@ -107,7 +115,7 @@ func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (_ *Se
 			return nil, err
 		}
 	} else {
-		if err := s.observeQuorum(); err != nil {
+		if err := s.observeQuorum(ctx); err != nil {
 			return nil, err
 		}
 		activeController = s.fetcher.Known
@@ -148,7 +156,7 @@ func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (_ *Se
 	if err := s.loader.Register(s.broker); err != nil {
 		return nil, err
 	}
-	if err := s.serve(); err != nil {
+	if err := s.serve(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -157,11 +165,11 @@ func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (_ *Se
 // startController runs a controller-only node: the quorum, the
 // controller and its listener, nothing of a broker. It returns once the
 // metadata log has a metadata.version.
-func (s *Server) startController() error {
+func (s *Server) startController(ctx context.Context) error {
 	if err := s.joinQuorum(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), startupTimeout)
+	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
 	if err := s.bootstrap(ctx); err != nil {
 		return fmt.Errorf("bootstrap metadata: %w", err)
@@ -173,7 +181,7 @@ func (s *Server) startController() error {
 // observeQuorum starts a broker-only node's metadata fetcher and waits
 // until it has caught up with the quorum leader; the channel to the
 // active controller follows the leader the fetcher learns.
-func (s *Server) observeQuorum() error {
+func (s *Server) observeQuorum(ctx context.Context) error {
 	voters := make(map[int32]string, len(s.cfg.ControllerQuorumVoters))
 	for _, v := range s.cfg.ControllerQuorumVoters {
 		voters[v.ID] = v.Addr()
@@ -181,7 +189,7 @@ func (s *Server) observeQuorum() error {
 	s.fetcher = newMetadataFetcher(s.cfg.NodeID, voters, s.loader, s.logger)
 	s.fetcher.start()
 	s.channel = newChannel(s.cfg.NodeID, nil, s.fetcher, voters, s.logger)
-	ctx, cancel := context.WithTimeout(context.Background(), startupTimeout)
+	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
 	if err := s.fetcher.waitCaughtUp(ctx); err != nil {
 		return err
@@ -334,8 +342,8 @@ func (s *Server) startCoordinators() error {
 // serve waits for an active controller (bootstrapping the metadata log if
 // it is new), binds the client listeners, registers this broker, waits
 // until the controller unfences it and starts answering clients.
-func (s *Server) serve() error {
-	ctx, cancel := context.WithTimeout(context.Background(), startupTimeout)
+func (s *Server) serve(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
 	if err := s.bootstrap(ctx); err != nil {
 		return fmt.Errorf("bootstrap metadata: %w", err)
@@ -418,7 +426,7 @@ func (s *Server) bootstrap(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("no active controller among controller.quorum.voters after %v: %w", startupTimeout, ctx.Err())
+			return fmt.Errorf("no active controller among controller.quorum.voters: %w", context.Cause(ctx))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

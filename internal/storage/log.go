@@ -22,11 +22,20 @@ import (
 // ErrOffsetOutOfRange → OFFSET_OUT_OF_RANGE, ErrOffsetsOutOfOrder → the
 // follower's fetch is broken (Kafka's UnexpectedAppendOffsetException),
 // ErrClosed → the partition is not (or no longer) hosted here
-// (NOT_LEADER_OR_FOLLOWER / KAFKA_STORAGE_ERROR).
+// (NOT_LEADER_OR_FOLLOWER / KAFKA_STORAGE_ERROR), ErrStorage →
+// KAFKA_STORAGE_ERROR.
 var (
 	ErrOffsetOutOfRange  = errors.New("offset out of range")
 	ErrOffsetsOutOfOrder = errors.New("batch offsets out of order")
 	ErrClosed            = errors.New("log is closed")
+	// ErrStorage wraps a failed write or fsync of the log's files (a full
+	// disk, an I/O error). Like Kafka, which takes a log directory offline
+	// on its first IOException, the log is then offline: every later
+	// append, read and flush fails with the same error until the log is
+	// opened again (a restart), because after a failed write or fsync what
+	// the files hold is no longer known. Close does not flush it and
+	// reports the failure, so no clean-shutdown marker skips its recovery.
+	ErrStorage = errors.New("storage failure")
 )
 
 // OpenOptions carry what the LogManager knows about a log from its
@@ -57,6 +66,7 @@ type Log struct {
 	leo      atomic.Int64               // log end offset: next offset to assign
 	logStart atomic.Int64
 	closed   atomic.Bool
+	failed   atomic.Pointer[error] // ErrStorage: the log is offline (fail)
 
 	// structMu is held exclusively (after mu) by operations that remove or
 	// shorten files; readers hold it shared.
@@ -219,6 +229,9 @@ func (l *Log) SetConfig(cfg LogConfig) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if cfg.Fault == nil {
+		cfg.Fault = l.mu.cfg.Fault
+	}
 	l.mu.cfg = cfg.withDefaults()
 	return nil
 }
@@ -282,6 +295,9 @@ func (l *Log) append(batches []byte, assign bool) (first, last int64, err error)
 	if l.closed.Load() {
 		return 0, 0, ErrClosed
 	}
+	if err := l.failure(); err != nil {
+		return 0, 0, err
+	}
 	metas, maxTs, err := l.scanLocked(batches, assign)
 	if err != nil {
 		return 0, 0, err
@@ -294,20 +310,56 @@ func (l *Log) append(batches []byte, assign bool) (first, last int64, err error)
 	if active.shouldRoll(cfg, len(batches), last, maxTs) ||
 		active.size.Load() == 0 && last-active.baseOffset > math.MaxInt32 {
 		if active, err = l.rollLocked(first); err != nil {
-			return 0, 0, err
+			return 0, 0, l.fail("roll", err)
 		}
 	}
+	if err := l.injectFault("write", active.path); err != nil {
+		return 0, 0, l.fail("append", err)
+	}
 	if err := active.append(batches, metas, cfg.IndexIntervalBytes); err != nil {
-		return 0, 0, err
+		return 0, 0, l.fail("append", err)
 	}
 	l.leo.Store(last + 1)
 	if err := l.assignBatchEpochsLocked(batches, metas); err != nil {
-		return first, last, fmt.Errorf("leader epoch cache of %s: %w", l.dir, err)
+		return first, last, l.fail("leader epoch cache", err)
 	}
 	if err := l.maybeFlushLocked(); err != nil {
-		return first, last, err
+		return first, last, l.fail("flush", err)
 	}
 	return first, last, nil
+}
+
+// fail takes the log offline after a failed write or fsync of op and
+// returns the ErrStorage error every later operation answers. Only the
+// first failure is kept: it is the cause.
+func (l *Log) fail(op string, err error) error {
+	if errors.Is(err, ErrStorage) {
+		return err
+	}
+	ferr := fmt.Errorf("%w: %s of log %s: %w; the log is offline until restart", ErrStorage, op, l.dir, err)
+	if l.failed.CompareAndSwap(nil, &ferr) {
+		l.logger.Error("log storage failure, log offline", "op", op, "err", err)
+	}
+	return *l.failed.Load()
+}
+
+// failure is the error that took the log offline, or nil.
+func (l *Log) failure() error {
+	if p := l.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Failed reports the error that took the log offline (ErrStorage), or nil.
+func (l *Log) Failed() error { return l.failure() }
+
+// injectFault runs the test hook LogConfig.Fault.
+func (l *Log) injectFault(op, path string) error {
+	if f := l.mu.cfg.Fault; f != nil {
+		return f(op, path)
+	}
+	return nil
 }
 
 // scanLocked walks the headers of batches, checks them, assigns offsets if
@@ -384,7 +436,7 @@ func (l *Log) rollLocked(newBase int64) (*segment, error) {
 		go func() {
 			defer l.flushes.Done()
 			if err := l.flushUpTo(newBase); err != nil {
-				l.logger.Error("flush after roll", "upTo", newBase, "err", err)
+				l.logger.Error("flush after roll", "upTo", newBase, "err", l.fail("flush after roll", err))
 			}
 		}()
 	}
@@ -397,16 +449,17 @@ func (l *Log) rollLocked(newBase int64) (*segment, error) {
 func (l *Log) flushUpTo(upTo int64) error {
 	l.mu.Lock()
 	rp, gen := l.mu.recoveryPoint, l.mu.generation
+	fault := l.injectFault("sync", l.dir)
 	l.mu.Unlock()
 	if rp >= upTo {
 		return nil
 	}
 	l.structMu.RLock()
-	if l.closed.Load() {
+	if l.closed.Load() || l.failure() != nil {
 		l.structMu.RUnlock()
 		return nil
 	}
-	var err error
+	err := fault
 	for _, s := range l.segments() {
 		if s.baseOffset < upTo && s.nextOffset.Load() > rp {
 			err = errors.Join(err, s.flush())
@@ -445,7 +498,13 @@ func (l *Log) flushIfDue() error {
 	if l.closed.Load() {
 		return nil
 	}
-	return l.maybeFlushLocked()
+	if err := l.failure(); err != nil {
+		return err
+	}
+	if err := l.maybeFlushLocked(); err != nil {
+		return l.fail("flush", err)
+	}
+	return nil
 }
 
 // Flush fsyncs everything appended so far.
@@ -455,12 +514,18 @@ func (l *Log) Flush() error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
-	return l.flushLocked()
+	if err := l.failure(); err != nil {
+		return err
+	}
+	if err := l.flushLocked(); err != nil {
+		return l.fail("flush", err)
+	}
+	return nil
 }
 
 func (l *Log) flushLocked() error {
 	leo := l.leo.Load()
-	var err error
+	err := l.injectFault("sync", l.dir)
 	for _, s := range l.segments() {
 		if s.nextOffset.Load() > l.mu.recoveryPoint || s.size.Load() == 0 {
 			err = errors.Join(err, s.flush())
@@ -498,6 +563,9 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) ([]byte, error) 
 	if l.closed.Load() {
 		return nil, ErrClosed
 	}
+	if err := l.failure(); err != nil {
+		return nil, err
+	}
 	leo, start := l.leo.Load(), l.logStart.Load()
 	if offset < start || offset > leo {
 		return nil, fmt.Errorf("%w: offset %d, log %s has %d..%d", ErrOffsetOutOfRange, offset, l.dir, start, leo)
@@ -527,6 +595,9 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool,
 	defer l.structMu.RUnlock()
 	if l.closed.Load() {
 		return -1, -1, false, ErrClosed
+	}
+	if err := l.failure(); err != nil {
+		return -1, -1, false, err
 	}
 	start := l.logStart.Load()
 	for _, s := range l.segments() {
@@ -695,7 +766,7 @@ func (l *Log) shutdown(flush bool) error {
 	hook := l.mu.closeHook
 	l.mu.Unlock()
 	l.flushes.Wait()
-	if flush && hook != nil {
+	if flush && hook != nil && l.failure() == nil {
 		// Appends have stopped: the hook sees the final state.
 		hook()
 	}
@@ -708,8 +779,8 @@ func (l *Log) shutdown(flush bool) error {
 	l.structMu.Lock()
 	defer l.structMu.Unlock()
 	segs := l.segments()
-	var err error
-	if flush {
+	err := l.failure() // an offline log is not flushed, and says why
+	if flush && err == nil {
 		err = segs[len(segs)-1].finishActive()
 		err = errors.Join(err, l.flushLocked())
 	}

@@ -93,6 +93,13 @@ type LogConfig struct {
 
 	// Now is the clock used for segment.ms and flush.ms. Default time.Now.
 	Now func() time.Time
+
+	// Fault, when set, is called before each write ("write") and fsync
+	// ("sync") of the log's segment files with the operation and the
+	// file's path; an error it returns is that operation's failure. Tests
+	// use it to inject disk faults (ENOSPC, EIO) in the spirit of pebble's
+	// errorfs; production leaves it nil.
+	Fault func(op, path string) error
 }
 
 // DefaultLogConfig returns Kafka's defaults, all fields filled in.

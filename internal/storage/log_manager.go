@@ -379,6 +379,9 @@ func mergeConfig(cfg, def LogConfig) LogConfig {
 	if cfg.Now == nil {
 		cfg.Now = def.Now
 	}
+	if cfg.Fault == nil {
+		cfg.Fault = def.Fault
+	}
 	return cfg
 }
 
