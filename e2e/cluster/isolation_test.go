@@ -152,8 +152,8 @@ func TestIsolatedBrokerFencesItself(t *testing.T) {
 			return false, err.Error()
 		}
 		p := resp.Topics[0].Partitions[0]
-		return p.Leader >= 0 && p.Leader != isolated && p.LeaderEpoch > before.LeaderEpoch,
-			fmt.Sprintf("leader %d at epoch %d", p.Leader, p.LeaderEpoch)
+		return p.Leader >= 0 && p.Leader != isolated && p.LeaderEpoch > before.LeaderEpoch && !slices.Contains(p.ISR, isolated),
+			fmt.Sprintf("leader %d at epoch %d, isr %v", p.Leader, p.LeaderEpoch, p.ISR)
 	})
 	if err := majorityProduce(ctx, majority, topic); err != nil {
 		t.Fatalf("produce to the majority: %v", err)
@@ -162,7 +162,7 @@ func TestIsolatedBrokerFencesItself(t *testing.T) {
 
 	t.Logf("healing node %d", isolated)
 	qn.isolate(isolated, false)
-	waitFullISR(t, adm, topic, 60*time.Second)
+	waitFullISR(t, kadm.NewClient(majority), topic, 60*time.Second)
 	waitFor(t, 30*time.Second, fmt.Sprintf("node %d serving again", isolated), func() (bool, string) {
 		resp, err := metadataFrom(ctx, toIsolated, topic)
 		if err != nil {
