@@ -65,11 +65,18 @@ var fastFailover = []string{
 // the end of every node's log if the test failed.
 func startCluster(t *testing.T, n int, props ...string) *devcluster.Cluster {
 	t.Helper()
+	return startClusterWith(t, devcluster.Config{Nodes: n, Properties: props})
+}
+
+// startClusterWith is startCluster for a configuration of its own: Dir,
+// Binary and the fastFailover properties are filled in.
+func startClusterWith(t *testing.T, cfg devcluster.Config) *devcluster.Cluster {
+	t.Helper()
 	dir := t.TempDir()
-	c, err := devcluster.Start(devcluster.Config{
-		Nodes: n, Dir: dir, Binary: binary,
-		Properties: append(append([]string{}, fastFailover...), props...),
-	})
+	n := cfg.Nodes
+	cfg.Dir, cfg.Binary = dir, binary
+	cfg.Properties = append(append([]string{}, fastFailover...), cfg.Properties...)
+	c, err := devcluster.Start(cfg)
 	if err != nil {
 		dumpLogs(t, dir, n)
 		t.Fatal(err)

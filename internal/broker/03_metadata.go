@@ -18,6 +18,12 @@ package broker
 //     (those on fenced or unregistered brokers, or without an endpoint on
 //     this listener). A partition without a live leader answers
 //     LEADER_NOT_AVAILABLE with leader -1, so clients refresh and retry.
+//   - A broker whose session with the controller quorum lapsed (it fenced
+//     itself, see Broker.selfFenced) answers as the quorum's image does
+//     once the controller fences it: itself unlisted and offline, its
+//     partitions LEADER_NOT_AVAILABLE, and controller id -1. Clients then
+//     ask another broker and find the leaders the quorum elected, rather
+//     than being kept on this one by its stale image.
 
 import (
 	"context"
@@ -42,14 +48,12 @@ func handleMetadata(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.R
 
 	resp.ClusterID = &img.ClusterID
 	resp.ControllerID = b.controllerID(img)
+	live := b.liveness(img, c.Listener())
 	for _, br := range img.Brokers() {
-		if br.Fenced {
+		if !live(br.ID) {
 			continue
 		}
-		ep, ok := endpointFor(br, c.Listener())
-		if !ok {
-			continue
-		}
+		ep, _ := endpointFor(br, c.Listener())
 		rb := kmsg.NewMetadataResponseBroker()
 		rb.NodeID = br.ID
 		rb.Host = ep.Host
@@ -60,7 +64,7 @@ func handleMetadata(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.R
 
 	if allTopics {
 		for _, t := range img.Topics() {
-			resp.Topics = append(resp.Topics, metadataTopic(img, t, c.Listener()))
+			resp.Topics = append(resp.Topics, metadataTopic(t, live))
 		}
 		return resp, nil
 	}
@@ -73,7 +77,7 @@ func handleMetadata(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.R
 			t, ok = img.TopicByID(metadata.Uuid(rt.TopicID))
 		}
 		if ok {
-			resp.Topics = append(resp.Topics, metadataTopic(img, t, c.Listener()))
+			resp.Topics = append(resp.Topics, metadataTopic(t, live))
 			continue
 		}
 		mt := kmsg.NewMetadataResponseTopic()
@@ -127,7 +131,9 @@ func (b *Broker) autoCreate(ctx context.Context, img *metadata.Image, req *kmsg.
 	return b.cfg.Image()
 }
 
-func metadataTopic(img *metadata.Image, t *metadata.TopicImage, listener string) kmsg.MetadataResponseTopic {
+// metadataTopic describes a topic; live tells which brokers clients may be
+// sent to.
+func metadataTopic(t *metadata.TopicImage, live func(id int32) bool) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name
@@ -142,11 +148,11 @@ func metadataTopic(img *metadata.Image, t *metadata.TopicImage, listener string)
 		mp.ISR = p.ISR
 		mp.OfflineReplicas = []int32{}
 		for _, r := range p.Replicas {
-			if !brokerLive(img, r, listener) {
+			if !live(r) {
 				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
 			}
 		}
-		if p.Leader < 0 || !brokerLive(img, p.Leader, listener) {
+		if p.Leader < 0 || !live(p.Leader) {
 			mp.Leader = -1
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
@@ -155,15 +161,19 @@ func metadataTopic(img *metadata.Image, t *metadata.TopicImage, listener string)
 	return mt
 }
 
-// brokerLive reports whether a broker is registered, unfenced and
-// reachable on listener: one clients can be sent to.
-func brokerLive(img *metadata.Image, id int32, listener string) bool {
-	br, ok := img.Broker(id)
-	if !ok || br.Fenced {
-		return false
+// liveness reports which brokers clients can be sent to: registered,
+// unfenced (this one also by its own lapsed session, b.selfFenced) and
+// reachable on listener.
+func (b *Broker) liveness(img *metadata.Image, listener string) func(id int32) bool {
+	selfFenced := b.selfFenced()
+	return func(id int32) bool {
+		br, ok := b.brokerAlive(img, id, selfFenced)
+		if !ok {
+			return false
+		}
+		_, ok = endpointFor(br, listener)
+		return ok
 	}
-	_, ok = endpointFor(br, listener)
-	return ok
 }
 
 func isInternalTopic(name string) bool {

@@ -14,7 +14,8 @@ package broker
 //     INVALID_REQUEST. Share keys (type 2) are INVALID_REQUEST.
 //   - v4+ batches keys; earlier versions carry one key.
 //   - COORDINATOR_NOT_AVAILABLE while the coordinator partition has no
-//     leader, or its leader is fenced or unregistered.
+//     leader, or its leader is fenced or unregistered (this broker
+//     included, while it fenced itself: see Metadata).
 
 import (
 	"context"
@@ -90,8 +91,8 @@ func (b *Broker) findCoordinator(ctx context.Context, c *network.Conn, keyType i
 	if int(p) >= len(t.Partitions) || t.Partitions[p].Leader < 0 {
 		return fail(kerr.CoordinatorNotAvailable, "")
 	}
-	leader, ok := b.cfg.Image().Broker(t.Partitions[p].Leader)
-	if !ok || leader.Fenced {
+	leader, ok := b.brokerAlive(b.cfg.Image(), t.Partitions[p].Leader, b.selfFenced())
+	if !ok {
 		return fail(kerr.CoordinatorNotAvailable, "")
 	}
 	ep, ok := endpointFor(leader, c.Listener())

@@ -4,7 +4,9 @@ package broker
 //
 // Behavior:
 //   - Lists the registered brokers with their endpoint on the listener the
-//     request arrived on; fenced brokers only when asked (v2).
+//     request arrived on; fenced brokers only when asked (v2). A broker
+//     whose session with the quorum lapsed shows itself fenced and the
+//     controller id as -1, as Metadata does.
 //   - EndpointType 2 (controllers) is refused with UNSUPPORTED_ENDPOINT_TYPE,
 //     as Kafka's brokers do: that question goes to a controller listener.
 
@@ -29,8 +31,10 @@ func handleDescribeCluster(_ context.Context, b *Broker, c *network.Conn, kreq k
 	resp.ClusterID = img.ClusterID
 	resp.ControllerID = b.controllerID(img)
 	resp.EndpointType = 1
+	selfFenced := b.selfFenced()
 	for _, br := range img.Brokers() {
-		if br.Fenced && !req.IncludeFencedBrokers {
+		_, alive := b.brokerAlive(img, br.ID, selfFenced)
+		if !alive && !req.IncludeFencedBrokers {
 			continue
 		}
 		ep, ok := endpointFor(br, c.Listener())
@@ -42,7 +46,7 @@ func handleDescribeCluster(_ context.Context, b *Broker, c *network.Conn, kreq k
 		rb.Host = ep.Host
 		rb.Port = int32(ep.Port)
 		rb.Rack = br.Rack
-		rb.IsFenced = br.Fenced
+		rb.IsFenced = !alive
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	return resp, nil

@@ -280,9 +280,32 @@ func (b *Broker) leaderPartition(topic string, partition int32) (*replica.Partit
 	return nil, kerr.UnknownTopicOrPartition
 }
 
+// selfFenced reports whether this broker fenced itself because its
+// session with the controller quorum lapsed (replica.Manager.SetFenced):
+// it cannot tell what the quorum decided since, so it does not advertise
+// itself as a leader, coordinator or controller.
+func (b *Broker) selfFenced() bool {
+	return b.cfg.Replicas != nil && b.cfg.Replicas.Fenced()
+}
+
+// brokerAlive returns a broker clients may be sent to: registered and
+// unfenced in img, and not this node while selfFenced.
+func (b *Broker) brokerAlive(img *metadata.Image, id int32, selfFenced bool) (metadata.BrokerImage, bool) {
+	br, ok := img.Broker(id)
+	if !ok || br.Fenced || (selfFenced && id == b.cfg.NodeID) {
+		return metadata.BrokerImage{}, false
+	}
+	return br, true
+}
+
 // controllerID is the controller id reported to clients: the active
-// controller when it is a live broker, else this node (which forwards).
+// controller when it is a live broker, else this node (which forwards) —
+// unless this node fenced itself: then -1 (Kafka's NO_CONTROLLER_ID), as
+// it knows of no live controller and cannot forward to one.
 func (b *Broker) controllerID(img *metadata.Image) int32 {
+	if b.selfFenced() {
+		return -1
+	}
 	if b.cfg.ActiveController == nil {
 		return b.cfg.NodeID
 	}

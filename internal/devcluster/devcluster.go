@@ -47,6 +47,12 @@ type Config struct {
 	Properties []string
 	// StartTimeout bounds how long a node may take to serve; default 60 s.
 	StartTimeout time.Duration
+	// VoterAddr, when set, gives the address node from dials to reach
+	// voter to, whose controller listener is addr: it rewrites each
+	// node's controller.quorum.voters. Tests put a proxy there that they
+	// can cut, to isolate a node from the quorum while clients still
+	// reach it. Nil: every node dials addr.
+	VoterAddr func(from, to int32, addr string) string
 }
 
 // Cluster is a running set of nodes.
@@ -140,11 +146,21 @@ func (c *Cluster) configure() error {
 	if err != nil {
 		return err
 	}
-	var voters []string
-	for i := range c.cfg.Nodes {
-		if c.role(int32(i+1)) != "broker" {
-			voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ports[2*i+1]))
+	// voters is controller.quorum.voters as node from sees it.
+	voters := func(from int32) string {
+		var vs []string
+		for i := range c.cfg.Nodes {
+			to := int32(i + 1)
+			if c.role(to) == "broker" {
+				continue
+			}
+			addr := fmt.Sprintf("127.0.0.1:%d", ports[2*i+1])
+			if c.cfg.VoterAddr != nil && to != from {
+				addr = c.cfg.VoterAddr(from, to, addr)
+			}
+			vs = append(vs, fmt.Sprintf("%d@%s", to, addr))
 		}
+		return strings.Join(vs, ",")
 	}
 	for i := range c.cfg.Nodes {
 		id := int32(i + 1)
@@ -169,7 +185,7 @@ func (c *Cluster) configure() error {
 				"listeners=" + strings.Join(listeners, ","),
 				"controller.listener.names=CONTROLLER",
 				"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-				"controller.quorum.voters=" + strings.Join(voters, ","),
+				"controller.quorum.voters=" + voters(id),
 				"log.dirs=" + n.Dir,
 			}
 			props = append(props, c.cfg.Properties...)

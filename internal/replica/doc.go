@@ -32,4 +32,10 @@
 // replica the ISR is {leader} and the high watermark follows the log end
 // offset at once. High watermarks survive restarts in each log directory's
 // replication-offset-checkpoint.
+//
+// Fencing (Manager.SetFenced): a broker whose session with the controller
+// quorum lapsed cannot know whether other leaders were elected meanwhile,
+// so it leads nothing until the session is back: leader operations answer
+// NOT_LEADER_OR_FOLLOWER and the partitions keep their state for when the
+// fence is lifted.
 package replica

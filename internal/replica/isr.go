@@ -153,7 +153,7 @@ func (p *Partition) outOfSyncLocked(now time.Time) []int32 {
 func (p *Partition) maybeShrinkISR() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.mu.leader || p.mu.alterInFlight {
+	if !p.leadingLocked() || p.mu.alterInFlight {
 		return
 	}
 	out := p.outOfSyncLocked(p.now())

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/samsa-io/samsa/internal/record"
@@ -95,6 +96,10 @@ type Manager struct {
 	done chan struct{} // closed when the loop ends
 	// hwMu serialises checkpoint writes.
 	hwMu sync.Mutex
+	// fenced is set while this broker has lost its session with the
+	// controller quorum (SetFenced). Partitions read it under their own
+	// lock; SetFenced takes each partition's lock after changing it.
+	fenced atomic.Bool
 }
 
 // NewManager returns an empty manager and starts its background loop;
@@ -154,6 +159,32 @@ func (m *Manager) run() {
 		}
 	}
 }
+
+// SetFenced fences this node for leadership, or lifts the fence. A fenced
+// node leads nothing: produce, DeleteRecords, transaction markers,
+// consumer and follower fetches get NOT_LEADER_OR_FOLLOWER, acks=all
+// produces waiting for their commit are answered NOT_LEADER_OR_FOLLOWER
+// at once, and no ISR change is proposed. The broker fences itself when
+// its session with the controller lapses (it cannot know whether the
+// quorum has elected other leaders), and lifts the fence once a heartbeat
+// shows it has caught up with the metadata log again. The partitions'
+// states are kept: on lifting, each leads again only if the metadata
+// replayed in between still names it leader.
+//
+// Once SetFenced(true) returns, no append succeeds until SetFenced(false).
+func (m *Manager) SetFenced(fenced bool) {
+	if m.fenced.Swap(fenced) == fenced {
+		return
+	}
+	for _, p := range m.partitions() {
+		p.mu.Lock()
+		p.wakeLocked() // waiters re-check leadership
+		p.mu.Unlock()
+	}
+}
+
+// Fenced reports whether SetFenced fenced this node.
+func (m *Manager) Fenced() bool { return m.fenced.Load() }
 
 func (m *Manager) partitions() []*Partition {
 	m.mu.RLock()

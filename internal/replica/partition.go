@@ -101,7 +101,7 @@ func (p *Partition) Append(batch []byte) (AppendResult, error) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.mu.leader {
+	if !p.leadingLocked() {
 		return AppendResult{}, kerr.NotLeaderForPartition
 	}
 	return p.appendCheckedLocked(batch, h, sum, true)
@@ -283,7 +283,7 @@ func (p *Partition) Log() *storage.Log { return p.log }
 func (p *Partition) DeleteRecords(offset int64) (lowWatermark int64, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.mu.leader {
+	if !p.leadingLocked() {
 		return -1, kerr.NotLeaderForPartition
 	}
 	if !p.log.Config().CleanupPolicy.Delete() {

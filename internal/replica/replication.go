@@ -111,11 +111,20 @@ func (p *Partition) applyStateLocked(st PartitionState) {
 	p.wakeLocked()
 }
 
-// IsLeader reports whether this node currently leads the partition.
+// IsLeader reports whether this node currently leads the partition: the
+// metadata names it leader and the node is not fenced (Manager.SetFenced).
 func (p *Partition) IsLeader() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.mu.leader
+	return p.leadingLocked()
+}
+
+// leadingLocked is whether this replica may act as the leader: serve
+// produce, consumers and followers, and change the ISR. A fenced node
+// keeps its leader state (the metadata that made it leader has not
+// changed, as far as it knows) but acts on none of it.
+func (p *Partition) leadingLocked() bool {
+	return p.mu.leader && !p.mgr.fenced.Load()
 }
 
 // State returns the partition state this replica last applied.
@@ -137,7 +146,7 @@ func (p *Partition) minISRLocked() int {
 func (p *Partition) CheckEnoughReplicas() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.mu.leader {
+	if !p.leadingLocked() {
 		return kerr.NotLeaderForPartition
 	}
 	if n, want := len(p.mu.state.ISR), p.minISRLocked(); n < want {
@@ -148,14 +157,15 @@ func (p *Partition) CheckEnoughReplicas() error {
 
 // WaitCommitted blocks until the high watermark passes lastOffset (the
 // record at lastOffset is committed). It returns NOT_LEADER_OR_FOLLOWER if
-// the partition stops being leader (or its leader epoch changes) first,
+// the partition stops being leader (its leader epoch changes, or the node
+// is fenced) first,
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND if when the offset commits the ISR is
 // smaller than min.insync.replicas, and REQUEST_TIMED_OUT when ctx ends.
 func (p *Partition) WaitCommitted(ctx context.Context, lastOffset int64) error {
 	p.mu.Lock()
 	epoch := p.mu.leaderEpoch
 	for {
-		if !p.mu.leader || p.mu.leaderEpoch != epoch {
+		if !p.leadingLocked() || p.mu.leaderEpoch != epoch {
 			p.mu.Unlock()
 			return kerr.NotLeaderForPartition
 		}
@@ -200,7 +210,7 @@ func (p *Partition) checkLeaderEpochLocked(current int32) error {
 // when FetchOffset is outside [log start, log end].
 func (p *Partition) FetchForFollower(f FollowerFetch) (FollowerFetchResult, error) {
 	p.mu.Lock()
-	if !p.mu.leader {
+	if !p.leadingLocked() {
 		p.mu.Unlock()
 		return FollowerFetchResult{}, kerr.NotLeaderForPartition
 	}

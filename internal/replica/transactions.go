@@ -51,7 +51,7 @@ func (p *Partition) AppendAsCoordinator(batch []byte) (AppendResult, error) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.mu.leader {
+	if !p.leadingLocked() {
 		return AppendResult{}, kerr.NotLeaderForPartition
 	}
 	if h.Idempotent() {
@@ -95,7 +95,7 @@ func (p *Partition) WriteTxnMarker(producerID int64, epoch int16, coordinatorEpo
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.mu.leader {
+	if !p.leadingLocked() {
 		return -1, kerr.NotLeaderForPartition
 	}
 	if err := p.mu.producers.checkMarker(producerID, epoch, coordinatorEpoch); err != nil {

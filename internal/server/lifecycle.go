@@ -23,6 +23,17 @@ import (
 // A heartbeat refused as stale (the controller lost or expired the
 // session) registers again. On shutdown it asks for a controlled shutdown,
 // so leadership moves away before the process exits.
+//
+// It also keeps the broker's side of the session. When no heartbeat sent
+// in the last sessionTimeout (broker.session.timeout.ms) was answered,
+// the controller may have fenced this broker and moved its leaderships
+// (it counts the same timeout from when it received the last heartbeat,
+// which is no earlier than when it was sent), so the broker fences itself
+// first: onSession(true). It lifts that fence, onSession(false), on a
+// heartbeat answered unfenced and caught up, i.e. once it has replayed
+// whatever the quorum decided meanwhile. Kafka's BrokerLifecycleManager
+// does not fence itself; without it, a broker cut off from the quorum
+// keeps serving the leaderships of its last image for the whole cut.
 type lifecycle struct {
 	ch        *channel
 	logger    *slog.Logger
@@ -35,6 +46,12 @@ type lifecycle struct {
 	metadataOffset func() int64
 	// onEpoch is told every new broker epoch.
 	onEpoch func(int64)
+	// sessionTimeout is broker.session.timeout.ms; onSession is told
+	// when the session lapses (true) and when it is back (false).
+	sessionTimeout time.Duration
+	onSession      func(lapsed bool)
+	// now is the clock (time.Now); tests inject theirs.
+	now func() time.Time
 
 	epoch    atomic.Int64
 	fenced   atomic.Bool
@@ -44,6 +61,16 @@ type lifecycle struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 	done     chan struct{}
+
+	// session is the broker's side of its session; the heartbeat loop
+	// and the lapse timer meet here.
+	session struct {
+		sync.Mutex
+		deadline time.Time   // last answered heartbeat's send time + sessionTimeout
+		timer    *time.Timer // fires lapse at deadline; nil before the first answer
+		lapsed   bool
+		stopped  bool
+	}
 }
 
 // start registers and starts heartbeating; it returns at once.
@@ -52,6 +79,9 @@ func (l *lifecycle) start() {
 	l.stop = make(chan struct{})
 	l.done = make(chan struct{})
 	l.fenced.Store(true)
+	if l.now == nil {
+		l.now = time.Now
+	}
 	go l.run()
 }
 
@@ -84,6 +114,7 @@ func (l *lifecycle) run() {
 			}
 			registered = true
 		}
+		sent := l.now()
 		resp, err := l.heartbeat(ctx, false)
 		switch {
 		case err != nil:
@@ -98,11 +129,12 @@ func (l *lifecycle) run() {
 			l.logger.Warn("broker heartbeat refused", "err", kerr.ErrorForCode(resp.ErrorCode))
 		default:
 			l.observe(resp)
+			l.answered(sent, resp)
 		}
 		// A fenced broker heartbeats often, so it is unfenced as soon as
 		// it catches up.
 		wait := l.interval
-		if l.fenced.Load() {
+		if l.fenced.Load() || l.lapsed() {
 			wait = min(wait, 100*time.Millisecond)
 		}
 		sleep(ctx, wait)
@@ -118,6 +150,50 @@ func (l *lifecycle) observe(resp *kmsg.BrokerHeartbeatResponse) {
 	case !was && resp.IsFenced:
 		l.logger.Warn("broker fenced by the controller", "brokerEpoch", l.epoch.Load())
 	}
+}
+
+// answered extends the session by a heartbeat sent at sent that the
+// controller answered, and lifts a lapse once the answer shows the broker
+// unfenced and caught up with the metadata log.
+func (l *lifecycle) answered(sent time.Time, resp *kmsg.BrokerHeartbeatResponse) {
+	l.session.Lock()
+	defer l.session.Unlock()
+	if l.session.stopped {
+		return
+	}
+	l.session.deadline = sent.Add(l.sessionTimeout)
+	wait := l.session.deadline.Sub(l.now())
+	if l.session.timer == nil {
+		l.session.timer = time.AfterFunc(wait, l.lapse)
+	} else {
+		l.session.timer.Reset(wait)
+	}
+	if l.session.lapsed && !resp.IsFenced && resp.IsCaughtUp {
+		l.session.lapsed = false
+		l.logger.Info("session with the controller quorum restored, serving as leader again", "brokerEpoch", l.epoch.Load())
+		l.onSession(false)
+	}
+}
+
+// lapse fences the broker when its session deadline passed without a
+// newer answered heartbeat. It runs on the session timer.
+func (l *lifecycle) lapse() {
+	l.session.Lock()
+	defer l.session.Unlock()
+	if l.session.stopped || l.session.lapsed || l.now().Before(l.session.deadline) {
+		return // stopped, already lapsed, or extended since the timer fired
+	}
+	l.session.lapsed = true
+	l.logger.Warn("no heartbeat answered within broker.session.timeout.ms: fencing this broker until the controller quorum is reachable again",
+		"brokerEpoch", l.epoch.Load(), "sessionTimeout", l.sessionTimeout)
+	l.onSession(true)
+}
+
+// lapsed reports whether the broker fenced itself.
+func (l *lifecycle) lapsed() bool {
+	l.session.Lock()
+	defer l.session.Unlock()
+	return l.session.lapsed
 }
 
 func (l *lifecycle) register(ctx context.Context) error {
@@ -175,6 +251,14 @@ func (l *lifecycle) shutdown(timeout time.Duration) {
 	stopped := false
 	l.stopOnce.Do(func() { close(l.stop); stopped = true })
 	<-l.done
+	// Leadership moves away by the controlled shutdown (or the session
+	// expiring at the controller); a lapse no longer matters.
+	l.session.Lock()
+	l.session.stopped = true
+	if l.session.timer != nil {
+		l.session.timer.Stop()
+	}
+	l.session.Unlock()
 	if !stopped {
 		return // shut down before
 	}

@@ -362,6 +362,8 @@ func (s *Server) serve(ctx context.Context) error {
 		interval:       time.Duration(s.cfg.MustInt32("broker.heartbeat.interval.ms")) * time.Millisecond,
 		metadataOffset: func() int64 { return int64(s.loader.Image().Offset) },
 		onEpoch:        s.broker.SetEpoch,
+		sessionTimeout: time.Duration(s.cfg.MustInt32("broker.session.timeout.ms")) * time.Millisecond,
+		onSession:      s.replicas.SetFenced,
 	}
 	s.lifecycle.start()
 	err = s.lifecycle.waitUnfenced(ctx)
