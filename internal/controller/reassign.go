@@ -147,25 +147,27 @@ func (ch *changes) cancelReassignment(ti *metadata.TopicImage, p *metadata.Parti
 	return nil
 }
 
-// completeReassignment finishes p's reassignment if every adding replica
-// is in the ISR (Kafka's maybeCompleteReassignment); it is called wherever
-// the ISR grows. The removing replicas leave Replicas and the ISR, unless
-// no ISR member would remain.
+// completeReassignment finishes p's reassignment once every target
+// replica is in the ISR (Kafka's maybeCompleteReassignment: a replica that
+// stays but lags holds the move up as much as one being added); it is
+// called wherever the ISR grows. The removing replicas leave Replicas and
+// the ISR, unless no ISR member would remain.
 func (ch *changes) completeReassignment(p *metadata.PartitionImage) {
 	if !p.Reassigning() {
 		return
 	}
 	leaving := func(r int32) bool { return slices.Contains(p.RemovingReplicas, r) }
 	isr := slices.DeleteFunc(slices.Clone(p.ISR), leaving)
-	if len(isr) == 0 {
+	target := slices.DeleteFunc(slices.Clone(p.Replicas), leaving)
+	if len(isr) == 0 || len(target) == 0 {
 		return
 	}
-	for _, r := range p.AddingReplicas {
+	for _, r := range target {
 		if !slices.Contains(isr, r) {
 			return
 		}
 	}
-	p.Replicas = slices.DeleteFunc(slices.Clone(p.Replicas), leaving)
+	p.Replicas = target
 	p.ISR = isr
 	p.AddingReplicas, p.RemovingReplicas = nil, nil
 	ch.reelect(p)
