@@ -3,7 +3,7 @@ package broker
 // WriteTxnMarkers, versions 0-1.
 //
 // Behavior:
-//   - Sent by a transaction coordinator (MarkerWriter on its broker) to the
+//   - Sent by a transaction coordinator (txn.MarkerChannel on its broker) to the
 //     leader of each partition of a transaction that ends. Kafka requires
 //     CLUSTER_ACTION on the cluster; with no ACLs yet every caller is
 //     served.
@@ -41,10 +41,10 @@ func handleWriteTxnMarkers(ctx context.Context, b *Broker, _ *network.Conn, kreq
 	img := b.cfg.Image()
 	// One deadline for the whole request: markers are appended one
 	// after the other, and each waits for the rest of it.
-	ctx, cancel := context.WithTimeout(ctx, txnWriteTimeout)
+	ctx, cancel := context.WithTimeout(ctx, txn.WriteTimeout)
 	defer cancel()
 	for _, rm := range req.Markers {
-		m := marker{producerID: rm.ProducerID, epoch: rm.ProducerEpoch, coordinatorEpoch: rm.CoordinatorEpoch, commit: rm.Committed}
+		m := txn.Marker{ProducerID: rm.ProducerID, Epoch: rm.ProducerEpoch, CoordinatorEpoch: rm.CoordinatorEpoch, Commit: rm.Committed}
 		var known []txn.TopicPartition
 		codes := make(map[txn.TopicPartition]int16)
 		for _, rt := range rm.Topics {
@@ -58,7 +58,7 @@ func handleWriteTxnMarkers(ctx context.Context, b *Broker, _ *network.Conn, kreq
 				known = append(known, tp)
 			}
 		}
-		for i, err := range writeLocalMarkers(ctx, b.cfg.Replicas, b.cfg.Groups, m, known, txnWriteTimeout) {
+		for i, err := range txn.WriteLocalMarkers(ctx, b.cfg.Replicas, b.cfg.Groups, m, known, txn.WriteTimeout) {
 			codes[known[i]] = b.markerErrCode(err)
 		}
 		out := kmsg.NewWriteTxnMarkersResponseMarker()

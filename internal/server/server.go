@@ -47,7 +47,7 @@ type Server struct {
 	groups    *group.Coordinator
 	txns      *txn.Coordinator
 	fetcher   *metadataFetcher // broker-only nodes
-	markers   *broker.MarkerWriter
+	markers   *txn.MarkerChannel
 	listeners []*network.Server
 	clusterID string
 }
@@ -326,7 +326,7 @@ func (s *Server) startCoordinators() error {
 	// New producer ids come from the broker's blocks; the broker exists
 	// before the first request reaches the coordinator.
 	tcfg.ProducerIDs = func(ctx context.Context) (int64, error) { return s.broker.NextProducerID(ctx) }
-	s.markers = broker.NewMarkerWriter(broker.MarkerWriterConfig{
+	s.markers = txn.NewMarkerChannel(txn.MarkerChannelConfig{
 		NodeID: s.cfg.NodeID, Replicas: s.replicas, Image: s.loader.Image, Groups: s.groups,
 		Listener: s.cfg.InterBrokerListenerName, Logger: s.logger,
 	})

@@ -8,7 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// MarkerWriter writes transaction markers, provided by the broker.
+// MarkerWriter writes transaction markers: [MarkerChannel] on a broker,
+// a fake in tests.
 type MarkerWriter interface {
 	// WriteMarkers appends a COMMIT or ABORT control batch for producerID at
 	// epoch, stamped with coordinatorEpoch, to every listed partition

@@ -55,6 +55,31 @@
 // AbortTimedOutInterval; idle ids are removed every RemoveExpiredInterval.
 // Tests drive them with testing/synctest.
 //
+// # Markers
+//
+// [MarkerChannel] is the MarkerWriter of a broker (Kafka's
+// TransactionMarkerChannelManager). It sorts a transaction's partitions by
+// leader in the latest metadata image: markers for partitions this node
+// leads are appended directly, the others go to their leader as one
+// WriteTxnMarkers request per broker, sent concurrently over a kept
+// connection per broker (dialed on inter.broker.listener.name, dialed
+// again after an error). Partitions of deleted topics are skipped, and so
+// are markers a partition refuses as stale (an older producer or
+// coordinator epoch): retrying them could never succeed. Any other
+// failure fails the call, and the coordinator retries it whole.
+//
+// [WriteLocalMarkers] is the one place a marker is appended: the local
+// half of MarkerChannel and the broker's WriteTxnMarkers handler both call
+// it, so a marker means the same on either path. It waits until each
+// marker is committed (replicated to the ISR, within [WriteTimeout]) and
+// only then hands a marker on a partition of __consumer_offsets to the
+// local group coordinator ([TransactionCompleter]), so pending
+// transactional offsets commit or drop in step with the log.
+//
+// WriteMarkers starts one goroutine per remote broker and joins them
+// before it returns; MarkerChannel's connections are guarded by its mutex.
+// Close it after the Coordinator: later remote markers fail.
+//
 // Handlers take and return kmsg types; the broker sets response versions,
 // authorizes, and checks that topics exist.
 package txn

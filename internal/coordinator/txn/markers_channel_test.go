@@ -1,4 +1,4 @@
-package broker
+package txn_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/broker"
 	"github.com/samsa-io/samsa/internal/coordinator"
 	"github.com/samsa-io/samsa/internal/coordinator/txn"
 	"github.com/samsa-io/samsa/internal/metadata"
@@ -21,10 +22,16 @@ import (
 	"github.com/samsa-io/samsa/internal/replica"
 )
 
-// Transaction markers across two brokers: the marker writer of broker 1
+// Transaction markers across two brokers: the marker channel of broker 1
 // (where the transaction coordinator runs) writes markers to partitions
 // broker 2 leads with WriteTxnMarkers, over the in-memory router of
-// replication_test.go.
+// brokers_test.go.
+
+// Names of the internal topics, as the broker knows them.
+const (
+	offsetsTopic  = "__consumer_offsets"
+	txnStateTopic = "__transaction_state"
+)
 
 var (
 	txTopicID      = metadata.Uuid{7, 7, 7}
@@ -35,7 +42,7 @@ var (
 // markerGroups is a group coordinator that records the transactions it is
 // told completed; any other call panics.
 type markerGroups struct {
-	GroupCoordinator
+	broker.GroupCoordinator
 	mu        sync.Mutex
 	completed []string
 }
@@ -58,11 +65,18 @@ func (g *markerGroups) done() string {
 
 // newTxnCluster is newCluster (t-0 led by broker 1) plus tx-0, led by
 // broker 2 and replicated to broker 1, and __consumer_offsets-0, led by
-// broker 2 whose group coordinator is the one returned.
-func newTxnCluster(t *testing.T) (*cluster, *markerGroups) {
-	c := newCluster(t)
+// broker 2 whose group coordinator is the one returned. txns, when not
+// nil, returns broker 1's transaction coordinator.
+func newTxnCluster(t *testing.T, txns func(c *cluster) broker.TxnCoordinator) (*cluster, *markerGroups) {
 	g := &markerGroups{}
-	c.nodes[2].cfg.Groups = g
+	c := newCluster(t, func(c *cluster, id int32, cfg *broker.Config) {
+		switch {
+		case id == 2:
+			cfg.Groups = g
+		case id == 1 && txns != nil:
+			cfg.Txns = txns(c)
+		}
+	})
 	c.apply(
 		&metadata.TopicRecord{Name: "tx", TopicID: txTopicID},
 		&metadata.PartitionRecord{PartitionID: 0, TopicID: txTopicID, Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 2},
@@ -72,12 +86,17 @@ func newTxnCluster(t *testing.T) (*cluster, *markerGroups) {
 	return c, g
 }
 
-// markerWriter is broker id's marker writer, dialing with dial.
-func (c *cluster) markerWriter(id int32, dial func(context.Context, string) (PeerConn, error)) *MarkerWriter {
-	w := NewMarkerWriter(MarkerWriterConfig{NodeID: id, Replicas: c.nodes[id].cfg.Replicas, Image: c.loader.Image,
-		Dial: dial, RequestTimeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+// markerWriter is broker id's marker channel, dialing with dial.
+func (c *cluster) markerWriter(id int32, dial func(context.Context, string) (txn.PeerConn, error)) *txn.MarkerChannel {
+	w := c.markerChannel(id, dial)
 	c.t.Cleanup(w.Close)
 	return w
+}
+
+// markerChannel is markerWriter without the cleanup: the caller closes it.
+func (c *cluster) markerChannel(id int32, dial func(context.Context, string) (txn.PeerConn, error)) *txn.MarkerChannel {
+	return txn.NewMarkerChannel(txn.MarkerChannelConfig{NodeID: id, Replicas: c.nodes[id].replicas, Image: c.loader.Image,
+		Dial: dial, RequestTimeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
 }
 
 // produceTxn writes values to partition 0 of topic on broker id as one
@@ -174,7 +193,7 @@ func (c *cluster) fetchCommitted(id int32, topic string, offset int64) kmsg.Fetc
 }
 
 func TestTxnMarkersCommitOnRemoteLeader(t *testing.T) {
-	c, groups2 := newTxnCluster(t)
+	c, groups2 := newTxnCluster(t, nil)
 	const pid = 4000
 	c.produceTxn(2, "tx", pid, 0, 0, "a", "b")
 	c.produceTxn(1, "t", pid, 0, 0, "x")
@@ -212,7 +231,7 @@ func TestTxnMarkersCommitOnRemoteLeader(t *testing.T) {
 }
 
 func TestTxnMarkersAbortOnRemoteLeader(t *testing.T) {
-	c, groups2 := newTxnCluster(t)
+	c, groups2 := newTxnCluster(t, nil)
 	const pid = 4001
 	c.produceTxn(2, "tx", pid, 0, 0, "a", "b")
 	w := c.markerWriter(1, c.router.dial)
@@ -232,7 +251,7 @@ func TestTxnMarkersAbortOnRemoteLeader(t *testing.T) {
 // notLeaderConn answers WriteTxnMarkers with NOT_LEADER_OR_FOLLOWER for
 // every partition while refuse is set, and passes requests on otherwise.
 type notLeaderConn struct {
-	PeerConn
+	txn.PeerConn
 	refuse *atomic.Bool
 }
 
@@ -261,13 +280,13 @@ func (c *notLeaderConn) Request(ctx context.Context, req kmsg.Request) (kmsg.Res
 }
 
 func TestTxnMarkersRetriedWhenRemoteLeaderRefuses(t *testing.T) {
-	c, _ := newTxnCluster(t)
+	c, _ := newTxnCluster(t, nil)
 	const pid = 4002
 	c.produceTxn(2, "tx", pid, 0, 0, "a")
 	var refuse atomic.Bool
 	refuse.Store(true)
 	var dials atomic.Int32
-	w := c.markerWriter(1, func(ctx context.Context, addr string) (PeerConn, error) {
+	w := c.markerWriter(1, func(ctx context.Context, addr string) (txn.PeerConn, error) {
 		dials.Add(1)
 		pc, err := c.router.dial(ctx, addr)
 		if err != nil {
@@ -312,7 +331,7 @@ func TestTxnMarkersRetriedWhenRemoteLeaderRefuses(t *testing.T) {
 }
 
 func TestTxnMarkersNoLeaderRetried(t *testing.T) {
-	c, _ := newTxnCluster(t)
+	c, _ := newTxnCluster(t, nil)
 	none := int32(-1)
 	c.apply(&metadata.PartitionChangeRecord{PartitionID: 0, TopicID: txTopicID, Leader: &none})
 	w := c.markerWriter(1, c.router.dial)
@@ -327,7 +346,7 @@ func TestTxnMarkersNoLeaderRetried(t *testing.T) {
 }
 
 func TestWriteTxnMarkersHandlerCodes(t *testing.T) {
-	c, groups2 := newTxnCluster(t)
+	c, groups2 := newTxnCluster(t, nil)
 	const pid = 4100
 	c.produceTxn(2, "tx", pid, 1, 0, "a")
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
@@ -393,7 +412,7 @@ func errName(code int16) string {
 // partitionOn returns partition 0 of topic on broker id.
 func partitionOn(t *testing.T, c *cluster, id int32, topic string) *replica.Partition {
 	t.Helper()
-	p, ok := c.nodes[id].cfg.Replicas.Partition(topic, 0)
+	p, ok := c.nodes[id].replicas.Partition(topic, 0)
 	if !ok {
 		t.Fatalf("broker %d does not host %s-0", id, topic)
 	}
@@ -411,19 +430,24 @@ func markerCtx(t *testing.T) context.Context {
 // runs on broker 1, the data partition and the group's __consumer_offsets
 // partition are led by broker 2.
 func TestTransactionAcrossBrokers(t *testing.T) {
-	c, groups2 := newTxnCluster(t)
 	var nextPID atomic.Int64
 	nextPID.Store(5000)
-	w := c.markerWriter(1, c.router.dial)
-	coord := txn.New(txn.Config{
-		NumPartitions:      1,
-		MarkerRetryBackoff: 10 * time.Millisecond,
-		ProducerIDs:        func(context.Context) (int64, error) { return nextPID.Add(1), nil },
-		GroupPartition:     func(string) (string, int32) { return offsetsTopic, 0 },
-		Markers:            w,
+	var w *txn.MarkerChannel
+	var coord *txn.Coordinator
+	c, groups2 := newTxnCluster(t, func(c *cluster) broker.TxnCoordinator {
+		w = c.markerChannel(1, c.router.dial)
+		coord = txn.New(txn.Config{
+			NumPartitions:      1,
+			MarkerRetryBackoff: 10 * time.Millisecond,
+			ProducerIDs:        func(context.Context) (int64, error) { return nextPID.Add(1), nil },
+			GroupPartition:     func(string) (string, int32) { return offsetsTopic, 0 },
+			Markers:            w,
+		})
+		return coord
 	})
+	// Closed before the brokers, as the server does.
+	t.Cleanup(w.Close)
 	t.Cleanup(coord.Close)
-	c.nodes[1].cfg.Txns = coord
 	stateID := metadata.Uuid{6, 6, 6}
 	c.apply(&metadata.TopicRecord{Name: txnStateTopic, TopicID: stateID},
 		&metadata.PartitionRecord{PartitionID: 0, TopicID: stateID, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1})
