@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -17,7 +16,6 @@ import (
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/replica"
-	"github.com/samsa-io/samsa/internal/storage"
 	"github.com/samsa-io/samsa/internal/wire"
 )
 
@@ -234,25 +232,15 @@ func requestHeader(ctx context.Context) wire.RequestHeader {
 	return h
 }
 
-// errCode turns an error into a Kafka error code: kerr errors keep their
-// code; a storage failure (a partition log taken offline by a failed write
-// or fsync) is KAFKA_STORAGE_ERROR; anything else is an unexpected server
-// error and is logged.
+// errCode turns an error into its Kafka code through wire.ErrorCode (a
+// storage failure is already KAFKA_STORAGE_ERROR there); an error with no
+// Kafka code is unexpected and logged.
 func (b *Broker) errCode(err error, what string) int16 {
-	if err == nil {
-		return 0
+	code := wire.ErrorCode(err)
+	if code == kerr.UnknownServerError.Code {
+		b.cfg.Logger.Error("request failed", "what", what, "err", err)
 	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Code
-	}
-	if errors.Is(err, storage.ErrStorage) {
-		// A failed write or fsync took the partition's log offline
-		// (Kafka's offline log directory); the storage layer logged it.
-		return kerr.KafkaStorageError.Code
-	}
-	b.cfg.Logger.Error("request failed", "what", what, "err", err)
-	return kerr.UnknownServerError.Code
+	return code
 }
 
 // errMessage is the text for a response's error message field: nil when

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/wire"
 )
 
 // Broker lifecycle (Kafka's ClusterControlManager and BrokerHeartbeatManager):
@@ -34,7 +35,7 @@ func (c *Controller) BrokerRegistration(ctx context.Context, req *kmsg.BrokerReg
 	defer c.mu.Unlock()
 	epoch, err := c.registerLocked(ctx, req)
 	if err != nil {
-		resp.ErrorCode, _ = codeAndMessage(err)
+		resp.ErrorCode, _ = wire.ErrorCodeAndMessage(err)
 		return resp
 	}
 	resp.BrokerEpoch = epoch
@@ -50,14 +51,14 @@ func (c *Controller) registerLocked(ctx context.Context, req *kmsg.BrokerRegistr
 	id := req.BrokerID
 	switch {
 	case req.ClusterID != img.ClusterID:
-		return 0, errorf(kerr.InconsistentClusterID, "Expected cluster ID %s, but got cluster ID %s", img.ClusterID, req.ClusterID)
+		return 0, wire.Errorf(kerr.InconsistentClusterID, "Expected cluster ID %s, but got cluster ID %s", img.ClusterID, req.ClusterID)
 	case id < 0:
-		return 0, errorf(kerr.InvalidRequest, "invalid broker id %d", id)
+		return 0, wire.Errorf(kerr.InvalidRequest, "invalid broker id %d", id)
 	}
 	for _, f := range req.Features {
 		if f.Name == metadata.MetadataVersionFeature {
 			if lvl := img.Features()[metadata.MetadataVersionFeature]; lvl < f.MinSupportedVersion || lvl > f.MaxSupportedVersion {
-				return 0, errorf(kerr.UnsupportedVersion, "Unable to register because the broker does not support finalized version %d of metadata.version. The broker wants a version between %d and %d, inclusive.", lvl, f.MinSupportedVersion, f.MaxSupportedVersion)
+				return 0, wire.Errorf(kerr.UnsupportedVersion, "Unable to register because the broker does not support finalized version %d of metadata.version. The broker wants a version between %d and %d, inclusive.", lvl, f.MinSupportedVersion, f.MaxSupportedVersion)
 			}
 		}
 	}
@@ -66,7 +67,7 @@ func (c *Controller) registerLocked(ctx context.Context, req *kmsg.BrokerRegistr
 	// A fenced broker has no session to protect (Kafka's hasValidSession).
 	if exists && !old.Fenced && old.IncarnationID != metadata.Uuid(req.IncarnationID) {
 		if deadline, ok := c.mu.sessions[id]; ok && !now.After(deadline) && c.mu.heard[id] {
-			return 0, errorf(kerr.DuplicateBrokerRegistration, "Another broker is registered with that broker id.")
+			return 0, wire.Errorf(kerr.DuplicateBrokerRegistration, "Another broker is registered with that broker id.")
 		}
 	}
 	// Kafka uses the offset of the registration record as the epoch; the
@@ -104,7 +105,7 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartb
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.heartbeatLocked(ctx, req, resp); err != nil {
-		resp.ErrorCode, _ = codeAndMessage(err)
+		resp.ErrorCode, _ = wire.ErrorCodeAndMessage(err)
 	}
 	return resp
 }
@@ -117,10 +118,10 @@ func (c *Controller) heartbeatLocked(ctx context.Context, req *kmsg.BrokerHeartb
 	id := req.BrokerID
 	b, ok := img.Broker(id)
 	if !ok {
-		return errorf(kerr.BrokerIDNotRegistered, "Broker %d is not registered.", id)
+		return wire.Errorf(kerr.BrokerIDNotRegistered, "Broker %d is not registered.", id)
 	}
 	if b.Epoch != req.BrokerEpoch {
-		return errorf(kerr.StaleBrokerEpoch, "Expected broker epoch %d, but got broker epoch %d", b.Epoch, req.BrokerEpoch)
+		return wire.Errorf(kerr.StaleBrokerEpoch, "Expected broker epoch %d, but got broker epoch %d", b.Epoch, req.BrokerEpoch)
 	}
 	c.mu.sessions[id] = c.cfg.Now().Add(c.cfg.SessionTimeout)
 	c.mu.heard[id] = true

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/wire"
 )
 
 // maxConfigValueBytes is Kafka's limit on a stored config value: the
@@ -59,7 +60,7 @@ func (c *Controller) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsReq
 	resp := kmsg.NewPtrAlterConfigsResponse()
 	for _, err := range c.alterConfigs(ctx, changes, req.ValidateOnly) {
 		rr := kmsg.NewAlterConfigsResponseResource()
-		rr.ErrorCode, rr.ErrorMessage = codeAndMessage(err.err)
+		rr.ErrorCode, rr.ErrorMessage = wire.ErrorCodeAndMessage(err.err)
 		rr.ResourceType, rr.ResourceName = err.rtype, err.name
 		resp.Resources = append(resp.Resources, rr)
 	}
@@ -80,7 +81,7 @@ func (c *Controller) IncrementalAlterConfigs(ctx context.Context, req *kmsg.Incr
 	resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
 	for _, err := range c.alterConfigs(ctx, changes, req.ValidateOnly) {
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
-		rr.ErrorCode, rr.ErrorMessage = codeAndMessage(err.err)
+		rr.ErrorCode, rr.ErrorMessage = wire.ErrorCodeAndMessage(err.err)
 		rr.ResourceType, rr.ResourceName = err.rtype, err.name
 		resp.Resources = append(resp.Resources, rr)
 	}
@@ -112,7 +113,7 @@ func (c *Controller) alterConfigs(ctx context.Context, changes []configChange, v
 		case err != nil:
 			out[i].err = err
 		case counts[resourceKey{ch.rtype, ch.name}] > 1:
-			out[i].err = errorf(kerr.InvalidRequest, "Duplicate resource.")
+			out[i].err = wire.Errorf(kerr.InvalidRequest, "Duplicate resource.")
 		default:
 			rs, aerr := c.decideConfigChange(img, ch)
 			if aerr != nil {
@@ -136,25 +137,25 @@ func (c *Controller) alterConfigs(ctx context.Context, changes []configChange, v
 
 // decideConfigChange validates one resource's change against img and
 // returns a ConfigRecord for every key whose value changes.
-func (c *Controller) decideConfigChange(img *metadata.Image, ch configChange) ([]metadata.Record, *apiError) {
+func (c *Controller) decideConfigChange(img *metadata.Image, ch configChange) ([]metadata.Record, *wire.Error) {
 	var rtype int8
 	switch ch.rtype {
 	case kmsg.ConfigResourceTypeTopic:
 		if _, ok := img.Topic(ch.name); !ok {
-			return nil, errorf(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", ch.name)
+			return nil, wire.Errorf(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", ch.name)
 		}
 		rtype = metadata.ResourceTopic
 	case kmsg.ConfigResourceTypeBroker:
 		if ch.name != "" {
 			if id, err := strconv.ParseInt(ch.name, 10, 32); err != nil || id < 0 {
-				return nil, errorf(kerr.InvalidRequest, "Invalid broker name %s", ch.name)
+				return nil, wire.Errorf(kerr.InvalidRequest, "Invalid broker name %s", ch.name)
 			}
 		}
 		rtype = metadata.ResourceBroker
 	case kmsg.ConfigResourceTypeBrokerLogger:
-		return nil, errorf(kerr.InvalidRequest, "BROKER_LOGGER resources are changed by the broker they name, not the controller")
+		return nil, wire.Errorf(kerr.InvalidRequest, "BROKER_LOGGER resources are changed by the broker they name, not the controller")
 	default:
-		return nil, errorf(kerr.InvalidRequest, "Unsupported resource type %s", ch.rtype)
+		return nil, wire.Errorf(kerr.InvalidRequest, "Unsupported resource type %s", ch.rtype)
 	}
 	current := img.Configs(rtype, ch.name)
 	next := maps.Clone(current)
@@ -164,7 +165,7 @@ func (c *Controller) decideConfigChange(img *metadata.Image, ch configChange) ([
 	seen := map[string]bool{}
 	for _, op := range ch.ops {
 		if seen[op.name] {
-			return nil, errorf(kerr.InvalidRequest, "Error due to duplicate config keys")
+			return nil, wire.Errorf(kerr.InvalidRequest, "Error due to duplicate config keys")
 		}
 		seen[op.name] = true
 		if aerr := c.applyConfigOp(rtype, next, op); aerr != nil {
@@ -198,10 +199,10 @@ func (c *Controller) decideConfigChange(img *metadata.Image, ch configChange) ([
 }
 
 // applyConfigOp applies one operation to the resource's configs.
-func (c *Controller) applyConfigOp(rtype int8, configs map[string]string, op configOp) *apiError {
-	needValue := func() *apiError {
+func (c *Controller) applyConfigOp(rtype int8, configs map[string]string, op configOp) *wire.Error {
+	needValue := func() *wire.Error {
 		if op.value == nil {
-			return errorf(kerr.InvalidRequest, "Null value not supported for : %s", op.name)
+			return wire.Errorf(kerr.InvalidRequest, "Null value not supported for : %s", op.name)
 		}
 		return nil
 	}
@@ -219,7 +220,7 @@ func (c *Controller) applyConfigOp(rtype int8, configs map[string]string, op con
 			def, isList = c.cfg.ListDefault(rtype, op.name)
 		}
 		if !isList {
-			return errorf(kerr.InvalidConfig, "Can't %s to key %s because its type is not LIST.", op.op, op.name)
+			return wire.Errorf(kerr.InvalidConfig, "Can't %s to key %s because its type is not LIST.", op.op, op.name)
 		}
 		if aerr := needValue(); aerr != nil {
 			return aerr
@@ -241,16 +242,16 @@ func (c *Controller) applyConfigOp(rtype int8, configs map[string]string, op con
 		}
 		configs[op.name] = strings.Join(parts, ",")
 	default:
-		return errorf(kerr.InvalidRequest, "Unknown operation type %d", op.op)
+		return wire.Errorf(kerr.InvalidRequest, "Unknown operation type %d", op.op)
 	}
 	return nil
 }
 
 // validateConfigs checks the complete set a resource would have.
-func (c *Controller) validateConfigs(rtype int8, name string, configs map[string]string) *apiError {
+func (c *Controller) validateConfigs(rtype int8, name string, configs map[string]string) *wire.Error {
 	for _, k := range slices.Sorted(maps.Keys(configs)) {
 		if len(configs[k]) > maxConfigValueBytes {
-			return errorf(kerr.InvalidConfig, "The configuration value cannot be added because it exceeds the maximum value size of %d bytes.", maxConfigValueBytes)
+			return wire.Errorf(kerr.InvalidConfig, "The configuration value cannot be added because it exceeds the maximum value size of %d bytes.", maxConfigValueBytes)
 		}
 	}
 	switch rtype {
@@ -260,7 +261,7 @@ func (c *Controller) validateConfigs(rtype int8, name string, configs map[string
 		}
 		for _, k := range slices.Sorted(maps.Keys(configs)) {
 			if err := c.cfg.ValidateTopicConfig(k, configs[k]); err != nil {
-				return errorf(kerr.InvalidConfig, "%s", err)
+				return wire.Errorf(kerr.InvalidConfig, "%s", err)
 			}
 		}
 	case metadata.ResourceBroker:
@@ -268,7 +269,7 @@ func (c *Controller) validateConfigs(rtype int8, name string, configs map[string
 			return nil
 		}
 		if err := c.cfg.ValidateBrokerConfigs(configs, name == ""); err != nil {
-			return errorf(kerr.InvalidConfig, "%s", err)
+			return wire.Errorf(kerr.InvalidConfig, "%s", err)
 		}
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/raft"
+	"github.com/samsa-io/samsa/internal/wire"
 )
 
 // MetadataVersion is the metadata.version written at bootstrap: Kafka 4.1's
@@ -152,45 +153,6 @@ func New(cfg Config) (*Controller, error) {
 	return c, nil
 }
 
-// apiError is a decision's failure: a Kafka error and an optional message.
-type apiError struct {
-	code *kerr.Error
-	msg  string
-}
-
-func (e *apiError) Error() string {
-	if e.msg == "" {
-		return e.code.Message
-	}
-	return e.code.Message + ": " + e.msg
-}
-
-func (e *apiError) Unwrap() error { return e.code }
-
-func errorf(code *kerr.Error, format string, args ...any) *apiError {
-	return &apiError{code: code, msg: fmt.Sprintf(format, args...)}
-}
-
-// codeAndMessage maps any error to a Kafka code and nullable message.
-func codeAndMessage(err error) (int16, *string) {
-	if err == nil {
-		return 0, nil
-	}
-	var ae *apiError
-	if errors.As(err, &ae) {
-		if ae.msg == "" {
-			return ae.code.Code, nil
-		}
-		return ae.code.Code, &ae.msg
-	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Code, nil
-	}
-	msg := err.Error()
-	return kerr.UnknownServerError.Code, &msg
-}
-
 // beginLocked makes sure this node may decide: it leads the quorum and has
 // replayed everything committed before its term. Called with mu held.
 func (c *Controller) beginLocked(ctx context.Context) (*metadata.Image, error) {
@@ -269,14 +231,14 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, brokerID int32, br
 	}
 	b, ok := img.Broker(brokerID)
 	if !ok {
-		return 0, 0, errorf(kerr.BrokerIDNotRegistered, "broker %d is not registered", brokerID)
+		return 0, 0, wire.Errorf(kerr.BrokerIDNotRegistered, "broker %d is not registered", brokerID)
 	}
 	if b.Epoch != brokerEpoch {
-		return 0, 0, errorf(kerr.StaleBrokerEpoch, "broker %d epoch %d, current %d", brokerID, brokerEpoch, b.Epoch)
+		return 0, 0, wire.Errorf(kerr.StaleBrokerEpoch, "broker %d epoch %d, current %d", brokerID, brokerEpoch, b.Epoch)
 	}
 	first = img.NextProducerID()
 	if first > math.MaxInt64-ProducerIDBlockSize {
-		return 0, 0, errorf(kerr.UnknownServerError, "exhausted all producer ids")
+		return 0, 0, wire.Errorf(kerr.UnknownServerError, "exhausted all producer ids")
 	}
 	rec := &metadata.ProducerIdsRecord{BrokerID: brokerID, BrokerEpoch: brokerEpoch, NextProducerID: first + ProducerIDBlockSize}
 	if err := c.writeLocked(ctx, []metadata.Record{rec}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/wire"
 )
 
 // AlterPartition applies ISR changes proposed by partition leaders.
@@ -24,11 +25,11 @@ func (c *Controller) AlterPartition(ctx context.Context, req *kmsg.AlterPartitio
 	img, err := c.beginLocked(ctx)
 	if err == nil {
 		if b, ok := img.Broker(req.BrokerID); !ok || b.Epoch != req.BrokerEpoch {
-			err = errorf(kerr.StaleBrokerEpoch, "broker %d epoch %d is not the registered one", req.BrokerID, req.BrokerEpoch)
+			err = wire.Errorf(kerr.StaleBrokerEpoch, "broker %d epoch %d is not the registered one", req.BrokerID, req.BrokerEpoch)
 		}
 	}
 	if err != nil {
-		resp.ErrorCode, _ = codeAndMessage(err)
+		resp.ErrorCode, _ = wire.ErrorCodeAndMessage(err)
 		return resp
 	}
 	ch := newChanges(img)
@@ -67,7 +68,7 @@ func (c *Controller) AlterPartition(ctx context.Context, req *kmsg.AlterPartitio
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if err := c.writeLocked(ctx, ch.records()); err != nil {
-		code, _ := codeAndMessage(err)
+		code, _ := wire.ErrorCodeAndMessage(err)
 		for _, a := range ok {
 			resp.Topics[a.ti].Partitions[a.pi].ErrorCode = code
 		}
@@ -153,10 +154,10 @@ func (c *Controller) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersReq
 	defer c.mu.Unlock()
 	img, err := c.beginLocked(ctx)
 	if err == nil && req.ElectionType != electPreferred && req.ElectionType != electUnclean {
-		err = errorf(kerr.InvalidRequest, "Unknown election type %d", req.ElectionType)
+		err = wire.Errorf(kerr.InvalidRequest, "Unknown election type %d", req.ElectionType)
 	}
 	if err != nil {
-		code, msg := codeAndMessage(err)
+		code, msg := wire.ErrorCodeAndMessage(err)
 		resp.ErrorCode = code
 		for _, t := range req.Topics {
 			rt := kmsg.NewElectLeadersResponseTopic()
@@ -192,10 +193,10 @@ func (c *Controller) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersReq
 			rp := kmsg.NewElectLeadersResponseTopicPartition()
 			rp.Partition = p
 			aerr := c.electOne(ch, ti, p, req.ElectionType)
-			if aerr != nil && all && aerr.code == kerr.ElectionNotNeeded {
+			if aerr != nil && all && aerr.Code == kerr.ElectionNotNeeded {
 				continue
 			}
-			rp.ErrorCode, rp.ErrorMessage = codeAndMessage(errOrNil(aerr))
+			rp.ErrorCode, rp.ErrorMessage = wire.ErrorCodeAndMessage(errOrNil(aerr))
 			if aerr == nil {
 				ok = append(ok, [2]int{len(resp.Topics), len(rt.Partitions)})
 			}
@@ -206,7 +207,7 @@ func (c *Controller) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersReq
 		}
 	}
 	if err := c.writeLocked(ctx, ch.records()); err != nil {
-		code, msg := codeAndMessage(err)
+		code, msg := wire.ErrorCodeAndMessage(err)
 		for _, i := range ok {
 			rp := &resp.Topics[i[0]].Partitions[i[1]]
 			rp.ErrorCode, rp.ErrorMessage = code, msg
@@ -215,7 +216,7 @@ func (c *Controller) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersReq
 	return resp
 }
 
-func errOrNil(e *apiError) error {
+func errOrNil(e *wire.Error) error {
 	if e == nil {
 		return nil
 	}
@@ -223,16 +224,16 @@ func errOrNil(e *apiError) error {
 }
 
 // electOne stages one election in ch.
-func (c *Controller) electOne(ch *changes, ti *metadata.TopicImage, part int32, typ int8) *apiError {
+func (c *Controller) electOne(ch *changes, ti *metadata.TopicImage, part int32, typ int8) *wire.Error {
 	if ti == nil || part < 0 || int(part) >= len(ti.Partitions) {
-		return &apiError{code: kerr.UnknownTopicOrPartition}
+		return &wire.Error{Code: kerr.UnknownTopicOrPartition}
 	}
 	if typ == electPreferred {
 		switch needed, possible := ch.preferred(ti, part); {
 		case !needed:
-			return errorf(kerr.ElectionNotNeeded, "Leader election not needed for topic partition.")
+			return wire.Errorf(kerr.ElectionNotNeeded, "Leader election not needed for topic partition.")
 		case !possible:
-			return errorf(kerr.PreferredLeaderNotAvailable, "Failed to elect leader for partition %s-%d under strategy PreferredReplicaPartitionLeaderElectionStrategy", ti.Name, part)
+			return wire.Errorf(kerr.PreferredLeaderNotAvailable, "Failed to elect leader for partition %s-%d under strategy PreferredReplicaPartitionLeaderElectionStrategy", ti.Name, part)
 		}
 		return nil
 	}
@@ -241,7 +242,7 @@ func (c *Controller) electOne(ch *changes, ti *metadata.TopicImage, part int32, 
 	// it (records acknowledged by others may be lost).
 	p := ch.partition(ti, part)
 	if p.Leader != -1 {
-		return errorf(kerr.ElectionNotNeeded, "Leader election not needed for topic partition.")
+		return wire.Errorf(kerr.ElectionNotNeeded, "Leader election not needed for topic partition.")
 	}
 	if l := ch.electLeader(p); l != -1 {
 		p.Leader = l
@@ -253,5 +254,5 @@ func (c *Controller) electOne(ch *changes, ti *metadata.TopicImage, part int32, 
 			return nil
 		}
 	}
-	return errorf(kerr.EligibleLeadersNotAvailable, "Failed to elect leader for partition %s-%d under strategy OfflinePartitionLeaderElectionStrategy", ti.Name, part)
+	return wire.Errorf(kerr.EligibleLeadersNotAvailable, "Failed to elect leader for partition %s-%d under strategy OfflinePartitionLeaderElectionStrategy", ti.Name, part)
 }

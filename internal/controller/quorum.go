@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/wire"
 )
 
 // MetadataTopic is the name Kafka gives the metadata log, the only
@@ -48,7 +49,7 @@ func (c *Controller) DescribeQuorum(ctx context.Context, req *kmsg.DescribeQuoru
 	st, err := c.cfg.Raft.Status(ctx)
 	switch {
 	case err != nil:
-		rp.ErrorCode, rp.ErrorMessage = codeAndMessage(c.raftError(err))
+		rp.ErrorCode, rp.ErrorMessage = wire.ErrorCodeAndMessage(c.raftError(err))
 	default:
 		if st.Leader != 0 {
 			rp.LeaderID = int32(st.Leader)

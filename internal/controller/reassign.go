@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/wire"
 )
 
 // Partition reassignment (KIP-455). While a partition moves, Replicas is
@@ -31,7 +32,7 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, req *kmsg.
 	defer c.mu.Unlock()
 	img, err := c.beginLocked(ctx)
 	if err != nil {
-		resp.ErrorCode, resp.ErrorMessage = codeAndMessage(err)
+		resp.ErrorCode, resp.ErrorMessage = wire.ErrorCodeAndMessage(err)
 		return resp
 	}
 	ch := newChanges(img)
@@ -44,7 +45,7 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, req *kmsg.
 			rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
 			rp.Partition = p.Partition
 			aerr := c.reassignOne(ch, ti, p.Partition, p.Replicas, resp.AllowReplicationFactorChange)
-			rp.ErrorCode, rp.ErrorMessage = codeAndMessage(errOrNil(aerr))
+			rp.ErrorCode, rp.ErrorMessage = wire.ErrorCodeAndMessage(errOrNil(aerr))
 			if aerr == nil {
 				ok = append(ok, [2]int{len(resp.Topics), len(rt.Partitions)})
 			}
@@ -53,7 +54,7 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, req *kmsg.
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if err := c.writeLocked(ctx, ch.records()); err != nil {
-		code, msg := codeAndMessage(err)
+		code, msg := wire.ErrorCodeAndMessage(err)
 		for _, i := range ok {
 			rp := &resp.Topics[i[0]].Partitions[i[1]]
 			rp.ErrorCode, rp.ErrorMessage = code, msg
@@ -64,14 +65,14 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, req *kmsg.
 
 // reassignOne stages the start, change (target non-nil) or cancellation
 // (target nil) of one partition's reassignment in ch.
-func (c *Controller) reassignOne(ch *changes, ti *metadata.TopicImage, part int32, target []int32, allowRFChange bool) *apiError {
+func (c *Controller) reassignOne(ch *changes, ti *metadata.TopicImage, part int32, target []int32, allowRFChange bool) *wire.Error {
 	if ti == nil || part < 0 || int(part) >= len(ti.Partitions) {
-		return &apiError{code: kerr.UnknownTopicOrPartition}
+		return &wire.Error{Code: kerr.UnknownTopicOrPartition}
 	}
 	p := ch.partition(ti, part)
 	if target == nil {
 		if !p.Reassigning() {
-			return errorf(kerr.NoReassignmentInProgress, "no reassignment of %s-%d is in progress", ti.Name, part)
+			return wire.Errorf(kerr.NoReassignmentInProgress, "no reassignment of %s-%d is in progress", ti.Name, part)
 		}
 		return ch.cancelReassignment(ti, p)
 	}
@@ -80,7 +81,7 @@ func (c *Controller) reassignOne(ch *changes, ti *metadata.TopicImage, part int3
 	}
 	orig := originalReplicas(p)
 	if !allowRFChange && len(target) != len(orig) {
-		return errorf(kerr.InvalidReplicationFactor, "the replication factor of %s-%d would change from %d to %d", ti.Name, part, len(orig), len(target))
+		return wire.Errorf(kerr.InvalidReplicationFactor, "the replication factor of %s-%d would change from %d to %d", ti.Name, part, len(orig), len(target))
 	}
 	if !p.Reassigning() && slices.Equal(target, p.Replicas) {
 		return nil // already there: Kafka answers success and writes nothing
@@ -113,20 +114,20 @@ func originalReplicas(p *metadata.PartitionImage) []int32 {
 // validateTarget applies Kafka's checks of a manual assignment: not
 // empty, no duplicates, registered brokers. New replicas must also be
 // unfenced (a fenced broker would never catch up, so the move would hang).
-func (ch *changes) validateTarget(p *metadata.PartitionImage, target []int32) *apiError {
+func (ch *changes) validateTarget(p *metadata.PartitionImage, target []int32) *wire.Error {
 	if len(target) == 0 {
-		return errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes an empty replica list.")
+		return wire.Errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes an empty replica list.")
 	}
 	for i, r := range target {
 		if slices.Contains(target[:i], r) {
-			return errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes the broker %d more than once.", r)
+			return wire.Errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes the broker %d more than once.", r)
 		}
 		b, ok := ch.broker(r)
 		if !ok {
-			return errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes broker %d, but no such broker is registered.", r)
+			return wire.Errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes broker %d, but no such broker is registered.", r)
 		}
 		if b.Fenced && !slices.Contains(originalReplicas(p), r) {
-			return errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes broker %d, which is fenced.", r)
+			return wire.Errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes broker %d, which is fenced.", r)
 		}
 	}
 	return nil
@@ -136,10 +137,10 @@ func (ch *changes) validateTarget(p *metadata.PartitionImage, target []int32) *a
 // PartitionReassignmentRevert): the adding replicas leave Replicas and the
 // ISR; if that would empty the ISR, the cancellation is refused, since
 // only an unclean election could give the partition a leader.
-func (ch *changes) cancelReassignment(ti *metadata.TopicImage, p *metadata.PartitionImage) *apiError {
+func (ch *changes) cancelReassignment(ti *metadata.TopicImage, p *metadata.PartitionImage) *wire.Error {
 	isr := slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return slices.Contains(p.AddingReplicas, r) })
 	if len(isr) == 0 {
-		return errorf(kerr.InvalidReplicaAssignment, "Unable to revert partition assignment for %s:%d because it would require an unclean leader election.", ti.Name, p.Partition)
+		return wire.Errorf(kerr.InvalidReplicaAssignment, "Unable to revert partition assignment for %s:%d because it would require an unclean leader election.", ti.Name, p.Partition)
 	}
 	p.Replicas, p.ISR = originalReplicas(p), isr
 	p.AddingReplicas, p.RemovingReplicas = nil, nil
@@ -192,7 +193,7 @@ func (c *Controller) ListPartitionReassignments(ctx context.Context, req *kmsg.L
 	img, err := c.beginLocked(ctx)
 	c.mu.Unlock()
 	if err != nil {
-		resp.ErrorCode, resp.ErrorMessage = codeAndMessage(err)
+		resp.ErrorCode, resp.ErrorMessage = wire.ErrorCodeAndMessage(err)
 		return resp
 	}
 	add := func(ti *metadata.TopicImage, parts []int32) {

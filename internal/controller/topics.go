@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/wire"
 )
 
 // collisionKey maps names that collide in metric names ('.' vs '_').
@@ -69,10 +70,10 @@ func newPlacement(img *metadata.Image) *placement {
 // order; with racks the followers are chosen as Kafka's rack-aware
 // assignment does, each on a rack that has no replica yet while there is
 // one, with a shift per round so followers spread too.
-func (p *placement) place(first, count int32, rf int16, start int) ([][]int32, *apiError) {
+func (p *placement) place(first, count int32, rf int16, start int) ([][]int32, *wire.Error) {
 	n := len(p.brokers)
 	if int(rf) > n {
-		return nil, errorf(kerr.InvalidReplicationFactor,
+		return nil, wire.Errorf(kerr.InvalidReplicationFactor,
 			"Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.", rf, rf, n)
 	}
 	out := make([][]int32, count)
@@ -114,22 +115,22 @@ func (p *placement) placeRackAware(pid, rf, start int) []int32 {
 
 // checkManual validates one explicit replica list (Kafka's
 // validateManualPartitionAssignment); rf < 0 means "any length".
-func (p *placement) checkManual(replicas []int32, rf int) *apiError {
+func (p *placement) checkManual(replicas []int32, rf int) *wire.Error {
 	if len(replicas) == 0 {
-		return errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes an empty replica list.")
+		return wire.Errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes an empty replica list.")
 	}
 	seen := map[int32]bool{}
 	for _, r := range replicas {
 		if seen[r] {
-			return errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes the broker %d more than once.", r)
+			return wire.Errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes the broker %d more than once.", r)
 		}
 		seen[r] = true
 		if !p.registered[r] {
-			return errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes broker %d, but no such broker is registered.", r)
+			return wire.Errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes broker %d, but no such broker is registered.", r)
 		}
 	}
 	if rf >= 0 && len(replicas) != rf {
-		return errorf(kerr.InvalidReplicaAssignment,
+		return wire.Errorf(kerr.InvalidReplicaAssignment,
 			"The manual partition assignment includes a partition with %d replica(s), but this is not consistent with previous partitions, which have %d replica(s).", len(replicas), rf)
 	}
 	return nil
@@ -137,7 +138,7 @@ func (p *placement) checkManual(replicas []int32, rf int) *apiError {
 
 // partitionRecord builds a new partition: the ISR is the eligible
 // replicas (all of them when placed by place) and the leader the first.
-func (p *placement) partitionRecord(id metadata.Uuid, part int32, replicas []int32) (*metadata.PartitionRecord, *apiError) {
+func (p *placement) partitionRecord(id metadata.Uuid, part int32, replicas []int32) (*metadata.PartitionRecord, *wire.Error) {
 	var isr []int32
 	for _, r := range replicas {
 		if p.eligible[r] {
@@ -145,7 +146,7 @@ func (p *placement) partitionRecord(id metadata.Uuid, part int32, replicas []int
 		}
 	}
 	if len(isr) == 0 {
-		return nil, errorf(kerr.InvalidReplicaAssignment, "All brokers specified in the partition assignment for partition %d are fenced.", part)
+		return nil, wire.Errorf(kerr.InvalidReplicaAssignment, "All brokers specified in the partition assignment for partition %d are fenced.", part)
 	}
 	return &metadata.PartitionRecord{PartitionID: part, TopicID: id, Replicas: replicas, ISR: isr, Leader: isr[0]}, nil
 }
@@ -179,14 +180,14 @@ func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 		var tr []metadata.Record
 		switch {
 		case err != nil:
-			rt.ErrorCode, rt.ErrorMessage = codeAndMessage(err)
+			rt.ErrorCode, rt.ErrorMessage = wire.ErrorCodeAndMessage(err)
 		case counts[t.Topic] > 1:
-			rt.ErrorCode, rt.ErrorMessage = codeAndMessage(errorf(kerr.InvalidRequest, "Duplicate topic name."))
+			rt.ErrorCode, rt.ErrorMessage = wire.ErrorCodeAndMessage(wire.Errorf(kerr.InvalidRequest, "Duplicate topic name."))
 		default:
-			var aerr *apiError
+			var aerr *wire.Error
 			tr, aerr = c.decideCreateTopic(img, &t, &rt, pending)
 			if aerr != nil {
-				rt.ErrorCode, rt.ErrorMessage = codeAndMessage(aerr)
+				rt.ErrorCode, rt.ErrorMessage = wire.ErrorCodeAndMessage(aerr)
 				rt.NumPartitions, rt.ReplicationFactor, rt.TopicID = -1, -1, [16]byte{}
 			} else {
 				pending[collisionKey(t.Topic)] = t.Topic
@@ -201,7 +202,7 @@ func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 		werr = c.writeLocked(ctx, recs)
 	}
 	if werr != nil {
-		code, msg := codeAndMessage(werr)
+		code, msg := wire.ErrorCodeAndMessage(werr)
 		for _, i := range ok {
 			rt := &resp.Topics[i]
 			rt.ErrorCode, rt.ErrorMessage = code, msg
@@ -218,7 +219,7 @@ func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 const MaxRecordsPerUserOp = 10000
 
 // errTooLarge is Kafka's answer to an operation over MaxRecordsPerUserOp.
-var errTooLarge = errorf(kerr.PolicyViolation, "Unable to perform excessively large batch operation.")
+var errTooLarge = wire.Errorf(kerr.PolicyViolation, "Unable to perform excessively large batch operation.")
 
 // checkUserOpSize refuses a request whose records, all topics together,
 // exceed MaxRecordsPerUserOp.
@@ -231,29 +232,29 @@ func checkUserOpSize(recs []metadata.Record) error {
 
 // decideCreateTopic validates one topic against img and returns its records,
 // filling the success fields of rt.
-func (c *Controller) decideCreateTopic(img *metadata.Image, t *kmsg.CreateTopicsRequestTopic, rt *kmsg.CreateTopicsResponseTopic, pending map[string]string) ([]metadata.Record, *apiError) {
+func (c *Controller) decideCreateTopic(img *metadata.Image, t *kmsg.CreateTopicsRequestTopic, rt *kmsg.CreateTopicsResponseTopic, pending map[string]string) ([]metadata.Record, *wire.Error) {
 	if err := metadata.ValidateTopicName(t.Topic); err != nil {
-		return nil, errorf(kerr.InvalidTopicException, "%s", err)
+		return nil, wire.Errorf(kerr.InvalidTopicException, "%s", err)
 	}
 	if t.Topic == metadata.MetadataTopicName {
-		return nil, errorf(kerr.InvalidRequest, "Creation of internal topic %s is prohibited.", t.Topic)
+		return nil, wire.Errorf(kerr.InvalidRequest, "Creation of internal topic %s is prohibited.", t.Topic)
 	}
 	if _, exists := img.Topic(t.Topic); exists {
-		return nil, errorf(kerr.TopicAlreadyExists, "Topic '%s' already exists.", t.Topic)
+		return nil, wire.Errorf(kerr.TopicAlreadyExists, "Topic '%s' already exists.", t.Topic)
 	}
 	key := collisionKey(t.Topic)
 	if other, clash := pending[key]; clash {
-		return nil, errorf(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", t.Topic, other)
+		return nil, wire.Errorf(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", t.Topic, other)
 	}
 	for _, e := range img.Topics() {
 		if collisionKey(e.Name) == key {
-			return nil, errorf(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", t.Topic, e.Name)
+			return nil, wire.Errorf(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", t.Topic, e.Name)
 		}
 	}
 	pl := newPlacement(img)
 	var assignment [][]int32
 	if len(t.ReplicaAssignment) > 0 {
-		var aerr *apiError
+		var aerr *wire.Error
 		if assignment, aerr = manualAssignment(pl, t); aerr != nil {
 			return nil, aerr
 		}
@@ -266,15 +267,15 @@ func (c *Controller) decideCreateTopic(img *metadata.Image, t *kmsg.CreateTopics
 			rf = c.cfg.DefaultReplicationFactor
 		}
 		if parts <= 0 {
-			return nil, errorf(kerr.InvalidPartitions, "Number of partitions was set to an invalid non-positive value.")
+			return nil, wire.Errorf(kerr.InvalidPartitions, "Number of partitions was set to an invalid non-positive value.")
 		}
 		if rf <= 0 {
-			return nil, errorf(kerr.InvalidReplicationFactor, "Replication factor must be larger than 0, or -1 to use the default value.")
+			return nil, wire.Errorf(kerr.InvalidReplicationFactor, "Replication factor must be larger than 0, or -1 to use the default value.")
 		}
 		if parts > MaxRecordsPerUserOp {
 			return nil, errTooLarge
 		}
-		var aerr *apiError
+		var aerr *wire.Error
 		if assignment, aerr = pl.place(0, parts, rf, c.randomStart()); aerr != nil {
 			return nil, aerr
 		}
@@ -282,18 +283,18 @@ func (c *Controller) decideCreateTopic(img *metadata.Image, t *kmsg.CreateTopics
 	configs := map[string]string{}
 	for _, cfg := range t.Configs {
 		if cfg.Value == nil {
-			return nil, errorf(kerr.InvalidConfig, "Null value not supported for topic configs: %s", cfg.Name)
+			return nil, wire.Errorf(kerr.InvalidConfig, "Null value not supported for topic configs: %s", cfg.Name)
 		}
 		if c.cfg.ValidateTopicConfig != nil {
 			if err := c.cfg.ValidateTopicConfig(cfg.Name, *cfg.Value); err != nil {
-				return nil, errorf(kerr.InvalidConfig, "%v", err)
+				return nil, wire.Errorf(kerr.InvalidConfig, "%v", err)
 			}
 		}
 		configs[cfg.Name] = *cfg.Value
 	}
 	id, err := metadata.RandomUuid(c.cfg.Rand)
 	if err != nil {
-		return nil, errorf(kerr.UnknownServerError, "%v", err)
+		return nil, wire.Errorf(kerr.UnknownServerError, "%v", err)
 	}
 	recs := []metadata.Record{&metadata.TopicRecord{Name: t.Topic, TopicID: id}}
 	for i, replicas := range assignment {
@@ -313,21 +314,21 @@ func (c *Controller) decideCreateTopic(img *metadata.Image, t *kmsg.CreateTopics
 	return recs, nil
 }
 
-func manualAssignment(pl *placement, t *kmsg.CreateTopicsRequestTopic) ([][]int32, *apiError) {
+func manualAssignment(pl *placement, t *kmsg.CreateTopicsRequestTopic) ([][]int32, *wire.Error) {
 	if t.ReplicationFactor != -1 {
-		return nil, errorf(kerr.InvalidRequest, "A manual partition assignment was specified, but replication factor was not set to -1.")
+		return nil, wire.Errorf(kerr.InvalidRequest, "A manual partition assignment was specified, but replication factor was not set to -1.")
 	}
 	if t.NumPartitions != -1 {
-		return nil, errorf(kerr.InvalidRequest, "A manual partition assignment was specified, but numPartitions was not set to -1.")
+		return nil, wire.Errorf(kerr.InvalidRequest, "A manual partition assignment was specified, but numPartitions was not set to -1.")
 	}
 	out := make([][]int32, len(t.ReplicaAssignment))
 	rf := -1
 	for _, a := range t.ReplicaAssignment {
 		if a.Partition < 0 || int(a.Partition) >= len(out) {
-			return nil, errorf(kerr.InvalidReplicaAssignment, "Partitions should be a consecutive 0-based integer sequence")
+			return nil, wire.Errorf(kerr.InvalidReplicaAssignment, "Partitions should be a consecutive 0-based integer sequence")
 		}
 		if out[a.Partition] != nil {
-			return nil, errorf(kerr.InvalidReplicaAssignment, "Found multiple manual partition assignments for partition %d", a.Partition)
+			return nil, wire.Errorf(kerr.InvalidReplicaAssignment, "Found multiple manual partition assignments for partition %d", a.Partition)
 		}
 		if err := pl.checkManual(a.Replicas, rf); err != nil {
 			return nil, err
@@ -381,30 +382,30 @@ func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 		case err != nil:
 			aerr = err
 		case t.Topic != nil && t.TopicID != [16]byte{}:
-			aerr = errorf(kerr.InvalidRequest, "You may not specify both topic name and topic id.")
+			aerr = wire.Errorf(kerr.InvalidRequest, "You may not specify both topic name and topic id.")
 		case t.Topic == nil && t.TopicID == [16]byte{}:
-			aerr = errorf(kerr.InvalidRequest, "Neither topic name nor id were specified.")
+			aerr = wire.Errorf(kerr.InvalidRequest, "Neither topic name nor id were specified.")
 		case t.Topic != nil && names[*t.Topic] > 1:
-			aerr = errorf(kerr.InvalidRequest, "Duplicate topic name.")
+			aerr = wire.Errorf(kerr.InvalidRequest, "Duplicate topic name.")
 		case t.Topic == nil && ids[t.TopicID] > 1:
-			aerr = errorf(kerr.InvalidRequest, "Duplicate topic id.")
+			aerr = wire.Errorf(kerr.InvalidRequest, "Duplicate topic id.")
 		}
 		var ti *metadata.TopicImage
 		if aerr == nil {
 			var found bool
 			if t.Topic != nil {
 				if ti, found = img.Topic(*t.Topic); !found {
-					aerr = &apiError{code: kerr.UnknownTopicOrPartition}
+					aerr = &wire.Error{Code: kerr.UnknownTopicOrPartition}
 				}
 			} else if ti, found = img.TopicByID(t.TopicID); !found {
-				aerr = &apiError{code: kerr.UnknownTopicID}
+				aerr = &wire.Error{Code: kerr.UnknownTopicID}
 			}
 		}
 		if aerr == nil && deleting[ti.ID] {
-			aerr = errorf(kerr.InvalidRequest, "Duplicate topic id.") // named once by name, once by id
+			aerr = wire.Errorf(kerr.InvalidRequest, "Duplicate topic id.") // named once by name, once by id
 		}
 		if aerr != nil {
-			rt.ErrorCode, rt.ErrorMessage = codeAndMessage(aerr)
+			rt.ErrorCode, rt.ErrorMessage = wire.ErrorCodeAndMessage(aerr)
 		} else {
 			deleting[ti.ID] = true
 			name := ti.Name
@@ -415,7 +416,7 @@ func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if werr := c.writeLocked(ctx, recs); werr != nil {
-		code, msg := codeAndMessage(werr)
+		code, msg := wire.ErrorCodeAndMessage(werr)
 		for _, i := range ok {
 			resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = code, msg
 		}
@@ -440,17 +441,17 @@ func (c *Controller) CreatePartitions(ctx context.Context, req *kmsg.CreateParti
 		rt.Topic = t.Topic
 		var aerr error = err
 		if aerr == nil && counts[t.Topic] > 1 {
-			aerr = errorf(kerr.InvalidRequest, "Duplicate topic name.")
+			aerr = wire.Errorf(kerr.InvalidRequest, "Duplicate topic name.")
 		}
 		var tr []metadata.Record
 		if aerr == nil {
-			var e *apiError
+			var e *wire.Error
 			if tr, e = c.decideCreatePartitions(img, &t); e != nil {
 				aerr = e
 			}
 		}
 		if aerr != nil {
-			rt.ErrorCode, rt.ErrorMessage = codeAndMessage(aerr)
+			rt.ErrorCode, rt.ErrorMessage = wire.ErrorCodeAndMessage(aerr)
 		} else {
 			recs = append(recs, tr...)
 			ok = append(ok, len(resp.Topics))
@@ -462,7 +463,7 @@ func (c *Controller) CreatePartitions(ctx context.Context, req *kmsg.CreateParti
 		werr = c.writeLocked(ctx, recs)
 	}
 	if werr != nil {
-		code, msg := codeAndMessage(werr)
+		code, msg := wire.ErrorCodeAndMessage(werr)
 		for _, i := range ok {
 			resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = code, msg
 		}
@@ -470,17 +471,17 @@ func (c *Controller) CreatePartitions(ctx context.Context, req *kmsg.CreateParti
 	return resp
 }
 
-func (c *Controller) decideCreatePartitions(img *metadata.Image, t *kmsg.CreatePartitionsRequestTopic) ([]metadata.Record, *apiError) {
+func (c *Controller) decideCreatePartitions(img *metadata.Image, t *kmsg.CreatePartitionsRequestTopic) ([]metadata.Record, *wire.Error) {
 	ti, found := img.Topic(t.Topic)
 	if !found {
-		return nil, &apiError{code: kerr.UnknownTopicOrPartition}
+		return nil, &wire.Error{Code: kerr.UnknownTopicOrPartition}
 	}
 	cur := int32(len(ti.Partitions))
 	switch {
 	case t.Count < cur:
-		return nil, errorf(kerr.InvalidPartitions, "The topic %s currently has %d partition(s); %d would not be an increase.", t.Topic, cur, t.Count)
+		return nil, wire.Errorf(kerr.InvalidPartitions, "The topic %s currently has %d partition(s); %d would not be an increase.", t.Topic, cur, t.Count)
 	case t.Count == cur:
-		return nil, errorf(kerr.InvalidPartitions, "Topic already has %d partition(s).", cur)
+		return nil, wire.Errorf(kerr.InvalidPartitions, "Topic already has %d partition(s).", cur)
 	}
 	add := t.Count - cur
 	if add > MaxRecordsPerUserOp {
@@ -491,7 +492,7 @@ func (c *Controller) decideCreatePartitions(img *metadata.Image, t *kmsg.CreateP
 	var assignment [][]int32
 	if t.Assignment != nil {
 		if int32(len(t.Assignment)) != add {
-			return nil, errorf(kerr.InvalidReplicaAssignment, "Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", add, len(t.Assignment))
+			return nil, wire.Errorf(kerr.InvalidReplicaAssignment, "Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", add, len(t.Assignment))
 		}
 		for _, a := range t.Assignment {
 			if err := pl.checkManual(a.Replicas, rf); err != nil {
@@ -500,7 +501,7 @@ func (c *Controller) decideCreatePartitions(img *metadata.Image, t *kmsg.CreateP
 			assignment = append(assignment, slices.Clone(a.Replicas))
 		}
 	} else {
-		var aerr *apiError
+		var aerr *wire.Error
 		if assignment, aerr = pl.place(cur, add, int16(rf), c.randomStart()); aerr != nil {
 			return nil, aerr
 		}

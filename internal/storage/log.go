@@ -15,7 +15,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/samsa-io/samsa/internal/record"
+	"github.com/samsa-io/samsa/internal/wire"
 )
 
 // Errors returned by Log. Callers map them to Kafka error codes:
@@ -35,7 +38,8 @@ var (
 	// opened again (a restart), because after a failed write or fsync what
 	// the files hold is no longer known. Close does not flush it and
 	// reports the failure, so no clean-shutdown marker skips its recovery.
-	ErrStorage = errors.New("storage failure")
+	// Clients are answered KAFKA_STORAGE_ERROR.
+	ErrStorage = &wire.Error{Code: kerr.KafkaStorageError, Message: "storage failure"}
 )
 
 // OpenOptions carry what the LogManager knows about a log from its
