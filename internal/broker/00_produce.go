@@ -155,7 +155,16 @@ func (b *Broker) produceTo(topic string, records []byte, sp *kmsg.ProduceRespons
 			return pendingProduce{}, err
 		}
 	}
-	res, err := p.Append(records)
+	var res replica.AppendResult
+	if err != nil {
+		// A header that does not parse: Append refuses the batch as it
+		// refuses any invalid one.
+		res, err = p.Append(records)
+	} else {
+		// The header goes down with the batch; nothing below parses it
+		// again.
+		res, err = p.AppendParsed(records, h)
+	}
 	if err != nil {
 		return pendingProduce{}, err
 	}

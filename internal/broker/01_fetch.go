@@ -151,15 +151,9 @@ func (b *Broker) fetchPartition(p *replica.Partition, rp kmsg.FetchRequestTopicP
 	sp.HighWatermark = off.HighWatermark
 	sp.LastStableOffset = off.LastStableOffset
 	sp.LogStartOffset = off.LogStartOffset
-	if rp.CurrentLeaderEpoch >= 0 {
-		switch {
-		case rp.CurrentLeaderEpoch < off.LeaderEpoch:
-			sp.ErrorCode = kerr.FencedLeaderEpoch.Code
-			return 0
-		case rp.CurrentLeaderEpoch > off.LeaderEpoch:
-			sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
-			return 0
-		}
+	if err := replica.CheckLeaderEpoch(rp.CurrentLeaderEpoch, off.LeaderEpoch); err != nil {
+		sp.ErrorCode = b.errCode(err, "fetch")
+		return 0
 	}
 	data, snap, aborted, err := p.ReadIsolated(rp.FetchOffset, maxBytes, first, readCommitted)
 	sp.HighWatermark = snap.HighWatermark

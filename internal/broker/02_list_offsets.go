@@ -71,13 +71,8 @@ func listOffset(p *replica.Partition, rp kmsg.ListOffsetsRequestTopicPartition, 
 	case readCommitted:
 		fetchable = off.LastStableOffset
 	}
-	if rp.CurrentLeaderEpoch >= 0 {
-		switch {
-		case rp.CurrentLeaderEpoch < off.LeaderEpoch:
-			return kerr.FencedLeaderEpoch
-		case rp.CurrentLeaderEpoch > off.LeaderEpoch:
-			return kerr.UnknownLeaderEpoch
-		}
+	if err := replica.CheckLeaderEpoch(rp.CurrentLeaderEpoch, off.LeaderEpoch); err != nil {
+		return err
 	}
 	switch rp.Timestamp {
 	case latestTimestamp:

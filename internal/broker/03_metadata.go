@@ -182,10 +182,5 @@ func isInternalTopic(name string) bool {
 
 // endpointFor finds a broker's endpoint on the named listener.
 func endpointFor(br metadata.BrokerImage, listener string) (metadata.Endpoint, bool) {
-	for _, ep := range br.Endpoints {
-		if ep.Name == listener {
-			return ep, true
-		}
-	}
-	return metadata.Endpoint{}, false
+	return br.Endpoint(listener)
 }

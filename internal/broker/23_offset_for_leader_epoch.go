@@ -17,10 +17,10 @@ package broker
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/network"
+	"github.com/samsa-io/samsa/internal/replica"
 )
 
 func handleOffsetForLeaderEpoch(_ context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
@@ -38,9 +38,9 @@ func handleOffsetForLeaderEpoch(_ context.Context, b *Broker, _ *network.Conn, k
 			if err == nil {
 				current := rp.CurrentLeaderEpoch
 				if req.Version < 2 {
-					current = -1
+					current = -1 // the field came with v2: not checked
 				}
-				err = checkLeaderEpoch(current, p.Offsets().LeaderEpoch)
+				err = replica.CheckLeaderEpoch(current, p.Offsets().LeaderEpoch)
 			}
 			if err != nil {
 				sp.ErrorCode = b.errCode(err, "offset for leader epoch")
@@ -54,18 +54,4 @@ func handleOffsetForLeaderEpoch(_ context.Context, b *Broker, _ *network.Conn, k
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
-}
-
-// checkLeaderEpoch is the KIP-320 check of a request's current leader
-// epoch against the partition's: -1 is not checked.
-func checkLeaderEpoch(requested, current int32) error {
-	switch {
-	case requested < 0:
-		return nil
-	case requested < current:
-		return kerr.FencedLeaderEpoch
-	case requested > current:
-		return kerr.UnknownLeaderEpoch
-	}
-	return nil
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/coordinator"
-	"github.com/samsa-io/samsa/internal/kclient"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/replica"
@@ -52,11 +51,14 @@ type Config struct {
 	// combined node is also a broker, so clients may send it admin
 	// requests). Nil reports this node.
 	ActiveController func() int32
-	// Dial connects to another broker's inter-broker listener, for the
-	// replica fetchers; nil uses kclient.Dial.
-	Dial   func(ctx context.Context, addr string) (PeerConn, error)
-	Logger *slog.Logger
-	Now    func() time.Time
+	// Fetchers replicate the partitions this node follows: the metadata
+	// publisher hands them each follower's leader and leader epoch
+	// (Follow) and takes back partitions this node leads or no longer
+	// hosts (Unfollow). Required; the node owns it and closes it before
+	// the logs.
+	Fetchers *replica.FetcherManager
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // Broker dispatches requests to the handler of their API key.
@@ -71,9 +73,11 @@ type Broker struct {
 	offsetsLoaded coordinator.Leadership
 	// txnLoaded is owned by the metadata publisher.
 	txnLoaded coordinator.Leadership
-	// fetchers replicate the partitions this node follows (fetcher.go).
-	fetchers *fetcherManager
 }
+
+// PeerConn is a connection to another broker, as the MarkerWriter uses
+// it (the replica fetchers' replica.PeerConn).
+type PeerConn = replica.PeerConn
 
 // handler answers one API. It returns the response with its version set
 // to the request's, or an error that closes the connection.
@@ -90,17 +94,7 @@ func New(cfg Config) *Broker {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Dial == nil {
-		cfg.Dial = func(ctx context.Context, addr string) (PeerConn, error) {
-			c, err := kclient.Dial(ctx, addr, fmt.Sprintf("samsa-replica-fetcher-%d", cfg.NodeID))
-			if err != nil {
-				return nil, err
-			}
-			return c, nil
-		}
-	}
 	b := &Broker{cfg: cfg, handlers: handlers()}
-	b.fetchers = newFetcherManager(b.fetcherConfig())
 	ranges := make([]wire.VersionRange, 0, len(b.handlers))
 	for k, h := range b.handlers {
 		ranges = append(ranges, wire.VersionRange{Key: k, Min: h.min, Max: h.max})
@@ -163,46 +157,12 @@ func handlers() map[kmsg.Key]handler {
 	}
 }
 
-// Close stops the replica fetchers and waits for them. Call it before
-// closing the logs.
-func (b *Broker) Close() { b.fetchers.close() }
-
-// fetcherConfig maps the replica.fetch.* settings to the fetchers.
-func (b *Broker) fetcherConfig() fetcherConfig {
-	fc := fetcherConfig{
-		nodeID:      b.cfg.NodeID,
-		brokerEpoch: b.epoch.Load,
-		image:       b.cfg.Image,
-		dial:        b.cfg.Dial,
-		partition: func(topic string, partition int32) (followerLog, bool) {
-			if b.cfg.Replicas == nil {
-				return nil, false
-			}
-			p, ok := b.cfg.Replicas.Partition(topic, partition)
-			if !ok {
-				return nil, false
-			}
-			return p, true
-		},
-		maxWaitMs: 500, minBytes: 1, maxBytes: 10 << 20, partitionMaxBytes: 1 << 20,
-		backoff: maxFetchBackoff,
-		logger:  b.cfg.Logger,
-		now:     b.cfg.Now,
-	}
-	if st := b.cfg.Static; st != nil {
-		fc.listener = st.InterBrokerListenerName
-		fc.maxWaitMs = st.MustInt32("replica.fetch.wait.max.ms")
-		fc.minBytes = st.MustInt32("replica.fetch.min.bytes")
-		fc.maxBytes = st.MustInt32("replica.fetch.response.max.bytes")
-		fc.partitionMaxBytes = st.MustInt32("replica.fetch.max.bytes")
-		fc.backoff = time.Duration(st.MustInt32("replica.fetch.backoff.ms")) * time.Millisecond
-	}
-	return fc
-}
-
 // SetEpoch records the broker epoch the controller gave this broker when it
 // registered; requests to the controller carry it.
 func (b *Broker) SetEpoch(epoch int64) { b.epoch.Store(epoch) }
+
+// Epoch is the broker epoch SetEpoch recorded (0 before registration).
+func (b *Broker) Epoch() int64 { return b.epoch.Load() }
 
 // Versions is the table of served API versions, for the network layer.
 func (b *Broker) Versions() *wire.VersionTable { return b.versions }

@@ -10,8 +10,15 @@
 //
 // Replication: the metadata publisher (publisher.go) makes each hosted
 // replica leader or follower as the image says, and hands followed
-// partitions to the replica fetchers (fetcher.go), one goroutine per
-// leader broker, which replicate with the Fetch API as replica NodeID.
-// Client-facing partition APIs are served by the leader only; acks=all
-// produce and coordinator writes wait until the ISR has the records.
+// partitions to the replica fetchers (Config.Fetchers, a
+// replica.FetcherManager the node owns), which replicate with the Fetch
+// API as replica NodeID. Client-facing partition APIs are served by the
+// leader only; acks=all produce and coordinator writes wait until the ISR
+// has the records.
+//
+// The package starts no goroutines of its own beyond request handling: a
+// Produce with acks=all waits for its partitions in parallel, each in a
+// goroutine the handler joins before it answers. (The MarkerWriter in
+// txn.go, on its way to internal/coordinator/txn, writes a transaction's
+// markers to several leaders in parallel the same way.)
 package broker

@@ -15,7 +15,7 @@ import (
 
 // Publish implements metadata.Publisher: it makes the partitions this node
 // hosts match the image — opening logs for new replicas, making each the
-// leader or a follower (handed to the replica fetchers) of its partition,
+// leader or a follower (handed to Config.Fetchers) of its partition,
 // applying changed topic and broker configs, and deleting the logs of
 // removed topics and of replicas moved away. It runs in the metadata apply
 // path, so a request answered after a commit sees its effect; it makes no
@@ -23,7 +23,7 @@ import (
 func (b *Broker) Publish(d *metadata.Delta, img *metadata.Image) {
 	for _, old := range d.DeletedTopics {
 		for _, p := range old.Partitions {
-			b.fetchers.unfollow(replica.TopicPartition{Topic: old.Name, Partition: p.Partition})
+			b.cfg.Fetchers.Unfollow(replica.TopicPartition{Topic: old.Name, Partition: p.Partition})
 			if err := b.cfg.Replicas.Remove(old.Name, p.Partition); err != nil {
 				b.cfg.Logger.Error("delete partition log", "topic", old.Name, "partition", p.Partition, "err", err)
 			}
@@ -62,7 +62,7 @@ func (b *Broker) publishPartition(t *metadata.TopicImage, p metadata.PartitionIm
 	if !slices.Contains(p.Replicas, self) {
 		if _, hosted := b.cfg.Replicas.Partition(t.Name, p.Partition); hosted {
 			// Reassigned away: the new replicas have the data.
-			b.fetchers.unfollow(tp)
+			b.cfg.Fetchers.Unfollow(tp)
 			b.cfg.Logger.Info("removing replica moved away", "topic", t.Name, "partition", p.Partition)
 			if err := b.cfg.Replicas.Remove(t.Name, p.Partition); err != nil {
 				b.cfg.Logger.Error("delete partition log", "topic", t.Name, "partition", p.Partition, "err", err)
@@ -72,14 +72,14 @@ func (b *Broker) publishPartition(t *metadata.TopicImage, p metadata.PartitionIm
 	}
 	follows := p.Leader >= 0 && p.Leader != self
 	if !follows {
-		b.fetchers.unfollow(tp)
+		b.cfg.Fetchers.Unfollow(tp)
 	}
 	if _, err := b.cfg.Replicas.Ensure(t.Name, t.ID, p.Partition, partitionState(p), pcfg); err != nil {
 		b.cfg.Logger.Error("open partition", "topic", t.Name, "partition", p.Partition, "err", err)
 		return
 	}
 	if follows {
-		b.fetchers.follow(tp, t.ID, p.Leader, p.LeaderEpoch)
+		b.cfg.Fetchers.Follow(tp, t.ID, p.Leader, p.LeaderEpoch)
 	}
 }
 

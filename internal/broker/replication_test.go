@@ -134,7 +134,23 @@ func (c *cluster) start(id int32) {
 		t.Fatal(err)
 	}
 	replicas := replica.NewManager(replica.Config{NodeID: id, Logs: logs, HighWatermarkCheckpointInterval: -1})
-	b := New(Config{NodeID: id, Static: cfg, Image: c.loader.Image, Replicas: replicas, Dial: c.router.dial,
+	// As internal/server wires the fetchers.
+	var b *Broker
+	fetchers := replica.NewFetcherManager(replica.FetcherConfig{
+		NodeID:            id,
+		BrokerEpoch:       func() int64 { return b.Epoch() },
+		Image:             c.loader.Image,
+		Listener:          cfg.InterBrokerListenerName,
+		Dial:              c.router.dial,
+		Replicas:          replicas,
+		MaxWaitMs:         cfg.MustInt32("replica.fetch.wait.max.ms"),
+		MinBytes:          cfg.MustInt32("replica.fetch.min.bytes"),
+		MaxBytes:          cfg.MustInt32("replica.fetch.response.max.bytes"),
+		PartitionMaxBytes: cfg.MustInt32("replica.fetch.max.bytes"),
+		Backoff:           time.Duration(cfg.MustInt32("replica.fetch.backoff.ms")) * time.Millisecond,
+		Logger:            slog.New(slog.DiscardHandler),
+	})
+	b = New(Config{NodeID: id, Static: cfg, Image: c.loader.Image, Replicas: replicas, Fetchers: fetchers,
 		Logger: slog.New(slog.DiscardHandler)})
 	b.SetEpoch(10 + int64(id))
 	c.router.mu.Lock()
@@ -142,7 +158,7 @@ func (c *cluster) start(id int32) {
 	c.router.mu.Unlock()
 	c.nodes[id] = b
 	t.Cleanup(func() {
-		b.Close()
+		fetchers.Close()
 		_ = replicas.Close()
 		_ = logs.Close()
 	})

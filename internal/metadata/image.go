@@ -72,6 +72,16 @@ type BrokerImage struct {
 // Eligible reports whether the broker may lead or join an ISR.
 func (b BrokerImage) Eligible() bool { return !b.Fenced && !b.InControlledShutdown }
 
+// Endpoint is the broker's endpoint on the named listener.
+func (b BrokerImage) Endpoint(listener string) (Endpoint, bool) {
+	for _, ep := range b.Endpoints {
+		if ep.Name == listener {
+			return ep, true
+		}
+	}
+	return Endpoint{}, false
+}
+
 // ConfigResource names a config owner (Kafka's ConfigResource).
 type ConfigResource struct {
 	Type int8

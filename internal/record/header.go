@@ -189,6 +189,31 @@ func SetLogAppendTime(b []byte, ts int64) {
 	binary.BigEndian.PutUint32(b[crcOffset:], ComputeCRC(b))
 }
 
+// SetPartitionLeaderEpoch is the function SetPartitionLeaderEpoch on b,
+// the batch h was parsed from, that keeps h what ParseHeader(b) would now
+// return.
+func (h *Header) SetPartitionLeaderEpoch(b []byte, epoch int32) {
+	SetPartitionLeaderEpoch(b, epoch)
+	h.PartitionLeaderEpoch = epoch
+}
+
+// SetLogAppendTime is the function SetLogAppendTime on b, the batch h was
+// parsed from, that keeps h what ParseHeader(b) would now return.
+func (h *Header) SetLogAppendTime(b []byte, ts int64) {
+	SetLogAppendTime(b, ts)
+	h.Attributes |= timestampTypeBit
+	h.MaxTimestamp = ts
+	h.CRC = binary.BigEndian.Uint32(b[crcOffset:])
+}
+
+// SetMaxTimestamp is the function SetMaxTimestamp on b, the batch h was
+// parsed from, that keeps h what ParseHeader(b) would now return.
+func (h *Header) SetMaxTimestamp(b []byte, ts int64) {
+	SetMaxTimestamp(b, ts)
+	h.MaxTimestamp = ts
+	h.CRC = binary.BigEndian.Uint32(b[crcOffset:])
+}
+
 // ComputeCRC returns the CRC-32C of the batch at the start of b, computed over
 // the bytes from the attributes field to the end of the batch. If the length
 // field points outside b, the CRC covers only the bytes b holds (so it will

@@ -314,3 +314,41 @@ func TestValidateUncompressedAllocatesNothing(t *testing.T) {
 		t.Fatalf("Validate allocated %.1f times per run", allocs)
 	}
 }
+
+// The Header setters keep a parsed header equal to a fresh parse of the
+// rewritten batch, so the produce path can hand it down instead of parsing
+// again; ValidateParsed agrees with ValidateSummary.
+func TestHeaderSettersKeepHeaderCurrent(t *testing.T) {
+	b := Build(BuildOptions{Producer: &ProducerInfo{ID: 7, Epoch: 1, BaseSequence: 3}},
+		[]Record{{Timestamp: 1000, Value: []byte("a")}, {Timestamp: 900, Value: []byte("b")}})
+	h, sum, err := ValidateSummary(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph, err := ParseHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if psum, err := ValidateParsed(b, ph, nil); err != nil || psum != sum || ph != h {
+		t.Fatalf("ValidateParsed = %+v, %v; want %+v (header %+v, want %+v)", psum, err, sum, ph, h)
+	}
+	check := func(what string) {
+		t.Helper()
+		want, err := ParseHeader(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h != want {
+			t.Fatalf("after %s: header %+v, parse gives %+v", what, h, want)
+		}
+		if _, err := Validate(b); err != nil {
+			t.Fatalf("after %s: %v", what, err)
+		}
+	}
+	h.SetPartitionLeaderEpoch(b, 5)
+	check("SetPartitionLeaderEpoch")
+	h.SetMaxTimestamp(b, 2000)
+	check("SetMaxTimestamp")
+	h.SetLogAppendTime(b, 3000)
+	check("SetLogAppendTime")
+}

@@ -65,36 +65,49 @@ func ValidateStored(b []byte) (Header, Summary, error) {
 	return validate(b, walkStored, nil)
 }
 
+// ValidateParsed is ValidateSummaryBudget for a batch whose header the
+// caller has parsed already: h is what ParseHeader(b) returned, without
+// error. The produce path parses a batch's header once, in the broker, and
+// hands it down to the append.
+func ValidateParsed(b []byte, h Header, budget *Budget) (Summary, error) {
+	return validateParsed(b, h, walkProduce, budget)
+}
+
 func validate(b []byte, mode walkMode, budget *Budget) (Header, Summary, error) {
-	var s Summary
 	h, err := ParseHeader(b)
 	if err != nil {
-		return h, s, err
+		return h, Summary{}, err
 	}
+	s, err := validateParsed(b, h, mode, budget)
+	return h, s, err
+}
+
+func validateParsed(b []byte, h Header, mode walkMode, budget *Budget) (Summary, error) {
+	var s Summary
 	if h.Size() != len(b) {
-		return h, s, fmt.Errorf("%w: batch length field says %d bytes, have %d", ErrCorrupt, h.Size(), len(b))
+		return s, fmt.Errorf("%w: batch length field says %d bytes, have %d", ErrCorrupt, h.Size(), len(b))
 	}
 	if crc := ComputeCRC(b); crc != h.CRC {
-		return h, s, fmt.Errorf("%w: stored crc %d, computed crc %d", ErrCorrupt, h.CRC, crc)
+		return s, fmt.Errorf("%w: stored crc %d, computed crc %d", ErrCorrupt, h.CRC, crc)
 	}
 	if err := checkCounts(&h, mode); err != nil {
-		return h, s, err
+		return s, err
 	}
 	data := b[HeaderSize:]
 	switch c := h.Codec(); c {
 	case CodecNone:
-		return h, s, walk(data, &h, mode, &s)
+		return s, walk(data, &h, mode, &s)
 	case CodecGzip, CodecSnappy, CodecLZ4, CodecZstd:
 		d := getDecompressor(budget)
 		defer d.close()
 		r, err := d.open(c, data, MaxDecompressedSize)
 		if err != nil {
-			return h, s, corruptErr(c, err)
+			return s, corruptErr(c, err)
 		}
 		d.stream.reset(r, MaxDecompressedSize)
-		return h, s, walkStream(&d.stream, &h, mode, &s)
+		return s, walkStream(&d.stream, &h, mode, &s)
 	default:
-		return h, s, fmt.Errorf("%w: unknown compression codec %d", ErrInvalid, int8(c))
+		return s, fmt.Errorf("%w: unknown compression codec %d", ErrInvalid, int8(c))
 	}
 }
 

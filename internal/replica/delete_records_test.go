@@ -12,7 +12,7 @@ import (
 	"github.com/samsa-io/samsa/internal/storage"
 )
 
-func newTestPartition(t *testing.T, policy storage.CleanupPolicy) *Partition {
+func newTestPartition(t testing.TB, policy storage.CleanupPolicy) *Partition {
 	t.Helper()
 	logs, err := storage.NewLogManager(storage.ManagerConfig{Dirs: []string{t.TempDir()}, CheckpointInterval: -1,
 		RetentionCheckInterval: -1, CleanerThreads: -1})

@@ -33,6 +33,28 @@
 // offset at once. High watermarks survive restarts in each log directory's
 // replication-offset-checkpoint.
 //
+// Fetchers (fetcher.go): a FetcherManager (Kafka's ReplicaFetcherManager)
+// replicates the partitions this node follows. The broker's metadata
+// publisher tells it each follower's leader and leader epoch (Follow) and
+// takes partitions back when this node leads them or stops hosting them
+// (Unfollow). It runs one goroutine per source broker, started with the
+// first partition followed there and ended with the last; each sends one
+// Fetch at a time for all its partitions, as replica NodeID, over a
+// connection to the leader's inter-broker listener found in the latest
+// metadata image (FetcherConfig), and applies every partition's answer to
+// the local replica: AppendAsFollower, the leader's high watermark and log
+// start offset, truncation on a diverging epoch, or a reset (ListOffsets)
+// when the fetch offset is out of range. A fenced leader epoch parks the
+// partition until newer metadata restarts it; other errors retry it after
+// replica.fetch.backoff.ms. Unfollow returns only once no fetcher touches
+// the replica, so it may then lead or be removed. Close stops and joins
+// every fetcher; the node calls it before closing the logs.
+//
+// Leader epochs (KIP-320): requests that name the leader epoch they
+// expect (Fetch, ListOffsets, OffsetForLeaderEpoch, follower fetches) are
+// checked by one rule, CheckLeaderEpoch: older than the partition's is
+// FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH, -1 is not checked.
+//
 // Fencing (Manager.SetFenced): a broker whose session with the controller
 // quorum lapsed cannot know whether other leaders were elected meanwhile,
 // so it leads nothing until the session is back: leader operations answer

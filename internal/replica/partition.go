@@ -89,7 +89,19 @@ type AppendResult struct {
 // producer opens its transaction at the batch's base offset
 // (transactions.go). Errors are kerr errors for the client.
 func (p *Partition) Append(batch []byte) (AppendResult, error) {
-	h, sum, err := record.ValidateSummaryBudget(batch, p.mgr.cfg.DecompressionBudget)
+	h, err := record.ParseHeader(batch)
+	if err != nil {
+		return AppendResult{}, batchError(err)
+	}
+	return p.AppendParsed(batch, h)
+}
+
+// AppendParsed is Append for a batch whose header the caller parsed with
+// record.ParseHeader, without error: the broker parses it once to check
+// the request, and the header goes down to the log with the batch, kept
+// current as the batch is stamped (timestamps, leader epoch).
+func (p *Partition) AppendParsed(batch []byte, h record.Header) (AppendResult, error) {
+	sum, err := record.ValidateParsed(batch, h, p.mgr.cfg.DecompressionBudget)
 	if err == nil {
 		err = record.CheckProduce(h)
 	}
@@ -136,14 +148,14 @@ func (p *Partition) appendCheckedLocked(batch []byte, h record.Header, sum recor
 	}
 	switch {
 	case appendTime >= 0:
-		record.SetLogAppendTime(batch, appendTime)
+		h.SetLogAppendTime(batch, appendTime)
 	case h.MaxTimestamp != sum.MaxTimestamp:
 		// Like Kafka, trust the records over the header, so the time
 		// index and ListOffsets see the real largest timestamp.
-		record.SetMaxTimestamp(batch, sum.MaxTimestamp)
+		h.SetMaxTimestamp(batch, sum.MaxTimestamp)
 	}
-	record.SetPartitionLeaderEpoch(batch, p.mu.leaderEpoch)
-	base, err := p.log.Append(batch)
+	h.SetPartitionLeaderEpoch(batch, p.mu.leaderEpoch)
+	base, err := p.log.AppendParsed(batch, h)
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("append to %s-%d: %w", p.Topic, p.Index, err)
 	}

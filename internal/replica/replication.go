@@ -188,15 +188,22 @@ func (p *Partition) WaitCommitted(ctx context.Context, lastOffset int64) error {
 	}
 }
 
-// checkLeaderEpochLocked is Kafka's check of a request's current leader
-// epoch: older is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH.
-func (p *Partition) checkLeaderEpochLocked(current int32) error {
+// CheckLeaderEpoch is KIP-320's check of the leader epoch a request
+// expects (its current_leader_epoch) against the partition's current one:
+// an older epoch is FENCED_LEADER_EPOCH (the sender's metadata is stale), a
+// newer one UNKNOWN_LEADER_EPOCH (this broker has not applied it yet); a
+// negative one (-1) is not checked. It is the one rule for every request
+// that names a leader epoch: Fetch and ListOffsets against the Snapshot
+// they answer from, OffsetForLeaderEpoch, and FetchForFollower under the
+// partition lock. Whether this node leads is checked before it, by each
+// caller (NOT_LEADER_OR_FOLLOWER).
+func CheckLeaderEpoch(requested, current int32) error {
 	switch {
-	case current < 0:
+	case requested < 0:
 		return nil
-	case current < p.mu.leaderEpoch:
+	case requested < current:
 		return kerr.FencedLeaderEpoch
-	case current > p.mu.leaderEpoch:
+	case requested > current:
 		return kerr.UnknownLeaderEpoch
 	}
 	return nil
@@ -214,7 +221,7 @@ func (p *Partition) FetchForFollower(f FollowerFetch) (FollowerFetchResult, erro
 		p.mu.Unlock()
 		return FollowerFetchResult{}, kerr.NotLeaderForPartition
 	}
-	if err := p.checkLeaderEpochLocked(f.CurrentLeaderEpoch); err != nil {
+	if err := CheckLeaderEpoch(f.CurrentLeaderEpoch, p.mu.leaderEpoch); err != nil {
 		p.mu.Unlock()
 		return FollowerFetchResult{}, err
 	}

@@ -621,3 +621,18 @@ func TestFencedFollowerIsNotProposed(t *testing.T) {
 		t.Fatalf("AlterPartition requests once eligible: %+v", reqs)
 	}
 }
+
+func TestCheckLeaderEpoch(t *testing.T) {
+	for _, c := range []struct {
+		requested, current int32
+		want               error
+	}{
+		{-1, 5, nil}, {-1, 0, nil}, {5, 5, nil},
+		{4, 5, kerr.FencedLeaderEpoch}, {0, 5, kerr.FencedLeaderEpoch},
+		{6, 5, kerr.UnknownLeaderEpoch}, {0, -1, kerr.UnknownLeaderEpoch},
+	} {
+		if err := CheckLeaderEpoch(c.requested, c.current); !errors.Is(err, c.want) || (err == nil) != (c.want == nil) {
+			t.Errorf("CheckLeaderEpoch(%d, %d) = %v, want %v", c.requested, c.current, err, c.want)
+		}
+	}
+}

@@ -44,6 +44,7 @@ type Server struct {
 	lifecycle *lifecycle
 	replicas  *replica.Manager
 	broker    *broker.Broker
+	fetchers  *replica.FetcherManager // replica fetchers
 	groups    *group.Coordinator
 	txns      *txn.Coordinator
 	fetcher   *metadataFetcher // broker-only nodes
@@ -137,12 +138,17 @@ func StartContext(ctx context.Context, cfg *config.Config, logger *slog.Logger, 
 	if err := s.startCoordinators(); err != nil {
 		return nil, err
 	}
+	fcfg := fetcherConfig(cfg, logger)
+	fcfg.BrokerEpoch = func() int64 { return s.broker.Epoch() }
+	fcfg.Image, fcfg.Replicas = s.loader.Image, s.replicas
+	s.fetchers = replica.NewFetcherManager(fcfg)
 	s.broker = broker.New(broker.Config{
 		NodeID:           cfg.NodeID,
 		Static:           cfg,
 		Controller:       s.channel,
 		Image:            s.loader.Image,
 		Replicas:         s.replicas,
+		Fetchers:         s.fetchers,
 		Groups:           s.groups,
 		Txns:             s.txns,
 		Logger:           logger,
@@ -553,8 +559,8 @@ func (s *Server) Close() error {
 	for _, l := range s.listeners {
 		errs = append(errs, l.Close())
 	}
-	if s.broker != nil {
-		s.broker.Close()
+	if s.fetchers != nil {
+		s.fetchers.Close()
 	}
 	// Transactions first: their marker writers report to the groups.
 	if s.txns != nil {

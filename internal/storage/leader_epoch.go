@@ -231,14 +231,11 @@ func (l *Log) LatestEpoch() int32 {
 func (l *Log) LeaderEpochs() []EpochEntry { return l.epochs.snapshot() }
 
 // assignBatchEpochsLocked records the leader epochs of appended batches
-// (Kafka's UnifiedLog.append does it for every v2 batch).
-func (l *Log) assignBatchEpochsLocked(batches []byte, metas []batchMeta) error {
+// (Kafka's UnifiedLog.append does it for every v2 batch), as scanLocked
+// read them from the headers.
+func (l *Log) assignBatchEpochsLocked(metas []batchMeta) error {
 	for _, m := range metas {
-		h, err := record.ParseHeader(batches[m.pos:])
-		if err != nil {
-			return err
-		}
-		if err := l.epochs.assign(h.PartitionLeaderEpoch, m.baseOffset); err != nil {
+		if err := l.epochs.assign(m.leaderEpoch, m.baseOffset); err != nil {
 			return err
 		}
 	}

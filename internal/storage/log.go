@@ -279,21 +279,32 @@ func (l *Log) Append(batch []byte) (baseOffset int64, err error) {
 	return first, err
 }
 
+// AppendParsed is Append for a batch whose header the caller has parsed
+// already (the produce path parses it once, in the broker): h must be
+// what record.ParseHeader(batch) returns now, which the record.Header
+// setters keep it while the caller rewrites the batch.
+func (l *Log) AppendParsed(batch []byte, h record.Header) (baseOffset int64, err error) {
+	first, _, err := l.append(batch, true, &h)
+	return first, err
+}
+
 // AppendBatches is Append for several batches back to back. The batches get
 // consecutive offsets and go into one segment. It returns the first and last
 // offsets assigned.
 func (l *Log) AppendBatches(batches []byte) (first, last int64, err error) {
-	return l.append(batches, true)
+	return l.append(batches, true, nil)
 }
 
 // AppendAsFollower appends batches that already carry offsets (copied from
 // the leader). Offsets must increase and start at or after the log end
 // offset; gaps are allowed (compacted leaders have them).
 func (l *Log) AppendAsFollower(batches []byte) (first, last int64, err error) {
-	return l.append(batches, false)
+	return l.append(batches, false, nil)
 }
 
-func (l *Log) append(batches []byte, assign bool) (first, last int64, err error) {
+// append appends batches; parsed, when not nil, is the first batch's
+// header, parsed by the caller.
+func (l *Log) append(batches []byte, assign bool, parsed *record.Header) (first, last int64, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed.Load() {
@@ -302,7 +313,7 @@ func (l *Log) append(batches []byte, assign bool) (first, last int64, err error)
 	if err := l.failure(); err != nil {
 		return 0, 0, err
 	}
-	metas, maxTs, err := l.scanLocked(batches, assign)
+	metas, maxTs, err := l.scanLocked(batches, assign, parsed)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -324,7 +335,7 @@ func (l *Log) append(batches []byte, assign bool) (first, last int64, err error)
 		return 0, 0, l.fail("append", err)
 	}
 	l.leo.Store(last + 1)
-	if err := l.assignBatchEpochsLocked(batches, metas); err != nil {
+	if err := l.assignBatchEpochsLocked(metas); err != nil {
 		return first, last, l.fail("leader epoch cache", err)
 	}
 	if err := l.maybeFlushLocked(); err != nil {
@@ -368,8 +379,9 @@ func (l *Log) injectFault(op, path string) error {
 
 // scanLocked walks the headers of batches, checks them, assigns offsets if
 // asked, and returns one batchMeta per batch and the largest timestamp. It
-// changes nothing until every header has been checked.
-func (l *Log) scanLocked(batches []byte, assign bool) ([]batchMeta, int64, error) {
+// changes nothing until every header has been checked. parsed, when not
+// nil, is the first batch's header, which is then not parsed again.
+func (l *Log) scanLocked(batches []byte, assign bool, parsed *record.Header) ([]batchMeta, int64, error) {
 	if len(batches) == 0 {
 		return nil, 0, fmt.Errorf("%w: empty append", record.ErrCorrupt)
 	}
@@ -377,9 +389,14 @@ func (l *Log) scanLocked(batches []byte, assign bool) ([]batchMeta, int64, error
 	next := l.leo.Load()
 	maxTs := int64(noTimestamp)
 	for pos := 0; pos < len(batches); {
-		h, err := record.ParseHeader(batches[pos:])
-		if err != nil {
-			return nil, 0, err
+		var h record.Header
+		if pos == 0 && parsed != nil {
+			h = *parsed
+		} else {
+			var err error
+			if h, err = record.ParseHeader(batches[pos:]); err != nil {
+				return nil, 0, err
+			}
 		}
 		if pos+h.Size() > len(batches) {
 			return nil, 0, fmt.Errorf("%w: batch at byte %d needs %d bytes, %d left", record.ErrCorrupt, pos, h.Size(), len(batches)-pos)
@@ -393,7 +410,8 @@ func (l *Log) scanLocked(batches []byte, assign bool) ([]batchMeta, int64, error
 		} else if base < next {
 			return nil, 0, fmt.Errorf("%w: batch at offset %d, log end offset %d", ErrOffsetsOutOfOrder, base, next)
 		}
-		metas = append(metas, batchMeta{pos: pos, baseOffset: base, size: h.Size(), lastOffset: base + int64(h.LastOffsetDelta), maxTimestamp: h.MaxTimestamp})
+		metas = append(metas, batchMeta{pos: pos, baseOffset: base, size: h.Size(), lastOffset: base + int64(h.LastOffsetDelta),
+			maxTimestamp: h.MaxTimestamp, leaderEpoch: h.PartitionLeaderEpoch})
 		maxTs = max(maxTs, h.MaxTimestamp)
 		next = base + int64(h.LastOffsetDelta) + 1
 		pos += h.Size()

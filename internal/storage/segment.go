@@ -56,6 +56,7 @@ type batchMeta struct {
 	size         int
 	lastOffset   int64
 	maxTimestamp int64
+	leaderEpoch  int32 // the batch's partition leader epoch
 }
 
 // createSegment makes a new, empty segment with preallocated indexes.

@@ -1,14 +1,15 @@
-package broker
+package replica
 
-// Replica fetchers: the follower side of replication.
+// Replica fetchers: the follower side of replication (Kafka's
+// ReplicaFetcherManager and ReplicaFetcherThread).
 //
-// A fetcherManager runs one replicaFetcher goroutine per source broker (the
+// A FetcherManager runs one replicaFetcher goroutine per source broker (the
 // leader of the partitions fetched). Each fetcher sends one full Fetch for
 // all of its partitions at a time (no fetch session), as replica NodeID,
 // and applies each partition's answer to the local replica: append,
 // high-watermark update, truncation on divergence or out of range. The
-// metadata publisher adds and removes partitions; it never waits on the
-// network.
+// broker's metadata publisher adds and removes partitions (Follow,
+// Unfollow) as leaders change; it never waits on the network.
 
 import (
 	"context"
@@ -24,8 +25,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/kclient"
 	"github.com/samsa-io/samsa/internal/metadata"
-	"github.com/samsa-io/samsa/internal/replica"
 )
 
 // PeerConn is a connection to another broker, as the replica fetchers use
@@ -36,71 +37,129 @@ type PeerConn interface {
 	Close() error
 }
 
-// followerLog is what a fetcher needs of a follower replica;
-// *replica.Partition implements it.
+// followerLog is what a fetcher needs of a follower replica; *Partition
+// implements it.
 type followerLog interface {
 	FetchPosition() (fetchOffset int64, lastFetchedEpoch int32)
-	Offsets() replica.Snapshot
+	Offsets() Snapshot
 	AppendAsFollower(batches []byte, leaderHW, leaderLogStart int64) error
 	UpdateFollowerHighWatermark(leaderHW, leaderLogStart int64)
-	TruncateOnDivergence(d replica.EpochEndOffset) error
+	TruncateOnDivergence(d EpochEndOffset) error
 	TruncateFullyAndStartAt(offset int64) error
 }
 
-// fetcherConfig is what the replica fetchers need from the broker.
-type fetcherConfig struct {
-	nodeID      int32
-	brokerEpoch func() int64
-	image       func() *metadata.Image
-	// listener names the inter-broker listener whose endpoint is dialed.
-	listener  string
-	dial      func(ctx context.Context, addr string) (PeerConn, error)
-	partition func(topic string, partition int32) (followerLog, bool)
+// FetcherConfig configures a FetcherManager. The internal/server package
+// maps Kafka's replica.fetch.* settings to it.
+type FetcherConfig struct {
+	// NodeID is this broker: fetches are sent as replica NodeID.
+	NodeID int32
+	// BrokerEpoch returns this broker's epoch from its registration with
+	// the controller (-1 or 0 before); fetches carry it (KIP-903).
+	BrokerEpoch func() int64
+	// Image returns the latest published metadata image. A leader's
+	// endpoint is looked up in it on every dial, so a leader that
+	// re-registered is found at its new address.
+	Image func() *metadata.Image
+	// Listener names the inter-broker listener whose endpoint is dialed.
+	Listener string
+	// Dial connects to another broker's inter-broker listener; nil uses
+	// kclient.Dial.
+	Dial func(ctx context.Context, addr string) (PeerConn, error)
+	// Replicas holds the local follower replicas the fetched data is
+	// applied to; a partition it does not (yet) host is retried after
+	// Backoff.
+	Replicas *Manager
 
-	maxWaitMs, minBytes, maxBytes, partitionMaxBytes int32
-	// backoff follows a failed fetch or connection; retried partitions
-	// wait as long.
-	backoff time.Duration
-	logger  *slog.Logger
-	now     func() time.Time
+	// MaxWaitMs (replica.fetch.wait.max.ms), MinBytes
+	// (replica.fetch.min.bytes), MaxBytes
+	// (replica.fetch.response.max.bytes) and PartitionMaxBytes
+	// (replica.fetch.max.bytes) are sent in every fetch as they are.
+	MaxWaitMs, MinBytes, MaxBytes, PartitionMaxBytes int32
+	// Backoff (replica.fetch.backoff.ms) follows a failed fetch or
+	// connection; a partition that failed waits as long. It is capped at
+	// 500 ms (maxFetchBackoff).
+	Backoff time.Duration
+	// Logger defaults to discarding; Now to time.Now.
+	Logger *slog.Logger
+	Now    func() time.Time
+
+	// partition looks up a followed replica; nil uses Replicas. Tests
+	// replace it with a fake.
+	partition func(topic string, partition int32) (followerLog, bool)
 }
 
-// maxFetchBackoff caps replica.fetch.backoff.ms: after a leader dies the
+// maxFetchBackoff caps fetch.backoff.ms: after a leader dies the
 // followers must reach the new one quickly.
 const maxFetchBackoff = 500 * time.Millisecond
+
+// ListOffsets timestamps a fetcher asks the leader for: its log end
+// offset (as a replica) and its log start offset.
+const (
+	latestTimestamp   = -1
+	earliestTimestamp = -2
+)
 
 // warnInterval is how often one repeated fetcher warning is logged.
 const warnInterval = 10 * time.Second
 
-// fetcherManager owns the replica fetchers. Its methods are called by the
-// metadata publisher (follow, unfollow) and Broker.Close.
-type fetcherManager struct {
-	cfg fetcherConfig
+// FetcherManager owns the replica fetchers: one goroutine per source
+// broker, started when the first partition led there is followed and
+// ended when the last one is unfollowed. Follow and Unfollow are called
+// by the metadata publisher, Close when the node stops.
+type FetcherManager struct {
+	cfg FetcherConfig
 	wg  sync.WaitGroup
 
 	mu struct {
 		sync.Mutex
 		closed   bool
-		fetchers map[int32]*replicaFetcher        // by source broker
-		owner    map[replica.TopicPartition]int32 // partition → source broker
+		fetchers map[int32]*replicaFetcher // by source broker
+		owner    map[TopicPartition]int32  // partition → source broker
 	}
 }
 
-func newFetcherManager(cfg fetcherConfig) *fetcherManager {
-	if cfg.now == nil {
-		cfg.now = time.Now
+// NewFetcherManager returns a manager that follows no partition yet.
+func NewFetcherManager(cfg FetcherConfig) *FetcherManager {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
-	cfg.backoff = min(cfg.backoff, maxFetchBackoff)
-	m := &fetcherManager{cfg: cfg}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Dial == nil {
+		nodeID := cfg.NodeID
+		cfg.Dial = func(ctx context.Context, addr string) (PeerConn, error) {
+			c, err := kclient.Dial(ctx, addr, fmt.Sprintf("samsa-replica-fetcher-%d", nodeID))
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		}
+	}
+	if cfg.partition == nil {
+		replicas := cfg.Replicas
+		cfg.partition = func(topic string, partition int32) (followerLog, bool) {
+			if replicas == nil {
+				return nil, false
+			}
+			p, ok := replicas.Partition(topic, partition)
+			if !ok {
+				return nil, false
+			}
+			return p, true
+		}
+	}
+	cfg.Backoff = min(cfg.Backoff, maxFetchBackoff)
+	m := &FetcherManager{cfg: cfg}
 	m.mu.fetchers = make(map[int32]*replicaFetcher)
-	m.mu.owner = make(map[replica.TopicPartition]int32)
+	m.mu.owner = make(map[TopicPartition]int32)
 	return m
 }
 
-// follow makes tp fetched from leader at leaderEpoch. Handing the same
+// Follow makes tp fetched from leader at leaderEpoch. Handing the same
 // leader and epoch again changes nothing; a newer epoch (or another
 // leader) restarts the partition, unparking it.
-func (m *fetcherManager) follow(tp replica.TopicPartition, topicID [16]byte, leader, leaderEpoch int32) {
+func (m *FetcherManager) Follow(tp TopicPartition, topicID [16]byte, leader, leaderEpoch int32) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.mu.closed {
@@ -115,23 +174,23 @@ func (m *fetcherManager) follow(tp replica.TopicPartition, topicID [16]byte, lea
 	}
 	m.mu.owner[tp] = leader
 	if f.add(tp, topicID, leaderEpoch) {
-		m.cfg.logger.Info("following partition", "topic", tp.Topic, "partition", tp.Partition,
+		m.cfg.Logger.Info("following partition", "topic", tp.Topic, "partition", tp.Partition,
 			"leader", leader, "leader_epoch", leaderEpoch)
 	}
 }
 
-// unfollow stops fetching tp. When it returns, no fetcher touches the
+// Unfollow stops fetching tp. When it returns, no fetcher touches the
 // replica any more, so it may become leader or be removed.
-func (m *fetcherManager) unfollow(tp replica.TopicPartition) {
+func (m *FetcherManager) Unfollow(tp TopicPartition) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.mu.owner[tp]; ok {
 		m.removeLocked(tp)
-		m.cfg.logger.Info("stopped following partition", "topic", tp.Topic, "partition", tp.Partition)
+		m.cfg.Logger.Info("stopped following partition", "topic", tp.Topic, "partition", tp.Partition)
 	}
 }
 
-func (m *fetcherManager) removeLocked(tp replica.TopicPartition) {
+func (m *FetcherManager) removeLocked(tp TopicPartition) {
 	leader := m.mu.owner[tp]
 	delete(m.mu.owner, tp)
 	f := m.mu.fetchers[leader]
@@ -145,11 +204,11 @@ func (m *fetcherManager) removeLocked(tp replica.TopicPartition) {
 	}
 }
 
-func (m *fetcherManager) startFetcherLocked(leader int32) *replicaFetcher {
+func (m *FetcherManager) startFetcherLocked(leader int32) *replicaFetcher {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &replicaFetcher{cfg: &m.cfg, leader: leader, cancel: cancel, wake: make(chan struct{}, 1),
 		lastWarn: make(map[string]time.Time)}
-	f.mu.parts = make(map[replica.TopicPartition]*followState)
+	f.mu.parts = make(map[TopicPartition]*followState)
 	m.mu.fetchers[leader] = f
 	m.wg.Add(1)
 	go func() {
@@ -159,8 +218,9 @@ func (m *fetcherManager) startFetcherLocked(leader int32) *replicaFetcher {
 	return f
 }
 
-// close stops every fetcher and waits for them.
-func (m *fetcherManager) close() {
+// Close stops every fetcher and waits for them. Call it before closing
+// the logs; later Follows are ignored.
+func (m *FetcherManager) Close() {
 	m.mu.Lock()
 	m.mu.closed = true
 	for id, f := range m.mu.fetchers {
@@ -188,7 +248,7 @@ type followState struct {
 // goroutine (run) owns conn; mu guards the partitions and is held while a
 // response is applied to a replica, so unfollow waits for that.
 type replicaFetcher struct {
-	cfg    *fetcherConfig
+	cfg    *FetcherConfig
 	leader int32
 	cancel context.CancelFunc
 	wake   chan struct{}
@@ -198,12 +258,12 @@ type replicaFetcher struct {
 
 	mu struct {
 		sync.Mutex
-		parts map[replica.TopicPartition]*followState
+		parts map[TopicPartition]*followState
 	}
 }
 
 // add starts or restarts a partition; it reports whether anything changed.
-func (f *replicaFetcher) add(tp replica.TopicPartition, topicID [16]byte, epoch int32) bool {
+func (f *replicaFetcher) add(tp TopicPartition, topicID [16]byte, epoch int32) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if st, ok := f.mu.parts[tp]; ok && st.leaderEpoch >= epoch {
@@ -218,7 +278,7 @@ func (f *replicaFetcher) add(tp replica.TopicPartition, topicID [16]byte, epoch 
 }
 
 // remove drops a partition and returns how many remain.
-func (f *replicaFetcher) remove(tp replica.TopicPartition) int {
+func (f *replicaFetcher) remove(tp TopicPartition) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.mu.parts, tp)
@@ -227,7 +287,7 @@ func (f *replicaFetcher) remove(tp replica.TopicPartition) int {
 
 // sentPartition is a partition of an in-flight fetch.
 type sentPartition struct {
-	tp    replica.TopicPartition
+	tp    TopicPartition
 	state *followState
 	log   followerLog
 }
@@ -257,7 +317,7 @@ func (f *replicaFetcher) run(ctx context.Context) {
 					return
 				}
 				f.warn("dial", "cannot connect to leader", "leader", f.leader, "err", err)
-				backoff = f.cfg.backoff
+				backoff = f.cfg.Backoff
 				continue
 			}
 			f.conn = conn
@@ -269,18 +329,18 @@ func (f *replicaFetcher) run(ctx context.Context) {
 			}
 			f.warn("fetch", "replica fetch failed", "leader", f.leader, "err", err)
 			f.closeConn()
-			backoff = f.cfg.backoff
+			backoff = f.cfg.Backoff
 			continue
 		}
 		resp, ok := kresp.(*kmsg.FetchResponse)
 		if !ok {
 			f.closeConn()
-			backoff = f.cfg.backoff
+			backoff = f.cfg.Backoff
 			continue
 		}
 		if resp.ErrorCode != 0 {
 			f.warn("fetch-error", "replica fetch refused", "leader", f.leader, "err", kerr.ErrorForCode(resp.ErrorCode))
-			backoff = f.cfg.backoff
+			backoff = f.cfg.Backoff
 			continue
 		}
 		// Failed partitions are delayed on their own (retryAt); the
@@ -293,7 +353,7 @@ func (f *replicaFetcher) run(ctx context.Context) {
 func (f *replicaFetcher) idle(ctx context.Context, next time.Time) bool {
 	var timer <-chan time.Time
 	if !next.IsZero() {
-		t := time.NewTimer(max(next.Sub(f.cfg.now()), time.Millisecond))
+		t := time.NewTimer(max(next.Sub(f.cfg.Now()), time.Millisecond))
 		defer t.Stop()
 		timer = t.C
 	}
@@ -308,18 +368,18 @@ func (f *replicaFetcher) idle(ctx context.Context, next time.Time) bool {
 
 // buildFetch makes the request for every partition ready to fetch. next
 // is when the earliest delayed partition is due (zero: none).
-func (f *replicaFetcher) buildFetch() (*kmsg.FetchRequest, map[replica.TopicPartition]sentPartition, time.Time) {
+func (f *replicaFetcher) buildFetch() (*kmsg.FetchRequest, map[TopicPartition]sentPartition, time.Time) {
 	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID = f.cfg.nodeID
-	req.ReplicaState.ID = f.cfg.nodeID
-	req.ReplicaState.Epoch = f.cfg.brokerEpoch()
-	req.MaxWaitMillis = f.cfg.maxWaitMs
-	req.MinBytes = f.cfg.minBytes
-	req.MaxBytes = f.cfg.maxBytes
+	req.ReplicaID = f.cfg.NodeID
+	req.ReplicaState.ID = f.cfg.NodeID
+	req.ReplicaState.Epoch = f.cfg.BrokerEpoch()
+	req.MaxWaitMillis = f.cfg.MaxWaitMs
+	req.MinBytes = f.cfg.MinBytes
+	req.MaxBytes = f.cfg.MaxBytes
 	req.SessionID, req.SessionEpoch = 0, -1
-	sent := make(map[replica.TopicPartition]sentPartition)
+	sent := make(map[TopicPartition]sentPartition)
 	var next time.Time
-	now := f.cfg.now()
+	now := f.cfg.Now()
 	topics := make(map[string]int) // name → index in req.Topics
 
 	f.mu.Lock()
@@ -337,7 +397,7 @@ func (f *replicaFetcher) buildFetch() (*kmsg.FetchRequest, map[replica.TopicPart
 		log, ok := f.cfg.partition(tp.Topic, tp.Partition)
 		if !ok {
 			// Not opened yet (or removed): look again later.
-			st.retryAt = now.Add(f.cfg.backoff)
+			st.retryAt = now.Add(f.cfg.Backoff)
 			if next.IsZero() || st.retryAt.Before(next) {
 				next = st.retryAt
 			}
@@ -356,7 +416,7 @@ func (f *replicaFetcher) buildFetch() (*kmsg.FetchRequest, map[replica.TopicPart
 		rp.CurrentLeaderEpoch = st.leaderEpoch
 		rp.FetchOffset, rp.LastFetchedEpoch = log.FetchPosition()
 		rp.LogStartOffset = log.Offsets().LogStartOffset
-		rp.PartitionMaxBytes = f.cfg.partitionMaxBytes
+		rp.PartitionMaxBytes = f.cfg.PartitionMaxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		sent[tp] = sentPartition{tp: tp, state: st, log: log}
 	}
@@ -364,7 +424,7 @@ func (f *replicaFetcher) buildFetch() (*kmsg.FetchRequest, map[replica.TopicPart
 }
 
 // apply hands each partition's answer to its replica.
-func (f *replicaFetcher) apply(ctx context.Context, resp *kmsg.FetchResponse, sent map[replica.TopicPartition]sentPartition) {
+func (f *replicaFetcher) apply(ctx context.Context, resp *kmsg.FetchResponse, sent map[TopicPartition]sentPartition) {
 	byID := make(map[[16]byte]string)
 	for tp, s := range sent {
 		byID[s.state.topicID] = tp.Topic
@@ -376,7 +436,7 @@ func (f *replicaFetcher) apply(ctx context.Context, resp *kmsg.FetchResponse, se
 			topic = byID[rt.TopicID]
 		}
 		for _, rp := range rt.Partitions {
-			s, ok := sent[replica.TopicPartition{Topic: topic, Partition: rp.Partition}]
+			s, ok := sent[TopicPartition{Topic: topic, Partition: rp.Partition}]
 			if !ok {
 				continue
 			}
@@ -419,7 +479,7 @@ func (f *replicaFetcher) applyPartition(s sentPartition, rp *kmsg.FetchResponseT
 		// stale. Retry after the backoff; a metadata change restarts it.
 		err = kerr.ErrorForCode(code)
 	case rp.DivergingEpoch.Epoch >= 0:
-		err = s.log.TruncateOnDivergence(replica.EpochEndOffset{Epoch: rp.DivergingEpoch.Epoch, EndOffset: rp.DivergingEpoch.EndOffset})
+		err = s.log.TruncateOnDivergence(EpochEndOffset{Epoch: rp.DivergingEpoch.Epoch, EndOffset: rp.DivergingEpoch.EndOffset})
 	default:
 		if batches := wholeBatches(rp.RecordBatches); len(batches) > 0 {
 			err = s.log.AppendAsFollower(batches, rp.HighWatermark, rp.LogStartOffset)
@@ -430,7 +490,7 @@ func (f *replicaFetcher) applyPartition(s sentPartition, rp *kmsg.FetchResponseT
 	if err != nil {
 		f.warn("partition:"+s.tp.Topic+"-"+strconv.Itoa(int(s.tp.Partition)), "replica fetch of partition failed",
 			"topic", s.tp.Topic, "partition", s.tp.Partition, "leader", f.leader, "err", err)
-		s.state.retryAt = f.cfg.now().Add(f.cfg.backoff)
+		s.state.retryAt = f.cfg.Now().Add(f.cfg.Backoff)
 	}
 }
 
@@ -459,7 +519,7 @@ func (f *replicaFetcher) resetOutOfRange(ctx context.Context, s sentPartition) e
 	case leaderEnd < fetchOffset && lastEpoch >= 0:
 		// Our end offset for our last epoch is our log end, so this
 		// truncates to the leader's log end offset.
-		err = s.log.TruncateOnDivergence(replica.EpochEndOffset{Epoch: lastEpoch, EndOffset: leaderEnd})
+		err = s.log.TruncateOnDivergence(EpochEndOffset{Epoch: lastEpoch, EndOffset: leaderEnd})
 	case leaderEnd < fetchOffset:
 		err = s.log.TruncateFullyAndStartAt(leaderEnd)
 	case leaderStart > fetchOffset:
@@ -469,7 +529,7 @@ func (f *replicaFetcher) resetOutOfRange(ctx context.Context, s sentPartition) e
 		return nil
 	}
 	if err == nil {
-		f.cfg.logger.Info("reset out-of-range follower", "topic", s.tp.Topic, "partition", s.tp.Partition,
+		f.cfg.Logger.Info("reset out-of-range follower", "topic", s.tp.Topic, "partition", s.tp.Partition,
 			"fetch_offset", fetchOffset, "leader_log_start", leaderStart, "leader_log_end", leaderEnd)
 	}
 	return err
@@ -479,7 +539,7 @@ func (f *replicaFetcher) resetOutOfRange(ctx context.Context, s sentPartition) e
 // replica) or log start offset (earliestTimestamp).
 func (f *replicaFetcher) leaderOffset(ctx context.Context, s sentPartition, ts int64) (int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = f.cfg.nodeID
+	req.ReplicaID = f.cfg.NodeID
 	t := kmsg.NewListOffsetsRequestTopic()
 	t.Topic = s.tp.Topic
 	p := kmsg.NewListOffsetsRequestTopicPartition()
@@ -509,27 +569,24 @@ func (f *replicaFetcher) delay(s sentPartition) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.mu.parts[s.tp] == s.state {
-		s.state.retryAt = f.cfg.now().Add(f.cfg.backoff)
+		s.state.retryAt = f.cfg.Now().Add(f.cfg.Backoff)
 	}
 }
 
 // dial connects to the leader's inter-broker endpoint, looked up in the
 // latest image so a re-registered leader is found at its new address.
 func (f *replicaFetcher) dial(ctx context.Context) (PeerConn, error) {
-	if f.cfg.dial == nil {
-		return nil, errors.New("no dialer configured")
-	}
-	br, ok := f.cfg.image().Broker(f.leader)
+	br, ok := f.cfg.Image().Broker(f.leader)
 	if !ok {
 		return nil, fmt.Errorf("broker %d is not registered", f.leader)
 	}
-	ep, ok := endpointFor(br, f.cfg.listener)
+	ep, ok := br.Endpoint(f.cfg.Listener)
 	if !ok {
-		return nil, fmt.Errorf("broker %d has no endpoint on listener %s", f.leader, f.cfg.listener)
+		return nil, fmt.Errorf("broker %d has no endpoint on listener %s", f.leader, f.cfg.Listener)
 	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return f.cfg.dial(dctx, net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))))
+	return f.cfg.Dial(dctx, net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))))
 }
 
 func (f *replicaFetcher) closeConn() {
@@ -541,12 +598,12 @@ func (f *replicaFetcher) closeConn() {
 
 // warn logs at Warn, at most once per warnInterval for each key.
 func (f *replicaFetcher) warn(key, msg string, args ...any) {
-	now := f.cfg.now()
+	now := f.cfg.Now()
 	if last, ok := f.lastWarn[key]; ok && now.Sub(last) < warnInterval {
 		return
 	}
 	f.lastWarn[key] = now
-	f.cfg.logger.Warn(msg, args...)
+	f.cfg.Logger.Warn(msg, args...)
 }
 
 // wholeBatches drops a trailing partial batch: a response cut at a size

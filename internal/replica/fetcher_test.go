@@ -1,4 +1,4 @@
-package broker
+package replica
 
 import (
 	"bytes"
@@ -15,7 +15,6 @@ import (
 
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/record"
-	"github.com/samsa-io/samsa/internal/replica"
 )
 
 // The replica fetcher against a scripted leader: each request the
@@ -91,7 +90,7 @@ func (l *fakeLeader) nextFetch(t *testing.T) *kmsg.FetchRequest {
 
 func (l *fakeLeader) reply(resp kmsg.Response, err error) { l.replies <- fakeReply{resp, err} }
 
-// fakeFollower records what the fetcher does to the replica.
+// fakeFollower records what the fetcher does to the
 type fakeFollower struct {
 	mu         sync.Mutex
 	fetchOff   int64
@@ -107,10 +106,10 @@ func (f *fakeFollower) FetchPosition() (int64, int32) {
 	return f.fetchOff, f.lastEpoch
 }
 
-func (f *fakeFollower) Offsets() replica.Snapshot {
+func (f *fakeFollower) Offsets() Snapshot {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return replica.Snapshot{LogStartOffset: 0, LogEndOffset: f.fetchOff, HighWatermark: 0}
+	return Snapshot{LogStartOffset: 0, LogEndOffset: f.fetchOff, HighWatermark: 0}
 }
 
 func (f *fakeFollower) record(s string) {
@@ -131,7 +130,7 @@ func (f *fakeFollower) UpdateFollowerHighWatermark(hw, ls int64) {
 	f.record(fmt.Sprintf("hw=%d ls=%d", hw, ls))
 }
 
-func (f *fakeFollower) TruncateOnDivergence(d replica.EpochEndOffset) error {
+func (f *fakeFollower) TruncateOnDivergence(d EpochEndOffset) error {
 	f.record(fmt.Sprintf("truncate epoch=%d end=%d", d.Epoch, d.EndOffset))
 	return nil
 }
@@ -165,7 +164,7 @@ func (f *fakeFollower) waitCall(t *testing.T, want string) {
 
 var testTopicID = [16]byte{1, 2, 3}
 
-func testFetchers(t *testing.T, leader *fakeLeader, log followerLog) *fetcherManager {
+func testFetchers(t *testing.T, leader *fakeLeader, log followerLog) *FetcherManager {
 	t.Helper()
 	ld := metadata.NewLoader("c", slog.New(slog.DiscardHandler))
 	data, err := metadata.EncodeBatch([]metadata.Record{&metadata.RegisterBrokerRecord{
@@ -178,16 +177,16 @@ func testFetchers(t *testing.T, leader *fakeLeader, log followerLog) *fetcherMan
 	if err := ld.Apply(1, data); err != nil {
 		t.Fatal(err)
 	}
-	m := newFetcherManager(fetcherConfig{
-		nodeID: 1, brokerEpoch: func() int64 { return 7 }, image: ld.Image, listener: "REPL",
-		dial: leader.dial,
+	m := NewFetcherManager(FetcherConfig{
+		NodeID: 1, BrokerEpoch: func() int64 { return 7 }, Image: ld.Image, Listener: "REPL",
+		Dial: leader.dial,
 		partition: func(topic string, p int32) (followerLog, bool) {
 			return log, topic == "t" && p == 0
 		},
-		maxWaitMs: 500, minBytes: 1, maxBytes: 1000, partitionMaxBytes: 100,
-		backoff: 10 * time.Millisecond, logger: slog.New(slog.DiscardHandler),
+		MaxWaitMs: 500, MinBytes: 1, MaxBytes: 1000, PartitionMaxBytes: 100,
+		Backoff: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
 	})
-	t.Cleanup(m.close)
+	t.Cleanup(m.Close)
 	return m
 }
 
@@ -211,8 +210,8 @@ func TestFetcherReplicates(t *testing.T) {
 	leader := newFakeLeader()
 	log := &fakeFollower{fetchOff: 10, lastEpoch: 4}
 	m := testFetchers(t, leader, log)
-	tp := replica.TopicPartition{Topic: "t", Partition: 0}
-	m.follow(tp, testTopicID, 2, 5)
+	tp := TopicPartition{Topic: "t", Partition: 0}
+	m.Follow(tp, testTopicID, 2, 5)
 
 	req := leader.nextFetch(t)
 	if req.ReplicaID != 1 || req.ReplicaState.ID != 1 || req.ReplicaState.Epoch != 7 {
@@ -264,13 +263,13 @@ func TestFetcherReplicates(t *testing.T) {
 		t.Fatalf("parked partition fetched again: %+v", r)
 	case <-time.After(100 * time.Millisecond):
 	}
-	m.follow(tp, testTopicID, 2, 5) // same epoch: stays parked
+	m.Follow(tp, testTopicID, 2, 5) // same epoch: stays parked
 	select {
 	case r := <-leader.reqs:
 		t.Fatalf("parked partition fetched again at the same epoch: %+v", r)
 	case <-time.After(50 * time.Millisecond):
 	}
-	m.follow(tp, testTopicID, 2, 6)
+	m.Follow(tp, testTopicID, 2, 6)
 	if req := leader.nextFetch(t); req.Topics[0].Partitions[0].CurrentLeaderEpoch != 6 {
 		t.Fatalf("current leader epoch %d after unpark, want 6", req.Topics[0].Partitions[0].CurrentLeaderEpoch)
 	}
@@ -285,7 +284,7 @@ func TestFetcherReplicates(t *testing.T) {
 	log.waitCall(t, "hw=12 ls=3")
 
 	// Unfollowing the last partition stops the fetcher.
-	m.unfollow(tp)
+	m.Unfollow(tp)
 	inFlight := 0
 	for done := false; !done; {
 		select {
@@ -328,13 +327,13 @@ func listOffsetsReply(t *testing.T, leader *fakeLeader, wantTs, offset int64) {
 
 func TestFetcherOutOfRange(t *testing.T) {
 	oor := func(p *kmsg.FetchResponseTopicPartition) { p.ErrorCode = kerr.OffsetOutOfRange.Code }
-	tp := replica.TopicPartition{Topic: "t", Partition: 0}
+	tp := TopicPartition{Topic: "t", Partition: 0}
 
 	// Ahead of the leader: truncate to its log end offset.
 	leader := newFakeLeader()
 	log := &fakeFollower{fetchOff: 20, lastEpoch: 4}
 	m := testFetchers(t, leader, log)
-	m.follow(tp, testTopicID, 2, 5)
+	m.Follow(tp, testTopicID, 2, 5)
 	leader.nextFetch(t)
 	leader.reply(fetchResp(-1, -1, nil, oor), nil)
 	listOffsetsReply(t, leader, latestTimestamp, 15)
@@ -344,7 +343,7 @@ func TestFetcherOutOfRange(t *testing.T) {
 	leader = newFakeLeader()
 	log = &fakeFollower{fetchOff: 5, lastEpoch: 4}
 	m = testFetchers(t, leader, log)
-	m.follow(tp, testTopicID, 2, 5)
+	m.Follow(tp, testTopicID, 2, 5)
 	leader.nextFetch(t)
 	leader.reply(fetchResp(-1, -1, nil, oor), nil)
 	listOffsetsReply(t, leader, latestTimestamp, 100)
@@ -358,7 +357,7 @@ func TestFetcherRetriesTransientErrors(t *testing.T) {
 	leader := newFakeLeader()
 	log := &fakeFollower{fetchOff: 0, lastEpoch: -1}
 	m := testFetchers(t, leader, log)
-	m.follow(replica.TopicPartition{Topic: "t", Partition: 0}, testTopicID, 2, 5)
+	m.Follow(TopicPartition{Topic: "t", Partition: 0}, testTopicID, 2, 5)
 	for _, code := range []int16{kerr.NotLeaderForPartition.Code, kerr.UnknownLeaderEpoch.Code, kerr.UnknownTopicID.Code} {
 		leader.nextFetch(t)
 		leader.reply(fetchResp(-1, -1, nil, func(p *kmsg.FetchResponseTopicPartition) { p.ErrorCode = code }), nil)
