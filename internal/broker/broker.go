@@ -75,10 +75,6 @@ type Broker struct {
 	txnLoaded coordinator.Leadership
 }
 
-// PeerConn is a connection to another broker, as the MarkerWriter uses
-// it (the replica fetchers' replica.PeerConn).
-type PeerConn = replica.PeerConn
-
 // handler answers one API. It returns the response with its version set
 // to the request's, or an error that closes the connection.
 type handler struct {

@@ -32,7 +32,7 @@ type router struct {
 	cut     map[string]bool
 }
 
-func (r *router) dial(_ context.Context, addr string) (PeerConn, error) {
+func (r *router) dial(_ context.Context, addr string) (replica.PeerConn, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	b, ok := r.brokers[addr]

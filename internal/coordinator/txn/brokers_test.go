@@ -14,7 +14,6 @@ import (
 
 	"github.com/samsa-io/samsa/internal/broker"
 	"github.com/samsa-io/samsa/internal/config"
-	"github.com/samsa-io/samsa/internal/coordinator/txn"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/replica"
 	"github.com/samsa-io/samsa/internal/storage"
@@ -35,7 +34,7 @@ type router struct {
 	cut     map[string]bool
 }
 
-func (r *router) dial(_ context.Context, addr string) (txn.PeerConn, error) {
+func (r *router) dial(_ context.Context, addr string) (replica.PeerConn, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	b, ok := r.brokers[addr]
@@ -85,6 +84,7 @@ func (c *routedConn) Close() error { return nil }
 type node struct {
 	b        *broker.Broker
 	replicas *replica.Manager
+	fetchers *replica.FetcherManager
 }
 
 type cluster struct {
@@ -118,28 +118,31 @@ func newCluster(t *testing.T, configure func(c *cluster, id int32, cfg *broker.C
 		cfgs[id] = c.openReplicas(id)
 	}
 	for _, id := range []int32{1, 2} {
-		bcfg := broker.Config{NodeID: id, Static: cfgs[id], Image: c.loader.Image, Replicas: c.nodes[id].replicas,
+		st := cfgs[id]
+		n := c.nodes[id]
+		// As internal/server wires the fetchers.
+		n.fetchers = replica.NewFetcherManager(replica.FetcherConfig{
+			NodeID:            id,
+			BrokerEpoch:       func() int64 { return n.b.Epoch() },
+			Image:             c.loader.Image,
+			Listener:          st.InterBrokerListenerName,
+			Dial:              c.router.dial,
+			Replicas:          n.replicas,
+			MaxWaitMs:         st.MustInt32("replica.fetch.wait.max.ms"),
+			MinBytes:          st.MustInt32("replica.fetch.min.bytes"),
+			MaxBytes:          st.MustInt32("replica.fetch.response.max.bytes"),
+			PartitionMaxBytes: st.MustInt32("replica.fetch.max.bytes"),
+			Backoff:           time.Duration(st.MustInt32("replica.fetch.backoff.ms")) * time.Millisecond,
+			Logger:            slog.New(slog.DiscardHandler),
+		})
+		bcfg := broker.Config{NodeID: id, Static: st, Image: c.loader.Image, Replicas: n.replicas, Fetchers: n.fetchers,
 			Logger: slog.New(slog.DiscardHandler)}
-		setDial(&bcfg.Dial, c.router.dial)
 		if configure != nil {
 			configure(c, id, &bcfg)
 		}
 		c.start(id, bcfg)
 	}
 	return c
-}
-
-// setDial sets a broker's Dial to dial, whatever the broker names its
-// connection type: any interface with PeerConn's methods will do.
-func setDial[C txn.PeerConn](dst *func(context.Context, string) (C, error), dial func(context.Context, string) (txn.PeerConn, error)) {
-	*dst = func(ctx context.Context, addr string) (C, error) {
-		pc, err := dial(ctx, addr)
-		if err != nil {
-			var zero C
-			return zero, err
-		}
-		return pc.(C), nil
-	}
 }
 
 func (c *cluster) apply(recs ...metadata.Record) {
@@ -187,7 +190,7 @@ func (c *cluster) start(id int32, cfg broker.Config) {
 	c.router.brokers[addr(id)] = b
 	c.router.mu.Unlock()
 	c.nodes[id].b = b
-	t.Cleanup(b.Close)
+	t.Cleanup(c.nodes[id].fetchers.Close)
 	if err := c.loader.Register(b); err != nil {
 		t.Fatal(err)
 	}

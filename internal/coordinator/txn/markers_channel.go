@@ -46,13 +46,9 @@ type TransactionCompleter interface {
 	CompleteTransaction(partition int32, producerID int64, commit bool)
 }
 
-// PeerConn is a connection to another broker: Request negotiates the
-// version and fails when the connection broke (the caller then closes it
-// and dials again). *kclient.Conn implements it.
-type PeerConn interface {
-	Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
-	Close() error
-}
+// PeerConn is a connection to another broker, the same the replica
+// fetchers use. *kclient.Conn implements it.
+type PeerConn = replica.PeerConn
 
 // WriteLocalMarkers appends m to each partition of tps this node leads and
 // waits, against one deadline of timeout, until every marker is committed
