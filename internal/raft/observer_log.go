@@ -34,14 +34,15 @@ const MetadataTopic = "__cluster_metadata"
 // (Uuid.METADATA_TOPIC_ID), used by Fetch v13+.
 var metadataTopicID = [16]byte{15: 1}
 
-// ObserverAPIs are the requests a MetadataLog serves, with the versions
-// it serves.
-var ObserverAPIs = []struct {
+// ObserverAPI is a request a MetadataLog serves, with its versions.
+type ObserverAPI struct {
 	Key      kmsg.Key
 	Min, Max int16
-}{
-	{kmsg.Fetch, 12, 16},
-	{kmsg.FetchSnapshot, 0, 1},
+}
+
+// ObserverAPIs are the requests a MetadataLog serves.
+func ObserverAPIs() []ObserverAPI {
+	return []ObserverAPI{{kmsg.Fetch, 12, 16}, {kmsg.FetchSnapshot, 0, 1}}
 }
 
 // maxMetadataFetchWait caps MaxWaitMillis, so a shutdown is never held up.
