@@ -122,7 +122,7 @@ func (b *Broker) autoCreate(ctx context.Context, img *metadata.Image, req *kmsg.
 		return img
 	}
 	create.Version = 7
-	resp := b.cfg.Controller.CreateTopics(ctx, create)
+	resp := b.cfg.Controller.Forward(ctx, create).(*kmsg.CreateTopicsResponse)
 	for _, t := range resp.Topics {
 		if t.ErrorCode != 0 && t.ErrorCode != kerr.TopicAlreadyExists.Code {
 			b.cfg.Logger.Warn("auto topic creation failed", "topic", t.Topic, "err", kerr.ErrorForCode(t.ErrorCode))

@@ -19,7 +19,7 @@ import (
 
 func handleCreateTopics(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreateTopicsRequest)
-	resp := b.cfg.Controller.CreateTopics(ctx, req)
+	resp := b.cfg.Controller.Forward(ctx, req).(*kmsg.CreateTopicsResponse)
 	resp.Version = req.Version
 	if req.Version < 5 {
 		return resp, nil

@@ -16,7 +16,7 @@ import (
 
 func handleDeleteTopics(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
-	resp := b.cfg.Controller.DeleteTopics(ctx, req)
+	resp := b.cfg.Controller.Forward(ctx, req).(*kmsg.DeleteTopicsResponse)
 	resp.Version = req.Version
 	return resp, nil
 }

@@ -34,7 +34,7 @@ func handleAlterConfigs(ctx context.Context, b *Broker, _ *network.Conn, kreq km
 	}
 	var decided []kmsg.AlterConfigsResponseResource
 	if len(forward.Resources) > 0 {
-		decided = b.cfg.Controller.AlterConfigs(ctx, &forward).Resources
+		decided = b.cfg.Controller.Forward(ctx, &forward).(*kmsg.AlterConfigsResponse).Resources
 	}
 	for _, r := range req.Resources {
 		if r.ResourceType == kmsg.ConfigResourceTypeBrokerLogger {

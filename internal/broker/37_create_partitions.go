@@ -15,7 +15,7 @@ import (
 
 func handleCreatePartitions(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
-	resp := b.cfg.Controller.CreatePartitions(ctx, req)
+	resp := b.cfg.Controller.Forward(ctx, req).(*kmsg.CreatePartitionsResponse)
 	resp.Version = req.Version
 	return resp, nil
 }

@@ -17,7 +17,7 @@ import (
 
 func handleElectLeaders(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ElectLeadersRequest)
-	resp := b.cfg.Controller.ElectLeaders(ctx, req)
+	resp := b.cfg.Controller.Forward(ctx, req).(*kmsg.ElectLeadersResponse)
 	resp.Version = req.Version
 	return resp, nil
 }

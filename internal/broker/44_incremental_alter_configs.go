@@ -44,7 +44,7 @@ func handleIncrementalAlterConfigs(ctx context.Context, b *Broker, _ *network.Co
 	}
 	var decided []kmsg.IncrementalAlterConfigsResponseResource
 	if len(forward.Resources) > 0 {
-		decided = b.cfg.Controller.IncrementalAlterConfigs(ctx, &forward).Resources
+		decided = b.cfg.Controller.Forward(ctx, &forward).(*kmsg.IncrementalAlterConfigsResponse).Resources
 	}
 	for _, r := range req.Resources {
 		if r.ResourceType == kmsg.ConfigResourceTypeBrokerLogger {

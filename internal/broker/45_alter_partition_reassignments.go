@@ -17,7 +17,7 @@ import (
 
 func handleAlterPartitionReassignments(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AlterPartitionAssignmentsRequest)
-	resp := b.cfg.Controller.AlterPartitionReassignments(ctx, req)
+	resp := b.cfg.Controller.Forward(ctx, req).(*kmsg.AlterPartitionAssignmentsResponse)
 	resp.Version = req.Version
 	return resp, nil
 }

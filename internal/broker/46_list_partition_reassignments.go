@@ -15,7 +15,7 @@ import (
 
 func handleListPartitionReassignments(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListPartitionReassignmentsRequest)
-	resp := b.cfg.Controller.ListPartitionReassignments(ctx, req)
+	resp := b.cfg.Controller.Forward(ctx, req).(*kmsg.ListPartitionReassignmentsResponse)
 	resp.Version = req.Version
 	return resp, nil
 }

@@ -16,7 +16,7 @@ import (
 
 func handleDescribeQuorum(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeQuorumRequest)
-	resp := b.cfg.Controller.DescribeQuorum(ctx, req)
+	resp := b.cfg.Controller.Forward(ctx, req).(*kmsg.DescribeQuorumResponse)
 	resp.Version = req.Version
 	return resp, nil
 }

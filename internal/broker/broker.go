@@ -18,19 +18,17 @@ import (
 	"github.com/samsa-io/samsa/internal/wire"
 )
 
-// Controller is where metadata changes go. Responses carry per-item error
-// codes; the broker sets their version.
+// Controller is where metadata changes go (internal/controllerchannel's
+// Channel).
 type Controller interface {
-	CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse
-	DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse
-	CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse
+	// Forward sends an admin request to the active controller in its own
+	// version and returns the answer, of req.ResponseKind()'s type, with
+	// per-item error codes (REQUEST_TIMED_OUT when no controller decided
+	// it in time); the broker sets its version. The controller serves
+	// the request (internal/controller's API table), so a handler that
+	// forwards needs nothing else.
+	Forward(ctx context.Context, req kmsg.Request) kmsg.Response
 	AllocateProducerIDs(ctx context.Context, brokerID int32, brokerEpoch int64) (first int64, count int32, err error)
-	AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse
-	IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse
-	ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse
-	AlterPartitionReassignments(ctx context.Context, req *kmsg.AlterPartitionAssignmentsRequest) *kmsg.AlterPartitionAssignmentsResponse
-	ListPartitionReassignments(ctx context.Context, req *kmsg.ListPartitionReassignmentsRequest) *kmsg.ListPartitionReassignmentsResponse
-	DescribeQuorum(ctx context.Context, req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse
 }
 
 // Config configures a Broker.

@@ -3,9 +3,11 @@
 // serves and a short note on its behaviour.
 //
 // Handlers decode, check, delegate and map errors to codes — nothing else.
-// Metadata changes go to the controller (the Controller interface: in a
-// combined node it is the local QuorumController; on a broker-only node it
-// will forward to the active one). Reads of metadata come from the latest
+// Metadata changes go to the active controller (the Controller interface,
+// internal/controllerchannel's Channel: a call when this node is the
+// active controller, a request on its controller listener otherwise); a
+// handler forwards with Controller.Forward and needs no code elsewhere
+// but the controller's decision. Reads of metadata come from the latest
 // published image. Partition data goes through the replica manager.
 //
 // Replication: the metadata publisher (publisher.go) makes each hosted

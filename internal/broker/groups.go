@@ -72,7 +72,7 @@ func (b *Broker) ensureInternalTopic(ctx context.Context, name string, partition
 		ct.Configs = append(ct.Configs, c)
 	}
 	req.Topics = append(req.Topics, ct)
-	resp := b.cfg.Controller.CreateTopics(ctx, req)
+	resp := b.cfg.Controller.Forward(ctx, req).(*kmsg.CreateTopicsResponse)
 	if len(resp.Topics) == 1 {
 		if code := resp.Topics[0].ErrorCode; code != 0 && code != kerr.TopicAlreadyExists.Code {
 			msg := ""

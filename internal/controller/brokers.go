@@ -249,3 +249,14 @@ func (c *Controller) tick(ctx context.Context) error {
 	}
 	return c.writeLocked(ctx, ch.records())
 }
+
+// brokerAPIs are brokers.go's rows of the API table (api.go): the
+// broker-to-controller requests of BrokerLifecycleManager.
+func brokerAPIs() []API {
+	return []API{
+		api(kmsg.BrokerRegistration, 0, 4, (*Controller).BrokerRegistration, nil,
+			func(r *kmsg.BrokerRegistrationResponse) bool { return r.ErrorCode == notController }),
+		api(kmsg.BrokerHeartbeat, 0, 1, (*Controller).BrokerHeartbeat, nil,
+			func(r *kmsg.BrokerHeartbeatResponse) bool { return r.ErrorCode == notController }),
+	}
+}

@@ -285,3 +285,37 @@ func splitConfigList(s string) []string {
 	}
 	return out
 }
+
+// configAPIs are configs.go's rows of the API table (api.go).
+func configAPIs() []API {
+	return []API{
+		api(kmsg.AlterConfigs, 0, 2, (*Controller).AlterConfigs,
+			func(req *kmsg.AlterConfigsRequest, err error) *kmsg.AlterConfigsResponse {
+				r := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+				for _, res := range req.Resources {
+					rr := kmsg.NewAlterConfigsResponseResource()
+					rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+					rr.ErrorCode, rr.ErrorMessage = wire.ErrorCode(err), failedMessage(err)
+					r.Resources = append(r.Resources, rr)
+				}
+				return r
+			},
+			func(r *kmsg.AlterConfigsResponse) bool {
+				return len(r.Resources) > 0 && r.Resources[0].ErrorCode == notController
+			}),
+		api(kmsg.IncrementalAlterConfigs, 0, 1, (*Controller).IncrementalAlterConfigs,
+			func(req *kmsg.IncrementalAlterConfigsRequest, err error) *kmsg.IncrementalAlterConfigsResponse {
+				r := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+				for _, res := range req.Resources {
+					rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+					rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+					rr.ErrorCode, rr.ErrorMessage = wire.ErrorCode(err), failedMessage(err)
+					r.Resources = append(r.Resources, rr)
+				}
+				return r
+			},
+			func(r *kmsg.IncrementalAlterConfigsResponse) bool {
+				return len(r.Resources) > 0 && r.Resources[0].ErrorCode == notController
+			}),
+	}
+}

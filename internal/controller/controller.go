@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/metadata"
@@ -245,4 +246,22 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, brokerID int32, br
 		return 0, 0, err
 	}
 	return first, ProducerIDBlockSize, nil
+}
+
+// producerIDAPIs are controller.go's rows of the API table (api.go).
+func producerIDAPIs() []API {
+	return []API{
+		api(kmsg.AllocateProducerIDs, 0, 0,
+			func(c *Controller, ctx context.Context, req *kmsg.AllocateProducerIDsRequest) *kmsg.AllocateProducerIDsResponse {
+				resp := req.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
+				first, count, err := c.AllocateProducerIDs(ctx, req.BrokerID, req.BrokerEpoch)
+				if err != nil {
+					resp.ErrorCode = wire.ErrorCode(err)
+					return resp
+				}
+				resp.ProducerIDStart, resp.ProducerIDLen = first, count
+				return resp
+			}, nil,
+			func(r *kmsg.AllocateProducerIDsResponse) bool { return r.ErrorCode == notController }),
+	}
 }

@@ -35,6 +35,13 @@
 // DescribeQuorum (quorum.go) reports the raft quorum this controller
 // belongs to.
 //
+// The API table (api.go; Kafka's ControllerApis) lists every request the
+// controller answers on its controller listener, with its versions; each
+// decision file lists its own rows. A row of an admin request that brokers
+// forward also builds the answer a client gets when no controller decided
+// it, and every row recognises a NOT_CONTROLLER refusal, so forwarding
+// (internal/controllerchannel) needs no code per API.
+//
 // Request methods take and return kmsg types and fill every field of the
 // response; the caller sets the response Version (BrokerRegistration,
 // BrokerHeartbeat, AlterPartition and ElectLeaders copy the request's).

@@ -256,3 +256,28 @@ func (c *Controller) electOne(ch *changes, ti *metadata.TopicImage, part int32, 
 	}
 	return wire.Errorf(kerr.EligibleLeadersNotAvailable, "Failed to elect leader for partition %s-%d under strategy OfflinePartitionLeaderElectionStrategy", ti.Name, part)
 }
+
+// partitionAPIs are partitions.go's rows of the API table (api.go).
+func partitionAPIs() []API {
+	return []API{
+		api(kmsg.AlterPartition, 2, 3, (*Controller).AlterPartition, nil,
+			func(r *kmsg.AlterPartitionResponse) bool {
+				if r.ErrorCode == notController {
+					return true
+				}
+				return len(r.Topics) > 0 && len(r.Topics[0].Partitions) > 0 && r.Topics[0].Partitions[0].ErrorCode == notController
+			}),
+		api(kmsg.ElectLeaders, 0, 2, (*Controller).ElectLeaders,
+			func(req *kmsg.ElectLeadersRequest, err error) *kmsg.ElectLeadersResponse {
+				r := req.ResponseKind().(*kmsg.ElectLeadersResponse)
+				r.ErrorCode = wire.ErrorCode(err)
+				return r
+			},
+			func(r *kmsg.ElectLeadersResponse) bool {
+				if r.ErrorCode == notController {
+					return true
+				}
+				return len(r.Topics) > 0 && len(r.Topics[0].Partitions) > 0 && r.Topics[0].Partitions[0].ErrorCode == notController
+			}),
+	}
+}

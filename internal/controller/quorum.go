@@ -116,3 +116,32 @@ func millis(t time.Time) int64 {
 	}
 	return t.UnixMilli()
 }
+
+// quorumAPIs are quorum.go's rows of the API table (api.go).
+func quorumAPIs() []API {
+	return []API{
+		api(kmsg.DescribeQuorum, 0, 2, (*Controller).DescribeQuorum,
+			func(req *kmsg.DescribeQuorumRequest, err error) *kmsg.DescribeQuorumResponse {
+				r := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
+				t := kmsg.NewDescribeQuorumResponseTopic()
+				t.Topic = MetadataTopic
+				p := kmsg.NewDescribeQuorumResponseTopicPartition()
+				p.ErrorCode, p.LeaderID = wire.ErrorCode(err), -1
+				if req.Version >= 2 {
+					p.ErrorMessage = failedMessage(err)
+				}
+				t.Partitions = append(t.Partitions, p)
+				r.Topics = append(r.Topics, t)
+				return r
+			},
+			func(r *kmsg.DescribeQuorumResponse) bool {
+				// A voter that is not the raft leader answers
+				// NOT_LEADER_OR_FOLLOWER, as Kafka's raft client does.
+				if len(r.Topics) == 0 || len(r.Topics[0].Partitions) == 0 {
+					return false
+				}
+				c := r.Topics[0].Partitions[0].ErrorCode
+				return c == notController || c == kerr.NotLeaderForPartition.Code
+			}),
+	}
+}

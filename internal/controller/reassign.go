@@ -232,3 +232,23 @@ func (c *Controller) ListPartitionReassignments(ctx context.Context, req *kmsg.L
 	}
 	return resp
 }
+
+// reassignAPIs are reassign.go's rows of the API table (api.go).
+func reassignAPIs() []API {
+	return []API{
+		api(kmsg.AlterPartitionAssignments, 0, 1, (*Controller).AlterPartitionReassignments,
+			func(req *kmsg.AlterPartitionAssignmentsRequest, err error) *kmsg.AlterPartitionAssignmentsResponse {
+				r := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+				r.ErrorCode, r.ErrorMessage = wire.ErrorCode(err), failedMessage(err)
+				return r
+			},
+			func(r *kmsg.AlterPartitionAssignmentsResponse) bool { return r.ErrorCode == notController }),
+		api(kmsg.ListPartitionReassignments, 0, 0, (*Controller).ListPartitionReassignments,
+			func(req *kmsg.ListPartitionReassignmentsRequest, err error) *kmsg.ListPartitionReassignmentsResponse {
+				r := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+				r.ErrorCode, r.ErrorMessage = wire.ErrorCode(err), failedMessage(err)
+				return r
+			},
+			func(r *kmsg.ListPartitionReassignmentsResponse) bool { return r.ErrorCode == notController }),
+	}
+}

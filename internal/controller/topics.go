@@ -516,3 +516,55 @@ func (c *Controller) decideCreatePartitions(img *metadata.Image, t *kmsg.CreateP
 	}
 	return recs, nil
 }
+
+// topicAPIs are topics.go's rows of the API table (api.go).
+func topicAPIs() []API {
+	return []API{
+		api(kmsg.CreateTopics, 2, 7, (*Controller).CreateTopics,
+			func(req *kmsg.CreateTopicsRequest, err error) *kmsg.CreateTopicsResponse {
+				r := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+				for _, t := range req.Topics {
+					rt := kmsg.NewCreateTopicsResponseTopic()
+					rt.Topic, rt.ErrorCode, rt.ErrorMessage = t.Topic, wire.ErrorCode(err), failedMessage(err)
+					rt.NumPartitions, rt.ReplicationFactor = -1, -1
+					r.Topics = append(r.Topics, rt)
+				}
+				return r
+			},
+			func(r *kmsg.CreateTopicsResponse) bool {
+				return len(r.Topics) > 0 && r.Topics[0].ErrorCode == notController
+			}),
+		api(kmsg.DeleteTopics, 1, 6, (*Controller).DeleteTopics,
+			func(req *kmsg.DeleteTopicsRequest, err error) *kmsg.DeleteTopicsResponse {
+				r := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+				add := func(name *string, id [16]byte) {
+					rt := kmsg.NewDeleteTopicsResponseTopic()
+					rt.Topic, rt.TopicID, rt.ErrorCode, rt.ErrorMessage = name, id, wire.ErrorCode(err), failedMessage(err)
+					r.Topics = append(r.Topics, rt)
+				}
+				for _, n := range req.TopicNames {
+					add(&n, [16]byte{})
+				}
+				for _, t := range req.Topics {
+					add(t.Topic, t.TopicID)
+				}
+				return r
+			},
+			func(r *kmsg.DeleteTopicsResponse) bool {
+				return len(r.Topics) > 0 && r.Topics[0].ErrorCode == notController
+			}),
+		api(kmsg.CreatePartitions, 0, 3, (*Controller).CreatePartitions,
+			func(req *kmsg.CreatePartitionsRequest, err error) *kmsg.CreatePartitionsResponse {
+				r := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+				for _, t := range req.Topics {
+					rt := kmsg.NewCreatePartitionsResponseTopic()
+					rt.Topic, rt.ErrorCode, rt.ErrorMessage = t.Topic, wire.ErrorCode(err), failedMessage(err)
+					r.Topics = append(r.Topics, rt)
+				}
+				return r
+			},
+			func(r *kmsg.CreatePartitionsResponse) bool {
+				return len(r.Topics) > 0 && r.Topics[0].ErrorCode == notController
+			}),
+	}
+}

@@ -70,9 +70,15 @@
 // # Observers
 //
 // Nodes outside the quorum (Kafka's observers: broker-only nodes) are fed
-// by the caller, not by raft: Commit, CommittedEntries and LatestSnapshot
-// read the committed log and the latest snapshot without changing
-// anything, and Entry.Data is exactly what the Applier was given.
+// over the Kafka protocol, not by raft: the leader's MetadataLog answers
+// Fetch and FetchSnapshot of __cluster_metadata on the controller
+// listener (KIP-595; offsets are raft indexes, the wire mapping is in
+// observer_log.go), reading the committed log and the latest snapshot
+// through Commit, CommittedEntries and LatestSnapshot without changing
+// anything; Entry.Data is exactly what the Applier was given. An Observer
+// long-polls the leader, feeds its own Applier the same entries in the
+// same order, restores the leader's snapshot when it is too far behind,
+// and tells its node which voter leads.
 //
 // # Peers
 //

@@ -2,12 +2,84 @@ package server
 
 import (
 	"bufio"
+	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/controller"
+	"github.com/samsa-io/samsa/internal/network"
+	"github.com/samsa-io/samsa/internal/raft"
+	"github.com/samsa-io/samsa/internal/wire"
 )
+
+// The controller listener carries two protocols on one port: the raft
+// transport and Kafka requests (splitListener tells them apart by their
+// first bytes). Its Kafka requests go to two owners (controllerMux): the
+// controller's API table (internal/controller: registration, heartbeats,
+// AlterPartition, producer id blocks and the admin requests brokers
+// forward) and the raft leader's metadata log, which observers fetch
+// (raft.MetadataLog).
+
+// controllerMux serves the Kafka requests of the controller listener.
+type controllerMux struct {
+	ctrl     *controller.Controller
+	meta     *raft.MetadataLog
+	versions *wire.VersionTable
+}
+
+func newControllerMux(ctrl *controller.Controller, rn *raft.Node) *controllerMux {
+	ranges := []wire.VersionRange{{Key: kmsg.ApiVersions, Min: 0, Max: 4}}
+	for _, a := range raft.ObserverAPIs() {
+		ranges = append(ranges, wire.VersionRange{Key: a.Key, Min: a.Min, Max: a.Max})
+	}
+	for _, a := range controller.APIs() {
+		ranges = append(ranges, wire.VersionRange{Key: a.Key, Min: a.Min, Max: a.Max})
+	}
+	return &controllerMux{ctrl: ctrl, meta: raft.NewMetadataLog(rn), versions: wire.NewVersionTable(ranges...)}
+}
+
+// Handle implements network.Handler.
+func (m *controllerMux) Handle(ctx context.Context, _ *network.Conn, req wire.Request) (kmsg.Response, error) {
+	key := kmsg.Key(req.Header.APIKey)
+	if key == kmsg.ApiVersions {
+		return m.apiVersions(req), nil
+	}
+	if req.Body == nil {
+		return nil, fmt.Errorf("controller listener: unsupported API %s version %d", kmsg.NameForKey(int16(key)), req.Header.APIVersion)
+	}
+	var resp kmsg.Response
+	switch key {
+	case kmsg.Fetch, kmsg.FetchSnapshot:
+		resp = m.meta.Handle(ctx, req.Body)
+	default:
+		api, _ := controller.LookupAPI(key) // the version table lists only served keys
+		resp = api.Serve(ctx, m.ctrl, req.Body)
+	}
+	resp.SetVersion(req.Body.GetVersion())
+	return resp, nil
+}
+
+func (m *controllerMux) apiVersions(req wire.Request) kmsg.Response {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	for _, r := range m.versions.All() {
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = int16(r.Key), r.Min, r.Max
+		resp.ApiKeys = append(resp.ApiKeys, k)
+	}
+	if req.Body == nil {
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp // version 0, so any client can read it
+	}
+	resp.SetVersion(req.Body.GetVersion())
+	return resp
+}
 
 // raftMagic starts every raft transport connection (internal/raft's
 // hello). As a Kafka size prefix it would be a 1.4 GB request, far above

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/samsa-io/samsa/internal/broker"
 	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/controller"
+	"github.com/samsa-io/samsa/internal/controllerchannel"
 	"github.com/samsa-io/samsa/internal/coordinator/group"
 	"github.com/samsa-io/samsa/internal/coordinator/txn"
 	"github.com/samsa-io/samsa/internal/metadata"
@@ -32,25 +32,37 @@ import (
 type Server struct {
 	cfg    *config.Config
 	logger *slog.Logger
+	level  *slog.LevelVar
 
-	logs      *storage.LogManager
+	// parts are the node's components in start order (parts.go); the
+	// first started of them are up.
+	parts   []component
+	started int
+
+	clusterID string
 	loader    *metadata.Loader
-	raft      *raft.Node
-	transport *raft.TCPTransport
+	logs      *storage.LogManager
 	ctrlLn    *splitListener
-	ctrlAPI   *network.Server
+	transport *raft.TCPTransport
+	raft      *raft.Node
 	ctrl      *controller.Controller
-	channel   *channel
-	lifecycle *lifecycle
+	ctrlAPI   *network.Server
+	observer  *raft.Observer // broker-only nodes
+	channel   *controllerchannel.Channel
 	replicas  *replica.Manager
+	groups    *group.Coordinator
+	markers   *txn.MarkerChannel
+	txns      *txn.Coordinator
 	broker    *broker.Broker
 	fetchers  *replica.FetcherManager // replica fetchers
-	groups    *group.Coordinator
-	txns      *txn.Coordinator
-	fetcher   *metadataFetcher // broker-only nodes
-	markers   *txn.MarkerChannel
+	// bound are the client listeners, open but not served until this
+	// broker is unfenced; endpoints are what it registers.
+	bound     map[string]net.Listener
+	endpoints []metadata.Endpoint
 	listeners []*network.Server
-	clusterID string
+	lifecycle *controllerchannel.Lifecycle
+	// readyBy bounds the waits between bootstrap and unfencing.
+	readyBy time.Time
 }
 
 // startupTimeout bounds how long Start waits for the quorum to elect a
@@ -68,7 +80,7 @@ const startupTimeout = 2 * time.Minute
 // a controller-only node (process.roles=controller) only joins the quorum
 // and serves its controller listener; a broker-only node
 // (process.roles=broker) is no voter but an observer: it fetches the
-// metadata log from the quorum leader (metadata_fetcher.go) instead.
+// metadata log from the quorum leader (raft.Observer) instead.
 func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (*Server, error) {
 	return StartContext(context.Background(), cfg, logger, level)
 }
@@ -81,7 +93,7 @@ func StartContext(ctx context.Context, cfg *config.Config, logger *slog.Logger, 
 	if err := checkSupported(cfg); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, logger: logger}
+	s := &Server{cfg: cfg, logger: logger, level: level}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -91,206 +103,14 @@ func StartContext(ctx context.Context, cfg *config.Config, logger *slog.Logger, 
 		return nil, err
 	}
 	s.loader = metadata.NewLoader(s.clusterID, logger)
-	if !cfg.HasRole("broker") {
-		return s, s.startController(ctx)
-	}
-	defaults, err := broker.PartitionConfig(cfg, nil)
-	if err != nil {
-		return nil, err
-	}
-	s.logs, err = storage.NewLogManager(managerConfig(cfg, defaults.Log, logger))
-	if err != nil {
-		return nil, err
-	}
-	if err := s.logs.Load(); err != nil {
-		return nil, fmt.Errorf("load logs: %w", err)
-	}
-	activeController := func() int32 {
-		if id := s.raft.Leader(); id != 0 {
-			return int32(id)
-		}
-		return -1
-	}
-	if cfg.HasRole("controller") {
-		if err := s.joinQuorum(); err != nil {
+	s.parts = s.components()
+	for _, c := range s.parts {
+		if err := c.Start(ctx); err != nil {
 			return nil, err
 		}
-	} else {
-		if err := s.observeQuorum(ctx); err != nil {
-			return nil, err
-		}
-		activeController = s.fetcher.Known
-	}
-	s.replicas = replica.NewManager(replica.Config{
-		NodeID:                          cfg.NodeID,
-		DecompressionBudget:             record.NewBudget(decompressionBudget(cfg.QueuedMaxRequestBytes)),
-		Logs:                            s.logs,
-		Logger:                          logger,
-		ProducerIDExpirationMs:          cfg.ProducerIDExpirationMs,
-		ReplicaLagTimeMax:               time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
-		HighWatermarkCheckpointInterval: time.Duration(cfg.MustInt64("replica.high.watermark.checkpoint.interval.ms")) * time.Millisecond,
-		AlterPartition:                  s.alterPartition,
-		ReplicaEligible: func(id int32) bool {
-			b, ok := s.loader.Image().Broker(id)
-			return ok && b.Eligible()
-		},
-	})
-	if err := s.startCoordinators(); err != nil {
-		return nil, err
-	}
-	fcfg := fetcherConfig(cfg, logger)
-	fcfg.BrokerEpoch = func() int64 { return s.broker.Epoch() }
-	fcfg.Image, fcfg.Replicas = s.loader.Image, s.replicas
-	s.fetchers = replica.NewFetcherManager(fcfg)
-	s.broker = broker.New(broker.Config{
-		NodeID:           cfg.NodeID,
-		Static:           cfg,
-		Controller:       s.channel,
-		Image:            s.loader.Image,
-		Replicas:         s.replicas,
-		Fetchers:         s.fetchers,
-		Groups:           s.groups,
-		Txns:             s.txns,
-		Logger:           logger,
-		ActiveController: activeController,
-	})
-	if level != nil {
-		s.broker.SetLogLevel(level)
-	}
-	// The broker's publisher opens and deletes logs as metadata changes;
-	// registered now, it first catches up on the replayed image.
-	if err := s.loader.Register(s.broker); err != nil {
-		return nil, err
-	}
-	if err := s.serve(ctx); err != nil {
-		return nil, err
+		s.started++
 	}
 	return s, nil
-}
-
-// startController runs a controller-only node: the quorum, the
-// controller and its listener, nothing of a broker. It returns once the
-// metadata log has a metadata.version.
-func (s *Server) startController(ctx context.Context) error {
-	if err := s.joinQuorum(); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
-	defer cancel()
-	if err := s.bootstrap(ctx); err != nil {
-		return fmt.Errorf("bootstrap metadata: %w", err)
-	}
-	s.logger.Info("controller ready", "node.id", s.cfg.NodeID)
-	return nil
-}
-
-// observeQuorum starts a broker-only node's metadata fetcher and waits
-// until it has caught up with the quorum leader; the channel to the
-// active controller follows the leader the fetcher learns.
-func (s *Server) observeQuorum(ctx context.Context) error {
-	voters := make(map[int32]string, len(s.cfg.ControllerQuorumVoters))
-	for _, v := range s.cfg.ControllerQuorumVoters {
-		voters[v.ID] = v.Addr()
-	}
-	s.fetcher = newMetadataFetcher(s.cfg.NodeID, voters, s.loader, s.logger)
-	s.fetcher.start()
-	s.channel = newChannel(s.cfg.NodeID, nil, s.fetcher, voters, s.logger)
-	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
-	defer cancel()
-	if err := s.fetcher.waitCaughtUp(ctx); err != nil {
-		return err
-	}
-	s.logger.Info("caught up on the metadata log", "offset", s.loader.Image().Offset, "voters", len(voters))
-	return nil
-}
-
-// joinQuorum opens the metadata log and its raft node — with a transport
-// on the controller listener when there are other voters — and starts the
-// controller and the channel brokers use to reach the active one.
-func (s *Server) joinQuorum() error {
-	cfg := s.cfg
-	voters := make(map[int32]string, len(cfg.ControllerQuorumVoters))
-	var peers []uint64
-	for _, v := range cfg.ControllerQuorumVoters {
-		voters[v.ID] = v.Addr()
-		peers = append(peers, uint64(v.ID))
-	}
-	if len(peers) == 0 {
-		peers = []uint64{uint64(cfg.NodeID)} // standalone dynamic quorum
-	}
-	rcfg := raft.Config{
-		ID:      uint64(cfg.NodeID),
-		Peers:   peers,
-		Dir:     filepath.Join(s.metadataDir(), storage.MetadataLogDirName),
-		Logger:  s.logger,
-		Applier: s.loader,
-	}
-	// A controller-only node always serves its listener: brokers reach
-	// the quorum only through it.
-	if len(voters) > 1 || !cfg.HasRole("broker") {
-		ln, err := s.bindController()
-		if err != nil {
-			return err
-		}
-		s.ctrlLn = newSplitListener(ln, s.logger)
-	}
-	if len(voters) > 1 {
-		tpeers := make(map[uint64]string, len(voters))
-		for id, addr := range voters {
-			tpeers[uint64(id)] = addr
-		}
-		var err error
-		s.transport, err = raft.NewTCPTransport(raft.TCPConfig{
-			ID: uint64(cfg.NodeID), ClusterID: s.clusterID, Peers: tpeers,
-			Listener: s.ctrlLn.raft, Logger: s.logger,
-		})
-		if err != nil {
-			return err
-		}
-		rcfg.Transport = s.transport
-	}
-	var err error
-	s.raft, err = raft.Open(rcfg)
-	if err != nil {
-		return fmt.Errorf("open metadata log: %w", err)
-	}
-	if s.transport != nil {
-		s.transport.Attach(s.raft)
-	}
-	s.ctrl, err = controller.New(controller.Config{
-		NodeID:                       cfg.NodeID,
-		Raft:                         s.raft,
-		Loader:                       s.loader,
-		Logger:                       s.logger,
-		Rand:                         rand.Reader,
-		Now:                          time.Now,
-		DefaultNumPartitions:         cfg.NumPartitions,
-		DefaultReplicationFactor:     cfg.DefaultReplicationFactor,
-		ValidateTopicConfig:          config.ValidateTopicConfig,
-		SessionTimeout:               time.Duration(cfg.MustInt32("broker.session.timeout.ms")) * time.Millisecond,
-		AutoLeaderRebalance:          cfg.MustBool("auto.leader.rebalance.enable"),
-		LeaderImbalanceCheckInterval: time.Duration(cfg.MustInt64("leader.imbalance.check.interval.seconds")) * time.Second,
-		Voters:                       voterEndpoints(cfg),
-	})
-	if err != nil {
-		return err
-	}
-	s.ctrl.Start()
-	if s.ctrlLn != nil {
-		api := newControllerAPI(s.ctrl, s.raft)
-		s.ctrlAPI = network.Serve(s.ctrlLn.kafka, network.Config{
-			Listener:       cfg.ControllerListenerNames[0],
-			MaxRequestSize: cfg.SocketRequestMaxBytes,
-			Handler:        api,
-			Versions:       api.versions,
-			Logger:         s.logger,
-		})
-		s.logger.Info("serving the controller quorum", "listener", cfg.ControllerListenerNames[0], "addr", s.ctrlLn.ln.Addr().String(), "voters", len(voters))
-	}
-	if cfg.HasRole("broker") {
-		s.channel = newChannel(cfg.NodeID, s.ctrl, raftLeaders{s.raft}, voters, s.logger)
-	}
-	return nil
 }
 
 // bindController binds this node's controller listener: the address its
@@ -308,91 +128,6 @@ func (s *Server) bindController() (net.Listener, error) {
 		return ln, nil
 	}
 	return nil, fmt.Errorf("listeners has no entry for controller listener %s", s.cfg.ControllerListenerNames[0])
-}
-
-// alterPartition is the replica manager's hook for ISR changes. The
-// controller's answer lacks the replica set; the image has it.
-func (s *Server) alterPartition(ctx context.Context, r replica.AlterPartitionRequest) (replica.PartitionState, error) {
-	st, err := s.channel.alterPartition(ctx, s.lifecycle.epoch.Load(), r)
-	if err != nil {
-		return st, err
-	}
-	if t, ok := s.loader.Image().TopicByID(metadata.Uuid(r.TopicID)); ok && int(r.Partition) < len(t.Partitions) {
-		st.Replicas = t.Partitions[r.Partition].Replicas
-	}
-	return st, nil
-}
-
-// startCoordinators creates the group and transaction coordinators. Their
-// partitions are loaded later, as the broker's publisher learns which
-// partitions of __consumer_offsets and __transaction_state it leads.
-func (s *Server) startCoordinators() error {
-	s.groups = group.New(groupConfig(s.cfg, s.loader, s.logger))
-	tcfg := txnConfig(s.cfg, s.logger)
-	// New producer ids come from the broker's blocks; the broker exists
-	// before the first request reaches the coordinator.
-	tcfg.ProducerIDs = func(ctx context.Context) (int64, error) { return s.broker.NextProducerID(ctx) }
-	s.markers = txn.NewMarkerChannel(txn.MarkerChannelConfig{
-		NodeID: s.cfg.NodeID, Replicas: s.replicas, Image: s.loader.Image, Groups: s.groups,
-		Listener: s.cfg.InterBrokerListenerName, Logger: s.logger,
-	})
-	tcfg.Markers = s.markers
-	tcfg.GroupPartition = func(groupID string) (string, int32) { return "__consumer_offsets", s.groups.PartitionFor(groupID) }
-	if err := tcfg.Validate(); err != nil {
-		return err
-	}
-	s.txns = txn.New(tcfg)
-	return nil
-}
-
-// serve waits for an active controller (bootstrapping the metadata log if
-// it is new), binds the client listeners, registers this broker, waits
-// until the controller unfences it and starts answering clients.
-func (s *Server) serve(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
-	defer cancel()
-	if err := s.bootstrap(ctx); err != nil {
-		return fmt.Errorf("bootstrap metadata: %w", err)
-	}
-	listeners, endpoints, err := s.bind()
-	if err != nil {
-		return err
-	}
-	var rack *string
-	if s.cfg.BrokerRack != "" {
-		rack = &s.cfg.BrokerRack
-	}
-	s.lifecycle = &lifecycle{
-		ch: s.channel, logger: s.logger, clusterID: s.clusterID, nodeID: s.cfg.NodeID,
-		endpoints: endpoints, rack: rack,
-		interval:       time.Duration(s.cfg.MustInt32("broker.heartbeat.interval.ms")) * time.Millisecond,
-		metadataOffset: func() int64 { return int64(s.loader.Image().Offset) },
-		onEpoch:        s.broker.SetEpoch,
-		sessionTimeout: time.Duration(s.cfg.MustInt32("broker.session.timeout.ms")) * time.Millisecond,
-		onSession:      s.replicas.SetFenced,
-	}
-	s.lifecycle.start()
-	err = s.lifecycle.waitUnfenced(ctx)
-	if err == nil {
-		err = s.waitUnfencedLocally(ctx)
-	}
-	if err != nil {
-		for _, ln := range listeners {
-			ln.Close()
-		}
-		return err
-	}
-	for name, ln := range listeners {
-		s.listeners = append(s.listeners, network.Serve(ln, network.Config{
-			Listener:       name,
-			MaxRequestSize: s.cfg.SocketRequestMaxBytes,
-			Handler:        s.broker,
-			Versions:       s.broker.Versions(),
-			Logger:         s.logger,
-		}))
-		s.logger.Info("serving Kafka clients", "listener", name, "addr", ln.Addr().String())
-	}
-	return nil
 }
 
 // waitUnfencedLocally waits until this node's own image shows it unfenced:
@@ -546,58 +281,12 @@ func (s *Server) ClusterID() string { return s.clusterID }
 
 // Close moves this broker's leadership away (controlled shutdown), stops
 // serving, then the metadata quorum, then flushes and checkpoints the
-// logs. It is safe on a partly started server.
+// logs: the started components in reverse order (components). It is safe
+// on a partly started server.
 func (s *Server) Close() error {
 	var errs []error
-	if s.lifecycle != nil {
-		timeout := 10 * time.Second
-		if len(s.cfg.ControllerQuorumVoters) <= 1 && s.cfg.HasRole("controller") {
-			timeout = 0 // nobody to hand leadership to
-		}
-		s.lifecycle.shutdown(timeout)
-	}
-	for _, l := range s.listeners {
-		errs = append(errs, l.Close())
-	}
-	if s.fetchers != nil {
-		s.fetchers.Close()
-	}
-	// Transactions first: their marker writers report to the groups.
-	if s.txns != nil {
-		s.txns.Close()
-	}
-	if s.markers != nil {
-		s.markers.Close()
-	}
-	if s.groups != nil {
-		s.groups.Close()
-	}
-	if s.replicas != nil {
-		s.replicas.Close()
-	}
-	if s.ctrl != nil {
-		s.ctrl.Close()
-	}
-	if s.ctrlAPI != nil {
-		errs = append(errs, s.ctrlAPI.Close())
-	}
-	if s.fetcher != nil {
-		s.fetcher.close()
-	}
-	if s.channel != nil {
-		s.channel.Close()
-	}
-	if s.raft != nil {
-		errs = append(errs, s.raft.Close())
-	}
-	if s.transport != nil {
-		errs = append(errs, s.transport.Close())
-	}
-	if s.ctrlLn != nil {
-		errs = append(errs, s.ctrlLn.Close())
-	}
-	if s.logs != nil {
-		errs = append(errs, s.logs.Close())
+	for i := s.started - 1; i >= 0; i-- {
+		errs = append(errs, s.parts[i].Close())
 	}
 	return errors.Join(errs...)
 }

@@ -1,4 +1,4 @@
-package server
+package raft
 
 import (
 	"context"
@@ -13,30 +13,26 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/samsa-io/samsa/internal/controller"
 	"github.com/samsa-io/samsa/internal/kclient"
-	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/record"
 )
 
-// metadataFetcher makes a broker-only node an observer of the metadata
-// quorum (Kafka's KafkaRaftClient as an observer): it long-polls the quorum
-// leader's controller listener with Fetch for __cluster_metadata, applies
-// each entry to the Loader with the same Apply the voters' raft node uses,
-// and loads the leader's snapshot with FetchSnapshot (Loader.Restore) when
-// it is too far behind. It keeps nothing on disk: a restart fetches the
-// log again from the latest snapshot.
+// Observer makes a broker-only node an observer of the metadata quorum
+// (Kafka's KafkaRaftClient as an observer): it long-polls the quorum
+// leader's controller listener with Fetch for __cluster_metadata (served
+// by the leader's MetadataLog), applies each entry to the Applier with the
+// same Apply the voters' Node uses, and restores the leader's snapshot
+// with FetchSnapshot (Applier.Restore) when it is too far behind. It keeps
+// nothing on disk: a restart fetches the log again from the latest
+// snapshot.
 //
-// It is also the node's source of who leads the quorum (leaderSource):
-// the leader that last answered a fetch, else the voters in turn.
-type metadataFetcher struct {
-	self   int32
-	voters map[int32]string // node id → controller listener host:port
-	order  []int32          // voter ids, sorted, for round-robin
-	loader *metadata.Loader
+// It is also the node's source of who leads the quorum (Leader,
+// NotLeader, Known): the leader that last answered a fetch, else the
+// voters in turn.
+type Observer struct {
+	cfg    ObserverConfig
+	order  []int32 // voter ids, sorted, for round-robin
 	logger *slog.Logger
-	// maxWait is the long-poll duration asked of the leader.
-	maxWait time.Duration
 
 	leader atomic.Int32 // 0 when unknown
 	rr     atomic.Uint32
@@ -59,23 +55,47 @@ type metadataFetcher struct {
 	done      chan struct{}
 }
 
-func newMetadataFetcher(self int32, voters map[int32]string, loader *metadata.Loader, logger *slog.Logger) *metadataFetcher {
-	f := &metadataFetcher{self: self, voters: voters, loader: loader, logger: logger,
-		maxWait: 500 * time.Millisecond, next: 1,
+// ObserverConfig configures an Observer.
+type ObserverConfig struct {
+	// NodeID is this node's node.id, the replica id of its fetches.
+	NodeID int32
+	// Voters maps the ids of controller.quorum.voters to their
+	// controller listeners (host:port).
+	Voters map[int32]string
+	// Applier replays the fetched entries (Apply) and snapshots
+	// (Restore), in log order, on the observer's goroutine.
+	Applier Applier
+	// Ready reports whether the replayed state can serve (a broker needs
+	// a metadata.version): WaitCaughtUp waits for it too. Nil is always.
+	Ready func() bool
+	// MaxWait is the long-poll duration asked of the leader; 0 is 500ms.
+	MaxWait time.Duration
+	Logger  *slog.Logger
+}
+
+// NewObserver returns an observer; Start starts it.
+func NewObserver(cfg ObserverConfig) *Observer {
+	if cfg.MaxWait == 0 {
+		cfg.MaxWait = 500 * time.Millisecond
+	}
+	if cfg.Ready == nil {
+		cfg.Ready = func() bool { return true }
+	}
+	f := &Observer{cfg: cfg, logger: cfg.Logger, next: 1,
 		ready: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
-	for id := range voters {
+	for id := range cfg.Voters {
 		f.order = append(f.order, id)
 	}
 	slices.Sort(f.order)
 	return f
 }
 
-// start runs the fetch loop until close.
-func (f *metadataFetcher) start() { go f.run() }
+// Start runs the fetch loop until Close.
+func (f *Observer) Start() { go f.run() }
 
-// waitCaughtUp blocks until the fetcher has applied everything the leader
-// had committed at its first answer, and the image has a metadata.version.
-func (f *metadataFetcher) waitCaughtUp(ctx context.Context) error {
+// WaitCaughtUp blocks until the observer has applied everything the
+// leader had committed at its first answer, and Ready.
+func (f *Observer) WaitCaughtUp(ctx context.Context) error {
 	select {
 	case <-f.ready:
 		return nil
@@ -84,8 +104,8 @@ func (f *metadataFetcher) waitCaughtUp(ctx context.Context) error {
 	}
 }
 
-// close stops the loop and waits for it.
-func (f *metadataFetcher) close() {
+// Close stops the loop and waits for it.
+func (f *Observer) Close() {
 	select {
 	case <-f.stop:
 	default:
@@ -96,7 +116,7 @@ func (f *metadataFetcher) close() {
 
 // Leader is the voter to send controller requests to: the known leader,
 // else the next voter in turn.
-func (f *metadataFetcher) Leader() int32 {
+func (f *Observer) Leader() int32 {
 	if id := f.leader.Load(); id != 0 {
 		return id
 	}
@@ -104,7 +124,7 @@ func (f *metadataFetcher) Leader() int32 {
 }
 
 // Known is the known quorum leader, -1 if none.
-func (f *metadataFetcher) Known() int32 {
+func (f *Observer) Known() int32 {
 	if id := f.leader.Load(); id != 0 {
 		return id
 	}
@@ -113,21 +133,21 @@ func (f *metadataFetcher) Known() int32 {
 
 // NotLeader records that id did not act as the leader: the next call to
 // Leader tries another voter.
-func (f *metadataFetcher) NotLeader(id int32) {
+func (f *Observer) NotLeader(id int32) {
 	f.leader.CompareAndSwap(id, 0)
 	f.rr.Add(1)
 }
 
 // learn records a leader named by a NOT_LEADER_OR_FOLLOWER answer.
-func (f *metadataFetcher) learn(id int32) bool {
-	if _, ok := f.voters[id]; !ok {
+func (f *Observer) learn(id int32) bool {
+	if _, ok := f.cfg.Voters[id]; !ok {
 		return false
 	}
 	f.leader.Store(id)
 	return true
 }
 
-func (f *metadataFetcher) run() {
+func (f *Observer) run() {
 	defer close(f.done)
 	defer func() {
 		if f.conn != nil {
@@ -145,21 +165,21 @@ func (f *metadataFetcher) run() {
 	}()
 	for ctx.Err() == nil {
 		if !f.fetchOnce(ctx) {
-			sleep(ctx, retryBackoff*2)
+			sleep(ctx, observerBackoff)
 		}
 	}
 }
 
 // fetchOnce sends one Fetch to the leader and handles the answer. It
 // reports false when the caller should back off before the next.
-func (f *metadataFetcher) fetchOnce(ctx context.Context) bool {
+func (f *Observer) fetchOnce(ctx context.Context) bool {
 	target := f.Leader()
 	conn, err := f.dial(ctx, target)
 	if err != nil {
 		f.fail(ctx, target, err)
 		return false
 	}
-	rctx, cancel := context.WithTimeout(ctx, f.maxWait+10*time.Second)
+	rctx, cancel := context.WithTimeout(ctx, f.cfg.MaxWait+10*time.Second)
 	defer cancel()
 	resp, err := conn.Request(rctx, f.fetchRequest())
 	if err != nil {
@@ -204,7 +224,7 @@ func (f *metadataFetcher) fetchOnce(ctx context.Context) bool {
 	return true
 }
 
-func (f *metadataFetcher) fail(ctx context.Context, target int32, err error) {
+func (f *Observer) fail(ctx context.Context, target int32, err error) {
 	if ctx.Err() != nil {
 		return
 	}
@@ -212,16 +232,16 @@ func (f *metadataFetcher) fail(ctx context.Context, target int32, err error) {
 	f.NotLeader(target)
 }
 
-func (f *metadataFetcher) fetchRequest() *kmsg.FetchRequest {
+func (f *Observer) fetchRequest() *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID = f.self
-	req.ReplicaState.ID, req.ReplicaState.Epoch = f.self, -1
-	req.MaxWaitMillis = int32(f.maxWait / time.Millisecond)
+	req.ReplicaID = f.cfg.NodeID
+	req.ReplicaState.ID, req.ReplicaState.Epoch = f.cfg.NodeID, -1
+	req.MaxWaitMillis = int32(f.cfg.MaxWait / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = 8 << 20
 	req.SessionID, req.SessionEpoch = 0, -1
 	t := kmsg.NewFetchRequestTopic()
-	t.Topic, t.TopicID = controller.MetadataTopic, metadataTopicID
+	t.Topic, t.TopicID = MetadataTopic, metadataTopicID
 	p := kmsg.NewFetchRequestTopicPartition()
 	p.Partition, p.FetchOffset, p.PartitionMaxBytes = 0, int64(f.next), 8<<20
 	p.CurrentLeaderEpoch, p.LastFetchedEpoch = -1, -1
@@ -242,8 +262,8 @@ func metadataPartition(resp *kmsg.FetchResponse) (kmsg.FetchResponseTopicPartiti
 }
 
 // apply replays the fetched batches: one entry per record, its offset the
-// raft index; a null value is an entry the Loader never sees.
-func (f *metadataFetcher) apply(batches []byte) error {
+// raft index; a null value is an entry the Applier never sees.
+func (f *Observer) apply(batches []byte) error {
 	for len(batches) > 0 {
 		batch, rest, err := record.NextBatch(batches)
 		if err != nil {
@@ -263,7 +283,7 @@ func (f *metadataFetcher) apply(batches []byte) error {
 				return fmt.Errorf("metadata fetch: got index %d, want %d", idx, f.next)
 			}
 			if r.Value != nil {
-				if err := f.loader.Apply(idx, slices.Clone(r.Value)); err != nil {
+				if err := f.cfg.Applier.Apply(idx, slices.Clone(r.Value)); err != nil {
 					// As on a voter: deterministic, so skipped everywhere.
 					f.logger.Error("metadata entry rejected by state machine", "index", idx, "err", err)
 				}
@@ -274,9 +294,9 @@ func (f *metadataFetcher) apply(batches []byte) error {
 	return nil
 }
 
-// noteHighWatermark marks the fetcher caught up once it has applied what
+// noteHighWatermark marks the observer caught up once it has applied what
 // the leader had committed at its first answer.
-func (f *metadataFetcher) noteHighWatermark(hw uint64) {
+func (f *Observer) noteHighWatermark(hw uint64) {
 	f.mu.Lock()
 	if f.mu.hw == 0 {
 		f.mu.hw = max(hw, 1)
@@ -286,20 +306,20 @@ func (f *metadataFetcher) noteHighWatermark(hw uint64) {
 	if f.next < target {
 		return
 	}
-	if _, ok := f.loader.Image().Features()[metadata.MetadataVersionFeature]; ok {
+	if f.cfg.Ready() {
 		f.readyOnce.Do(func() { close(f.ready) })
 	}
 }
 
 // loadSnapshot downloads the snapshot ending at endOffset and restores the
-// Loader from it.
-func (f *metadataFetcher) loadSnapshot(ctx context.Context, conn *kclient.Conn, endOffset int64, epoch int32) error {
+// Applier from it.
+func (f *Observer) loadSnapshot(ctx context.Context, conn *kclient.Conn, endOffset int64, epoch int32) error {
 	var data []byte
 	for {
 		req := kmsg.NewPtrFetchSnapshotRequest()
-		req.ReplicaID, req.MaxBytes = f.self, 8<<20
+		req.ReplicaID, req.MaxBytes = f.cfg.NodeID, 8<<20
 		t := kmsg.NewFetchSnapshotRequestTopic()
-		t.Topic = controller.MetadataTopic
+		t.Topic = MetadataTopic
 		p := kmsg.NewFetchSnapshotRequestTopicPartition()
 		p.Partition, p.CurrentLeaderEpoch, p.Position = 0, -1, int64(len(data))
 		p.SnapshotID.EndOffset, p.SnapshotID.Epoch = endOffset, epoch
@@ -334,7 +354,7 @@ func (f *metadataFetcher) loadSnapshot(ctx context.Context, conn *kclient.Conn, 
 			return errors.New("FetchSnapshot answered an empty chunk")
 		}
 	}
-	if err := f.loader.Restore(data); err != nil {
+	if err := f.cfg.Applier.Restore(data); err != nil {
 		return err
 	}
 	f.logger.Info("loaded metadata snapshot from the controller", "endOffset", endOffset, "bytes", len(data))
@@ -342,7 +362,7 @@ func (f *metadataFetcher) loadSnapshot(ctx context.Context, conn *kclient.Conn, 
 	return nil
 }
 
-func (f *metadataFetcher) dial(ctx context.Context, id int32) (*kclient.Conn, error) {
+func (f *Observer) dial(ctx context.Context, id int32) (*kclient.Conn, error) {
 	if f.conn != nil && f.connID == id {
 		select {
 		case <-f.conn.Done():
@@ -351,13 +371,13 @@ func (f *metadataFetcher) dial(ctx context.Context, id int32) (*kclient.Conn, er
 		}
 	}
 	f.dropConn()
-	addr, ok := f.voters[id]
+	addr, ok := f.cfg.Voters[id]
 	if !ok {
 		return nil, fmt.Errorf("controller %d is not in controller.quorum.voters", id)
 	}
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	c, err := kclient.Dial(dctx, addr, fmt.Sprintf("samsa-observer-%d", f.self))
+	c, err := kclient.Dial(dctx, addr, fmt.Sprintf("samsa-observer-%d", f.cfg.NodeID))
 	if err != nil {
 		return nil, fmt.Errorf("dial controller %d at %s: %w", id, addr, err)
 	}
@@ -365,9 +385,21 @@ func (f *metadataFetcher) dial(ctx context.Context, id int32) (*kclient.Conn, er
 	return c, nil
 }
 
-func (f *metadataFetcher) dropConn() {
+func (f *Observer) dropConn() {
 	if f.conn != nil {
 		f.conn.Close()
 		f.conn = nil
+	}
+}
+
+// observerBackoff is the pause after a failed fetch.
+const observerBackoff = 100 * time.Millisecond
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }

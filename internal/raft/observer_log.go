@@ -1,4 +1,4 @@
-package server
+package raft
 
 import (
 	"context"
@@ -8,46 +8,68 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/samsa-io/samsa/internal/controller"
-	"github.com/samsa-io/samsa/internal/raft"
 	"github.com/samsa-io/samsa/internal/record"
 )
 
-// The controller listener serves the metadata log to observers (broker-only
+// MetadataLog serves the metadata log to observers (broker-only
 // nodes) the way a Kafka quorum leader does (KIP-595): Fetch and
 // FetchSnapshot on partition 0 of __cluster_metadata.
 //
 // Offsets are raft indexes. Each committed entry is one v2 record batch
 // whose base offset is its index, whose partition leader epoch is its
 // term and whose single record's value is the entry's payload, exactly
-// what the voters' Loader applies; entries the Loader never sees (leader
+// what the voters' Applier applies; entries the Applier never sees (leader
 // no-ops, barriers, membership changes) carry a null value. The high
 // watermark is commit+1, Kafka's "next offset". Only the raft leader
 // answers: another voter says NOT_LEADER_OR_FOLLOWER with the leader it
 // knows in CurrentLeader. A fetch below the log start answers no error and
 // the latest snapshot's SnapshotID (end offset = snapshot index + 1), which
-// the observer downloads with FetchSnapshot: its bytes are the Loader's
+// the observer downloads with FetchSnapshot: its bytes are the Applier's
 // Snapshot() output.
+
+// MetadataTopic is the name Kafka gives the metadata log.
+const MetadataTopic = "__cluster_metadata"
 
 // metadataTopicID is Kafka's fixed topic id of __cluster_metadata
 // (Uuid.METADATA_TOPIC_ID), used by Fetch v13+.
 var metadataTopicID = [16]byte{15: 1}
 
-// Version ranges served on the controller listener for observers.
-const (
-	fetchMinVersion, fetchMaxVersion                 = 12, 16
-	fetchSnapshotMinVersion, fetchSnapshotMaxVersion = 0, 1
-)
+// ObserverAPI is a request a MetadataLog serves, with its versions.
+type ObserverAPI struct {
+	Key      kmsg.Key
+	Min, Max int16
+}
+
+// ObserverAPIs are the requests a MetadataLog serves.
+func ObserverAPIs() []ObserverAPI {
+	return []ObserverAPI{{kmsg.Fetch, 12, 16}, {kmsg.FetchSnapshot, 0, 1}}
+}
 
 // maxMetadataFetchWait caps MaxWaitMillis, so a shutdown is never held up.
 const maxMetadataFetchWait = 5 * time.Second
 
-// metadataLog answers observer fetches from the raft node.
-type metadataLog struct {
-	raft *raft.Node
+// MetadataLog answers observer fetches from a voter's Node; only the
+// leader's answers carry entries.
+type MetadataLog struct {
+	raft *Node
 }
 
-func (m *metadataLog) notLeader() kmsg.FetchResponseTopicPartitionCurrentLeader {
+// NewMetadataLog serves n's log.
+func NewMetadataLog(n *Node) *MetadataLog { return &MetadataLog{raft: n} }
+
+// Handle answers one of ObserverAPIs; the caller sets the response
+// version.
+func (m *MetadataLog) Handle(ctx context.Context, req kmsg.Request) kmsg.Response {
+	switch req := req.(type) {
+	case *kmsg.FetchRequest:
+		return m.fetch(ctx, req)
+	case *kmsg.FetchSnapshotRequest:
+		return m.fetchSnapshot(ctx, req)
+	}
+	panic("raft: MetadataLog does not serve " + kmsg.NameForKey(req.Key()))
+}
+
+func (m *MetadataLog) notLeader() kmsg.FetchResponseTopicPartitionCurrentLeader {
 	cl := kmsg.NewFetchResponseTopicPartitionCurrentLeader()
 	cl.LeaderID, cl.LeaderEpoch = -1, int32(m.raft.Term())
 	if id := m.raft.Leader(); id != 0 {
@@ -58,14 +80,14 @@ func (m *metadataLog) notLeader() kmsg.FetchResponseTopicPartitionCurrentLeader 
 
 // fetch answers a Fetch request; only partition 0 of the metadata topic
 // exists.
-func (m *metadataLog) fetch(ctx context.Context, req *kmsg.FetchRequest) *kmsg.FetchResponse {
+func (m *MetadataLog) fetch(ctx context.Context, req *kmsg.FetchRequest) *kmsg.FetchResponse {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.SetVersion(req.GetVersion())
 	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxMetadataFetchWait)
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
-		isMeta := (req.Version <= 12 && t.Topic == controller.MetadataTopic) || (req.Version >= 13 && t.TopicID == metadataTopicID)
+		isMeta := (req.Version <= 12 && t.Topic == MetadataTopic) || (req.Version >= 13 && t.TopicID == metadataTopicID)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -83,7 +105,7 @@ func (m *metadataLog) fetch(ctx context.Context, req *kmsg.FetchRequest) *kmsg.F
 
 // fetchPartition fills rp with the committed entries from p.FetchOffset,
 // waiting up to wait for some to commit.
-func (m *metadataLog) fetchPartition(ctx context.Context, p kmsg.FetchRequestTopicPartition, wait time.Duration, maxBytes int32, rp *kmsg.FetchResponseTopicPartition) {
+func (m *MetadataLog) fetchPartition(ctx context.Context, p kmsg.FetchRequestTopicPartition, wait time.Duration, maxBytes int32, rp *kmsg.FetchResponseTopicPartition) {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	from := uint64(max(p.FetchOffset, 0))
@@ -98,10 +120,10 @@ func (m *metadataLog) fetchPartition(ctx context.Context, p kmsg.FetchRequestTop
 		commit, changed := m.raft.Commit()
 		rp.HighWatermark, rp.LastStableOffset = int64(commit)+1, int64(commit)+1
 		ents, err := m.raft.CommittedEntries(ctx, from, int(maxBytes))
-		if errors.Is(err, raft.ErrCompacted) {
+		if errors.Is(err, ErrCompacted) {
 			snap, serr := m.raft.LatestSnapshot(ctx)
 			if serr != nil {
-				rp.ErrorCode = errorCode(serr)
+				rp.ErrorCode = kafkaCode(serr)
 				return
 			}
 			rp.LogStartOffset = int64(snap.Index) + 1
@@ -115,7 +137,7 @@ func (m *metadataLog) fetchPartition(ctx context.Context, p kmsg.FetchRequestTop
 			return
 		}
 		if err != nil {
-			rp.ErrorCode = errorCode(err)
+			rp.ErrorCode = kafkaCode(err)
 			return
 		}
 		if len(ents) > 0 {
@@ -123,7 +145,7 @@ func (m *metadataLog) fetchPartition(ctx context.Context, p kmsg.FetchRequestTop
 				b, err := record.AppendBuild(rp.RecordBatches, record.BuildOptions{BaseOffset: int64(e.Index), PartitionLeaderEpoch: int32(e.Term)},
 					[]record.Record{{Value: e.Data}})
 				if err != nil {
-					rp.ErrorCode = errorCode(err)
+					rp.ErrorCode = kafkaCode(err)
 					return
 				}
 				rp.RecordBatches = b
@@ -141,7 +163,7 @@ func (m *metadataLog) fetchPartition(ctx context.Context, p kmsg.FetchRequestTop
 }
 
 // fetchSnapshot answers FetchSnapshot with a chunk of the latest snapshot.
-func (m *metadataLog) fetchSnapshot(ctx context.Context, req *kmsg.FetchSnapshotRequest) *kmsg.FetchSnapshotResponse {
+func (m *MetadataLog) fetchSnapshot(ctx context.Context, req *kmsg.FetchSnapshotRequest) *kmsg.FetchSnapshotResponse {
 	resp := req.ResponseKind().(*kmsg.FetchSnapshotResponse)
 	resp.SetVersion(req.GetVersion())
 	for _, t := range req.Topics {
@@ -150,7 +172,7 @@ func (m *metadataLog) fetchSnapshot(ctx context.Context, req *kmsg.FetchSnapshot
 		for _, p := range t.Partitions {
 			rp := kmsg.NewFetchSnapshotResponseTopicPartition()
 			rp.Partition = p.Partition
-			if t.Topic != controller.MetadataTopic || p.Partition != 0 {
+			if t.Topic != MetadataTopic || p.Partition != 0 {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
 				m.snapshotChunk(ctx, p, req.MaxBytes, &rp)
@@ -162,7 +184,7 @@ func (m *metadataLog) fetchSnapshot(ctx context.Context, req *kmsg.FetchSnapshot
 	return resp
 }
 
-func (m *metadataLog) snapshotChunk(ctx context.Context, p kmsg.FetchSnapshotRequestTopicPartition, maxBytes int32, rp *kmsg.FetchSnapshotResponseTopicPartition) {
+func (m *MetadataLog) snapshotChunk(ctx context.Context, p kmsg.FetchSnapshotRequestTopicPartition, maxBytes int32, rp *kmsg.FetchSnapshotResponseTopicPartition) {
 	if !m.raft.IsLeader() {
 		cl := m.notLeader()
 		rp.ErrorCode = kerr.NotLeaderForPartition.Code
@@ -171,7 +193,7 @@ func (m *metadataLog) snapshotChunk(ctx context.Context, p kmsg.FetchSnapshotReq
 	}
 	snap, err := m.raft.LatestSnapshot(ctx)
 	if err != nil {
-		rp.ErrorCode = errorCode(err)
+		rp.ErrorCode = kafkaCode(err)
 		return
 	}
 	if len(snap.Data) == 0 || p.SnapshotID.EndOffset != int64(snap.Index)+1 || p.SnapshotID.Epoch != int32(snap.Term) {
@@ -188,4 +210,13 @@ func (m *metadataLog) snapshotChunk(ctx context.Context, p kmsg.FetchSnapshotReq
 		end = min(end, p.Position+int64(maxBytes))
 	}
 	rp.Size, rp.Position, rp.Bytes = int64(len(snap.Data)), p.Position, snap.Data[p.Position:end]
+}
+
+// kafkaCode is err's Kafka code (UNKNOWN_SERVER_ERROR for others).
+func kafkaCode(err error) int16 {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return kerr.UnknownServerError.Code
 }

@@ -1,4 +1,4 @@
-package server
+package controllerchannel
 
 import (
 	"log/slog"
@@ -17,8 +17,8 @@ func TestLifecycleSessionLapse(t *testing.T) {
 	start := time.Unix(1000, 0)
 	now := start
 	var told []bool
-	l := &lifecycle{logger: slog.New(slog.DiscardHandler), sessionTimeout: timeout,
-		onSession: func(lapsed bool) { told = append(told, lapsed) }, now: func() time.Time { return now }}
+	l := NewLifecycle(LifecycleConfig{Logger: slog.New(slog.DiscardHandler), SessionTimeout: timeout,
+		OnSession: func(lapsed bool) { told = append(told, lapsed) }, Now: func() time.Time { return now }})
 	t.Cleanup(func() {
 		l.session.Lock()
 		l.session.stopped = true

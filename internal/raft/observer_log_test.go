@@ -1,32 +1,26 @@
-package server
+package raft
 
 import (
 	"context"
 	"fmt"
-	"net"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	pb "go.etcd.io/raft/v3/raftpb"
 
-	"github.com/samsa-io/samsa/internal/config"
-	"github.com/samsa-io/samsa/internal/controller"
 	"github.com/samsa-io/samsa/internal/metadata"
-	"github.com/samsa-io/samsa/internal/raft"
 	"github.com/samsa-io/samsa/internal/record"
 )
 
 // openQuorum opens a one-voter metadata log whose Loader is the raft
 // Applier, snapshotting every `every` entries.
-func openQuorum(t *testing.T, every uint64) (*raft.Node, *metadata.Loader) {
+func openQuorum(t *testing.T, every uint64) (*Node, *metadata.Loader) {
 	t.Helper()
-	loader := metadata.NewLoader("cluster", quiet())
-	n, err := raft.Open(raft.Config{ID: 1, Dir: filepath.Join(t.TempDir(), "meta"), Applier: loader, Logger: quiet(),
+	loader := metadata.NewLoader("cluster", quietLogger())
+	n, err := Open(Config{ID: 1, Dir: filepath.Join(t.TempDir(), "meta"), Applier: loader, Logger: quietLogger(),
 		TickInterval: 10 * time.Millisecond, SnapshotEvery: every})
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +30,7 @@ func openQuorum(t *testing.T, every uint64) (*raft.Node, *metadata.Loader) {
 }
 
 // proposeFeature commits one metadata entry setting feature name.
-func proposeFeature(t *testing.T, n *raft.Node, name string, level int16) uint64 {
+func proposeFeature(t *testing.T, n *Node, name string, level int16) uint64 {
 	t.Helper()
 	data, err := metadata.EncodeBatch([]metadata.Record{&metadata.FeatureLevelRecord{Name: name, FeatureLevel: level}})
 	if err != nil {
@@ -57,7 +51,7 @@ func metadataFetch(version int16, from int64, wait time.Duration) *kmsg.FetchReq
 	req.ReplicaState.ID, req.ReplicaID = 7, 7
 	req.MaxWaitMillis, req.MaxBytes = int32(wait/time.Millisecond), 1<<20
 	t := kmsg.NewFetchRequestTopic()
-	t.Topic, t.TopicID = controller.MetadataTopic, metadataTopicID
+	t.Topic, t.TopicID = MetadataTopic, metadataTopicID
 	p := kmsg.NewFetchRequestTopicPartition()
 	p.FetchOffset, p.PartitionMaxBytes = from, 1<<20
 	t.Partitions = append(t.Partitions, p)
@@ -100,7 +94,7 @@ func entries(t *testing.T, batches []byte) ([]int64, [][]byte) {
 
 func TestMetadataLogFetchRangesAndLongPoll(t *testing.T) {
 	n, _ := openQuorum(t, 1000)
-	m := &metadataLog{raft: n}
+	m := NewMetadataLog(n)
 	ctx := context.Background()
 	first := proposeFeature(t, n, "a", 1)
 	last := proposeFeature(t, n, "b", 2)
@@ -161,7 +155,7 @@ func TestMetadataLogFetchRangesAndLongPoll(t *testing.T) {
 
 func TestMetadataLogSnapshotPath(t *testing.T) {
 	n, loader := openQuorum(t, 5)
-	m := &metadataLog{raft: n}
+	m := NewMetadataLog(n)
 	ctx := context.Background()
 	for i := range 12 {
 		proposeFeature(t, n, fmt.Sprintf("f%d", i%4), int16(i+1))
@@ -180,7 +174,7 @@ func TestMetadataLogSnapshotPath(t *testing.T) {
 		req := kmsg.NewPtrFetchSnapshotRequest()
 		req.MaxBytes = 7
 		st := kmsg.NewFetchSnapshotRequestTopic()
-		st.Topic = controller.MetadataTopic
+		st.Topic = MetadataTopic
 		sp := kmsg.NewFetchSnapshotRequestTopicPartition()
 		sp.SnapshotID.EndOffset, sp.SnapshotID.Epoch, sp.Position = p.SnapshotID.EndOffset, p.SnapshotID.Epoch, int64(len(data))
 		st.Partitions = append(st.Partitions, sp)
@@ -194,7 +188,7 @@ func TestMetadataLogSnapshotPath(t *testing.T) {
 			break
 		}
 	}
-	observer := metadata.NewLoader("cluster", quiet())
+	observer := metadata.NewLoader("cluster", quietLogger())
 	if err := observer.Restore(data); err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +209,7 @@ func TestMetadataLogSnapshotPath(t *testing.T) {
 	// A snapshot that is not the latest is not found.
 	req := kmsg.NewPtrFetchSnapshotRequest()
 	st := kmsg.NewFetchSnapshotRequestTopic()
-	st.Topic = controller.MetadataTopic
+	st.Topic = MetadataTopic
 	sp := kmsg.NewFetchSnapshotRequestTopicPartition()
 	sp.SnapshotID.EndOffset, sp.SnapshotID.Epoch = 3, 1
 	st.Partitions = append(st.Partitions, sp)
@@ -231,140 +225,23 @@ type dropTransport struct{}
 func (dropTransport) Send([]*pb.Message) {}
 
 func TestMetadataLogNonLeaderRefuses(t *testing.T) {
-	n, err := raft.Open(raft.Config{ID: 2, Peers: []uint64{1, 2, 3}, Dir: t.TempDir(), Applier: metadata.NewLoader("c", quiet()),
-		Logger: quiet(), Transport: dropTransport{}, TickInterval: time.Hour})
+	n, err := Open(Config{ID: 2, Peers: []uint64{1, 2, 3}, Dir: t.TempDir(), Applier: metadata.NewLoader("c", quietLogger()),
+		Logger: quietLogger(), Transport: dropTransport{}, TickInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	m := &metadataLog{raft: n}
+	m := NewMetadataLog(n)
 	p := onlyPartition(t, m.fetch(context.Background(), metadataFetch(16, 2, time.Second)))
 	if p.ErrorCode != kerr.NotLeaderForPartition.Code || p.CurrentLeader.LeaderID != -1 || len(p.RecordBatches) != 0 {
 		t.Fatalf("follower answered error %d, leader %d", p.ErrorCode, p.CurrentLeader.LeaderID)
 	}
 	req := kmsg.NewPtrFetchSnapshotRequest()
 	st := kmsg.NewFetchSnapshotRequestTopic()
-	st.Topic = controller.MetadataTopic
+	st.Topic = MetadataTopic
 	st.Partitions = append(st.Partitions, kmsg.NewFetchSnapshotRequestTopicPartition())
 	req.Topics = append(req.Topics, st)
 	if c := m.fetchSnapshot(context.Background(), req).Topics[0].Partitions[0].ErrorCode; c != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("follower FetchSnapshot: error %d", c)
-	}
-}
-
-// splitNodes are a controller-only node 1 and a broker-only node 2 in this
-// process, closed when the test ends.
-type splitNodes struct {
-	ctrl, brk *Server
-	ccfg      *config.Config
-}
-
-func startSplitNodes(t *testing.T) *splitNodes {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctrlAddr := ln.Addr().String()
-	ln.Close()
-	voters := "controller.quorum.voters=1@" + ctrlAddr
-	load := func(props ...string) *config.Config {
-		cfg, _, err := config.Load("", append(props, "log.dirs="+t.TempDir(), voters))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.ClusterID = "MkU3OEVBNTcwNTJENDM2Qg"
-		return cfg
-	}
-	n := &splitNodes{ccfg: load("process.roles=controller", "node.id=1", "listeners=CONTROLLER://"+ctrlAddr)}
-	n.ctrl = start(t, n.ccfg)
-	t.Cleanup(func() {
-		if n.ctrl != nil {
-			n.ctrl.Close()
-		}
-	})
-	n.brk = start(t, load("process.roles=broker", "node.id=2", "listeners=PLAINTEXT://127.0.0.1:0"))
-	t.Cleanup(func() { n.brk.Close() })
-	return n
-}
-
-// stopController closes the controller; startController brings it back on
-// its data directory and address.
-func (n *splitNodes) stopController() {
-	n.ctrl.Close()
-	n.ctrl = nil
-}
-
-func (n *splitNodes) startController(t *testing.T) { n.ctrl = start(t, n.ccfg) }
-
-// TestControllerOnlyAndBrokerOnlyNodes runs a controller-only node and a
-// broker-only node in one process: the broker learns the metadata by
-// fetching it, registers through the controller listener and serves
-// clients; the controller serves no clients.
-func TestControllerOnlyAndBrokerOnlyNodes(t *testing.T) {
-	n := startSplitNodes(t)
-	ctrl, brk := n.ctrl, n.brk
-	if ctrl.Addr("PLAINTEXT") != "" || ctrl.broker != nil || ctrl.logs != nil {
-		t.Fatal("controller-only node runs broker parts")
-	}
-	if brk.raft != nil || brk.ctrl != nil {
-		t.Fatal("broker-only node runs quorum parts")
-	}
-	addr := brk.Addr("PLAINTEXT")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RetryTimeout(15*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	md, err := adm.BrokerMetadata(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Clients cannot reach a controller-only node: the broker names
-	// itself, and forwards (as Kafka does).
-	if len(md.Brokers) != 1 || md.Brokers[0].NodeID != 2 || md.Controller != 2 {
-		t.Fatalf("brokers %+v, controller %d; want only broker 2 as controller", md.Brokers, md.Controller)
-	}
-	if id := brk.fetcher.Known(); id != 1 {
-		t.Fatalf("broker knows controller %d, want 1", id)
-	}
-	if r, err := adm.CreateTopic(ctx, 1, 1, nil, "roles"); err != nil || r.Err != nil {
-		t.Fatalf("create topic via the broker-only node: %v / %v", err, r.Err)
-	}
-	produce(t, cl, "roles", 10, 0)
-	got := consumeAll(t, addr, "roles", 10)
-	if string(got[9].Value) != "v9" {
-		t.Fatalf("consumed %q last", got[9].Value)
-	}
-	// The controller's image and the broker's agree.
-	if err := brk.loader.WaitFor(ctx, ctrl.loader.Image().Offset); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := brk.loader.Image().Topic("roles"); !ok {
-		t.Fatal("broker image has no topic roles")
-	}
-}
-
-func TestCheckSupportedRoles(t *testing.T) {
-	for _, tc := range []struct {
-		props []string
-		ok    bool
-	}{
-		{[]string{"process.roles=controller", "node.id=1", "controller.quorum.voters=1@127.0.0.1:9093", "listeners=CONTROLLER://127.0.0.1:9093"}, true},
-		{[]string{"process.roles=broker", "node.id=4", "controller.quorum.voters=1@127.0.0.1:9093", "listeners=PLAINTEXT://127.0.0.1:9092"}, true},
-		{[]string{"process.roles=broker", "node.id=4", "controller.quorum.voters=", "controller.quorum.bootstrap.servers=127.0.0.1:9093", "listeners=PLAINTEXT://127.0.0.1:9092"}, false},
-		{[]string{"process.roles=broker", "node.id=1", "controller.quorum.voters=1@127.0.0.1:9093", "listeners=PLAINTEXT://127.0.0.1:9092"}, false},
-		{[]string{"process.roles=controller", "node.id=1", "controller.quorum.voters=", "controller.quorum.bootstrap.servers=127.0.0.1:9093", "listeners=CONTROLLER://127.0.0.1:9093"}, false},
-	} {
-		cfg, _, err := config.Load("", append(tc.props, "log.dirs=/tmp/unused"))
-		if err != nil {
-			t.Fatalf("%v: %v", tc.props, err)
-		}
-		if err := checkSupported(cfg); (err == nil) != tc.ok {
-			t.Errorf("%v: checkSupported = %v, want ok=%v", tc.props, err, tc.ok)
-		}
 	}
 }

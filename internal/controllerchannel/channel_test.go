@@ -1,15 +1,19 @@
-package server
+package controllerchannel_test
 
 import (
 	"context"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/kclient"
+	"github.com/samsa-io/samsa/internal/server"
+	"github.com/samsa-io/samsa/internal/servertest"
 )
 
 // A broker that is not the active controller forwards admin requests; the
@@ -70,12 +74,9 @@ func TestForwardedRequestsKeepTheirVersion(t *testing.T) {
 		}
 		wantOK(fmt.Sprintf("CreatePartitions v%d", v), resp.Topics[0].ErrorCode, resp.Topics[0].ErrorMessage)
 	}
-	if err := n.brk.loader.WaitFor(ctx, n.ctrl.loader.Image().Offset); err != nil {
-		t.Fatal(err)
-	}
-	if ti, _ := n.brk.loader.Image().Topic(topics[0]); len(ti.Partitions) != 5 {
-		t.Fatalf("%s has %d partitions after growing to 5", topics[0], len(ti.Partitions))
-	}
+	// The broker learns the result from the metadata log.
+	waitTopics(ctx, t, conn, func(parts map[string]int) bool { return parts[topics[0]] == 5 },
+		topics[0]+" has 5 partitions after growing to 5")
 	for i, v := 0, int16(1); v <= 6; i, v = i+1, v+1 {
 		req := kmsg.NewPtrDeleteTopicsRequest()
 		req.Version, req.TimeoutMillis = v, 10000
@@ -92,12 +93,7 @@ func TestForwardedRequestsKeepTheirVersion(t *testing.T) {
 		}
 		wantOK(fmt.Sprintf("DeleteTopics v%d", v), resp.Topics[0].ErrorCode, resp.Topics[0].ErrorMessage)
 	}
-	if err := n.brk.loader.WaitFor(ctx, n.ctrl.loader.Image().Offset); err != nil {
-		t.Fatal(err)
-	}
-	if left := n.brk.loader.Image().Topics(); len(left) != 0 {
-		t.Fatalf("%d topics left after deleting all", len(left))
-	}
+	waitTopics(ctx, t, conn, func(parts map[string]int) bool { return len(parts) == 0 }, "no topics left after deleting all")
 }
 
 // A forwarded request is bounded by its own timeout: with no controller
@@ -152,14 +148,90 @@ func TestForwardedRequestStopsAtItsTimeout(t *testing.T) {
 			t.Fatalf("CreateTopics after the controller returned: %v", kerr.ErrorForCode(code))
 		}
 	}
-	if err := n.brk.loader.WaitFor(ctx, n.ctrl.loader.Image().Offset); err != nil {
+	parts := waitTopics(ctx, t, conn, func(parts map[string]int) bool { return parts["after"] > 0 }, "topic after created")
+	if _, ok := parts["late"]; ok {
+		t.Fatal("the timed-out CreateTopics was applied after the controller returned")
+	}
+}
+
+// splitNodes are a controller-only node 1 and a broker-only node 2 in this
+// process, closed when the test ends: the broker forwards to the
+// controller over the controller listener.
+type splitNodes struct {
+	ctrl, brk *server.Server
+	ccfg      *config.Config
+}
+
+func startSplitNodes(t *testing.T) *splitNodes {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
 		t.Fatal(err)
 	}
-	img := n.brk.loader.Image()
-	if _, ok := img.Topic("after"); !ok {
-		t.Fatal("topic after not created")
+	ctrlAddr := ln.Addr().String()
+	ln.Close()
+	voters := "controller.quorum.voters=1@" + ctrlAddr
+	load := func(props ...string) *config.Config {
+		cfg, _, err := config.Load("", append(props, "log.dirs="+t.TempDir(), voters))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.ClusterID = "MkU3OEVBNTcwNTJENDM2Qg"
+		return cfg
 	}
-	if _, ok := img.Topic("late"); ok {
-		t.Fatal("the timed-out CreateTopics was applied after the controller returned")
+	n := &splitNodes{ccfg: load("process.roles=controller", "node.id=1", "listeners=CONTROLLER://"+ctrlAddr)}
+	n.startController(t)
+	t.Cleanup(func() {
+		if n.ctrl != nil {
+			n.ctrl.Close()
+		}
+	})
+	n.brk = start(t, load("process.roles=broker", "node.id=2", "listeners=PLAINTEXT://127.0.0.1:0"))
+	t.Cleanup(func() { n.brk.Close() })
+	return n
+}
+
+func start(t *testing.T, cfg *config.Config) *server.Server {
+	t.Helper()
+	s, err := server.Start(cfg, servertest.Logger(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// stopController closes the controller; startController brings it back on
+// its data directory and address.
+func (n *splitNodes) stopController() {
+	n.ctrl.Close()
+	n.ctrl = nil
+}
+
+func (n *splitNodes) startController(t *testing.T) { n.ctrl = start(t, n.ccfg) }
+
+// waitTopics asks the broker for its topics (name → partitions) until
+// they satisfy ok, and returns them.
+func waitTopics(ctx context.Context, t *testing.T, conn *kclient.Conn, ok func(map[string]int) bool, what string) map[string]int {
+	t.Helper()
+	for {
+		req := kmsg.NewPtrMetadataRequest()
+		resp, err := conn.Request(ctx, req)
+		if err != nil {
+			t.Fatalf("waiting until %s: %v", what, err)
+		}
+		parts := map[string]int{}
+		for _, mt := range resp.(*kmsg.MetadataResponse).Topics {
+			if mt.ErrorCode == 0 && mt.Topic != nil {
+				parts[*mt.Topic] = len(mt.Partitions)
+			}
+		}
+		if ok(parts) {
+			return parts
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting until %s: topics %v", what, parts)
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }

@@ -1,0 +1,470 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/samsa-io/samsa/internal/broker"
+	"github.com/samsa-io/samsa/internal/config"
+	"github.com/samsa-io/samsa/internal/controller"
+	"github.com/samsa-io/samsa/internal/controllerchannel"
+	"github.com/samsa-io/samsa/internal/coordinator/group"
+	"github.com/samsa-io/samsa/internal/coordinator/txn"
+	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/network"
+	"github.com/samsa-io/samsa/internal/raft"
+	"github.com/samsa-io/samsa/internal/record"
+	"github.com/samsa-io/samsa/internal/replica"
+	"github.com/samsa-io/samsa/internal/storage"
+)
+
+// component is one part of a node. Start brings it up, using the parts
+// started before it, and may wait (for a controller, say) until ctx ends;
+// a Start that fails leaves nothing of its part running. Close takes down
+// a part whose Start succeeded.
+type component interface {
+	Start(ctx context.Context) error
+	Close() error
+}
+
+// part is a component made of two functions; either may be nil.
+type part struct {
+	start func(ctx context.Context) error
+	close func() error
+}
+
+func (p part) Start(ctx context.Context) error {
+	if p.start == nil {
+		return nil
+	}
+	return p.start(ctx)
+}
+
+func (p part) Close() error {
+	if p.close == nil {
+		return nil
+	}
+	return p.close()
+}
+
+// closer adapts a Close without an error.
+func closer(f func()) func() error { return func() error { f(); return nil } }
+
+// components lists the node's parts in start order, as process.roles
+// says; Close takes them down in reverse. A new service (the registry,
+// metrics) is one more entry.
+//
+// The list ends with the client listeners, the broker's lifecycle and
+// then the opening of those listeners: registering needs the bound ports,
+// clients are served only once the controller has unfenced this broker,
+// and on the way down the controlled shutdown (lifecycle) runs while the
+// listeners still serve.
+func (s *Server) components() []component {
+	cfg := s.cfg
+	var cs []component
+	if cfg.HasRole("broker") {
+		cs = append(cs, part{s.openLogs, func() error { return s.logs.Close() }})
+	}
+	if cfg.HasRole("controller") {
+		cs = append(cs, s.quorum()...)
+	} else {
+		cs = append(cs, part{s.observe, closer(func() { s.observer.Close() })})
+	}
+	if !cfg.HasRole("broker") {
+		return append(cs, part{start: s.controllerReady})
+	}
+	return append(cs,
+		part{s.openChannel, closer(func() { s.channel.Close() })},
+		part{s.startReplicas, closer(func() { s.replicas.Close() })},
+		part{s.startGroups, closer(func() { s.groups.Close() })},
+		part{s.startMarkers, closer(func() { s.markers.Close() })},
+		part{s.startTxns, closer(func() { s.txns.Close() })},
+		part{s.startBroker, closer(func() { s.fetchers.Close() })},
+		part{s.bindClients, s.closeClients},
+		part{s.register, s.shutdown},
+		part{start: s.serveClients},
+	)
+}
+
+// quorum are the parts of a voter: the controller listener (shared by
+// the raft transport and Kafka requests) when anyone needs to reach it,
+// the transport when there are other voters, the raft node, the
+// controller and its request handlers on the controller listener.
+func (s *Server) quorum() []component {
+	cfg := s.cfg
+	var cs []component
+	// A controller-only node always serves its listener: brokers reach
+	// the quorum only through it.
+	listen := len(cfg.ControllerQuorumVoters) > 1 || !cfg.HasRole("broker")
+	if listen {
+		cs = append(cs, part{s.bindControllerListener, func() error { return s.ctrlLn.Close() }})
+	}
+	if len(cfg.ControllerQuorumVoters) > 1 {
+		cs = append(cs, part{s.startTransport, func() error { return s.transport.Close() }})
+	}
+	cs = append(cs,
+		part{s.openRaft, func() error { return s.raft.Close() }},
+		part{s.startController, func() error { return s.ctrl.Close() }},
+	)
+	if listen {
+		cs = append(cs, part{s.serveController, func() error { return s.ctrlAPI.Close() }})
+	}
+	return cs
+}
+
+func (s *Server) voters() map[int32]string {
+	voters := make(map[int32]string, len(s.cfg.ControllerQuorumVoters))
+	for _, v := range s.cfg.ControllerQuorumVoters {
+		voters[v.ID] = v.Addr()
+	}
+	return voters
+}
+
+// openLogs recovers the partition logs.
+func (s *Server) openLogs(context.Context) error {
+	defaults, err := broker.PartitionConfig(s.cfg, nil)
+	if err != nil {
+		return err
+	}
+	logs, err := storage.NewLogManager(managerConfig(s.cfg, defaults.Log, s.logger))
+	if err != nil {
+		return err
+	}
+	s.logs = logs
+	if err := s.logs.Load(); err != nil {
+		s.logs.Close()
+		return fmt.Errorf("load logs: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) bindControllerListener(context.Context) error {
+	ln, err := s.bindController()
+	if err != nil {
+		return err
+	}
+	s.ctrlLn = newSplitListener(ln, s.logger)
+	return nil
+}
+
+func (s *Server) startTransport(context.Context) error {
+	tpeers := make(map[uint64]string, len(s.cfg.ControllerQuorumVoters))
+	for id, addr := range s.voters() {
+		tpeers[uint64(id)] = addr
+	}
+	t, err := raft.NewTCPTransport(raft.TCPConfig{
+		ID: uint64(s.cfg.NodeID), ClusterID: s.clusterID, Peers: tpeers,
+		Listener: s.ctrlLn.raft, Logger: s.logger,
+	})
+	if err != nil {
+		return err
+	}
+	s.transport = t
+	return nil
+}
+
+// openRaft opens the metadata log and its raft node, whose applier is the
+// Loader.
+func (s *Server) openRaft(context.Context) error {
+	var peers []uint64
+	for _, v := range s.cfg.ControllerQuorumVoters {
+		peers = append(peers, uint64(v.ID))
+	}
+	if len(peers) == 0 {
+		peers = []uint64{uint64(s.cfg.NodeID)} // standalone dynamic quorum
+	}
+	rcfg := raft.Config{
+		ID:      uint64(s.cfg.NodeID),
+		Peers:   peers,
+		Dir:     filepath.Join(s.metadataDir(), storage.MetadataLogDirName),
+		Logger:  s.logger,
+		Applier: s.loader,
+	}
+	if s.transport != nil {
+		rcfg.Transport = s.transport
+	}
+	n, err := raft.Open(rcfg)
+	if err != nil {
+		return fmt.Errorf("open metadata log: %w", err)
+	}
+	s.raft = n
+	if s.transport != nil {
+		s.transport.Attach(s.raft)
+	}
+	return nil
+}
+
+func (s *Server) startController(context.Context) error {
+	cfg := s.cfg
+	c, err := controller.New(controller.Config{
+		NodeID:                       cfg.NodeID,
+		Raft:                         s.raft,
+		Loader:                       s.loader,
+		Logger:                       s.logger,
+		Rand:                         rand.Reader,
+		Now:                          time.Now,
+		DefaultNumPartitions:         cfg.NumPartitions,
+		DefaultReplicationFactor:     cfg.DefaultReplicationFactor,
+		ValidateTopicConfig:          config.ValidateTopicConfig,
+		SessionTimeout:               time.Duration(cfg.MustInt32("broker.session.timeout.ms")) * time.Millisecond,
+		AutoLeaderRebalance:          cfg.MustBool("auto.leader.rebalance.enable"),
+		LeaderImbalanceCheckInterval: time.Duration(cfg.MustInt64("leader.imbalance.check.interval.seconds")) * time.Second,
+		Voters:                       voterEndpoints(cfg),
+	})
+	if err != nil {
+		return err
+	}
+	s.ctrl = c
+	s.ctrl.Start()
+	return nil
+}
+
+// serveController serves Kafka requests on the controller listener
+// (mux.go).
+func (s *Server) serveController(context.Context) error {
+	api := newControllerMux(s.ctrl, s.raft)
+	s.ctrlAPI = network.Serve(s.ctrlLn.kafka, network.Config{
+		Listener:       s.cfg.ControllerListenerNames[0],
+		MaxRequestSize: s.cfg.SocketRequestMaxBytes,
+		Handler:        api,
+		Versions:       api.versions,
+		Logger:         s.logger,
+	})
+	s.logger.Info("serving the controller quorum", "listener", s.cfg.ControllerListenerNames[0], "addr", s.ctrlLn.ln.Addr().String(), "voters", len(s.cfg.ControllerQuorumVoters))
+	return nil
+}
+
+// controllerReady waits, on a controller-only node, until the metadata
+// log has a metadata.version.
+func (s *Server) controllerReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
+	defer cancel()
+	if err := s.bootstrap(ctx); err != nil {
+		return fmt.Errorf("bootstrap metadata: %w", err)
+	}
+	s.logger.Info("controller ready", "node.id", s.cfg.NodeID)
+	return nil
+}
+
+// observe starts a broker-only node's metadata observer and waits until
+// it has caught up with the quorum leader.
+func (s *Server) observe(ctx context.Context) error {
+	voters := s.voters()
+	s.observer = raft.NewObserver(raft.ObserverConfig{
+		NodeID: s.cfg.NodeID, Voters: voters, Applier: s.loader, Logger: s.logger,
+		Ready: func() bool {
+			_, ok := s.loader.Image().Features()[metadata.MetadataVersionFeature]
+			return ok
+		},
+	})
+	s.observer.Start()
+	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
+	defer cancel()
+	if err := s.observer.WaitCaughtUp(ctx); err != nil {
+		s.observer.Close()
+		return err
+	}
+	s.logger.Info("caught up on the metadata log", "offset", s.loader.Image().Offset, "voters", len(voters))
+	return nil
+}
+
+// openChannel opens the channel to the active controller: the local one
+// when it leads, on a voter; the leader the observer learns, otherwise.
+func (s *Server) openChannel(context.Context) error {
+	ccfg := controllerchannel.Config{NodeID: s.cfg.NodeID, Voters: s.voters(), Logger: s.logger}
+	if s.ctrl != nil {
+		ccfg.Local, ccfg.Leaders = s.ctrl, controllerchannel.RaftLeaders{Node: s.raft}
+	} else {
+		ccfg.Leaders = s.observer
+	}
+	s.channel = controllerchannel.New(ccfg)
+	return nil
+}
+
+func (s *Server) startReplicas(context.Context) error {
+	cfg := s.cfg
+	s.replicas = replica.NewManager(replica.Config{
+		NodeID:                          cfg.NodeID,
+		DecompressionBudget:             record.NewBudget(decompressionBudget(cfg.QueuedMaxRequestBytes)),
+		Logs:                            s.logs,
+		Logger:                          s.logger,
+		ProducerIDExpirationMs:          cfg.ProducerIDExpirationMs,
+		ReplicaLagTimeMax:               time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
+		HighWatermarkCheckpointInterval: time.Duration(cfg.MustInt64("replica.high.watermark.checkpoint.interval.ms")) * time.Millisecond,
+		AlterPartition:                  s.alterPartition,
+		ReplicaEligible: func(id int32) bool {
+			b, ok := s.loader.Image().Broker(id)
+			return ok && b.Eligible()
+		},
+	})
+	return nil
+}
+
+// alterPartition is the replica manager's hook for ISR changes. The
+// controller's answer lacks the replica set; the image has it.
+func (s *Server) alterPartition(ctx context.Context, r replica.AlterPartitionRequest) (replica.PartitionState, error) {
+	st, err := s.channel.AlterPartition(ctx, s.lifecycle.Epoch(), r)
+	if err != nil {
+		return st, err
+	}
+	if t, ok := s.loader.Image().TopicByID(metadata.Uuid(r.TopicID)); ok && int(r.Partition) < len(t.Partitions) {
+		st.Replicas = t.Partitions[r.Partition].Replicas
+	}
+	return st, nil
+}
+
+// The group and transaction coordinators load their partitions later, as
+// the broker's publisher learns which partitions of __consumer_offsets
+// and __transaction_state it leads.
+
+func (s *Server) startGroups(context.Context) error {
+	s.groups = group.New(groupConfig(s.cfg, s.loader, s.logger))
+	return nil
+}
+
+func (s *Server) startMarkers(context.Context) error {
+	s.markers = txn.NewMarkerChannel(txn.MarkerChannelConfig{
+		NodeID: s.cfg.NodeID, Replicas: s.replicas, Image: s.loader.Image, Groups: s.groups,
+		Listener: s.cfg.InterBrokerListenerName, Logger: s.logger,
+	})
+	return nil
+}
+
+func (s *Server) startTxns(context.Context) error {
+	tcfg := txnConfig(s.cfg, s.logger)
+	// New producer ids come from the broker's blocks; the broker exists
+	// before the first request reaches the coordinator.
+	tcfg.ProducerIDs = func(ctx context.Context) (int64, error) { return s.broker.NextProducerID(ctx) }
+	tcfg.Markers = s.markers
+	tcfg.GroupPartition = func(groupID string) (string, int32) { return "__consumer_offsets", s.groups.PartitionFor(groupID) }
+	if err := tcfg.Validate(); err != nil {
+		return err
+	}
+	s.txns = txn.New(tcfg)
+	return nil
+}
+
+func (s *Server) startBroker(context.Context) error {
+	activeController := func() int32 {
+		if id := s.raft.Leader(); id != 0 {
+			return int32(id)
+		}
+		return -1
+	}
+	if s.observer != nil {
+		activeController = s.observer.Known
+	}
+	fcfg := fetcherConfig(s.cfg, s.logger)
+	fcfg.BrokerEpoch = func() int64 { return s.broker.Epoch() }
+	fcfg.Image, fcfg.Replicas = s.loader.Image, s.replicas
+	s.fetchers = replica.NewFetcherManager(fcfg)
+	s.broker = broker.New(broker.Config{
+		NodeID:           s.cfg.NodeID,
+		Static:           s.cfg,
+		Controller:       s.channel,
+		Image:            s.loader.Image,
+		Replicas:         s.replicas,
+		Fetchers:         s.fetchers,
+		Groups:           s.groups,
+		Txns:             s.txns,
+		Logger:           s.logger,
+		ActiveController: activeController,
+	})
+	if s.level != nil {
+		s.broker.SetLogLevel(s.level)
+	}
+	// The broker's publisher opens and deletes logs as metadata changes;
+	// registered now, it first catches up on the replayed image.
+	if err := s.loader.Register(s.broker); err != nil {
+		s.fetchers.Close()
+		return err
+	}
+	return nil
+}
+
+// bindClients waits for an active controller (bootstrapping the metadata
+// log if it is new) and binds the client listeners, not serving them yet.
+func (s *Server) bindClients(ctx context.Context) error {
+	s.readyBy = time.Now().Add(startupTimeout)
+	ctx, cancel := context.WithDeadline(ctx, s.readyBy)
+	defer cancel()
+	if err := s.bootstrap(ctx); err != nil {
+		return fmt.Errorf("bootstrap metadata: %w", err)
+	}
+	var err error
+	s.bound, s.endpoints, err = s.bind()
+	return err
+}
+
+// closeClients stops serving clients, or closes the listeners not served
+// yet.
+func (s *Server) closeClients() error {
+	var errs []error
+	if s.listeners == nil {
+		for _, ln := range s.bound {
+			ln.Close()
+		}
+	}
+	for _, l := range s.listeners {
+		errs = append(errs, l.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// register registers this broker with the active controller and waits
+// until the controller unfences it and this node has replayed that.
+func (s *Server) register(ctx context.Context) error {
+	ctx, cancel := context.WithDeadline(ctx, s.readyBy)
+	defer cancel()
+	var rack *string
+	if s.cfg.BrokerRack != "" {
+		rack = &s.cfg.BrokerRack
+	}
+	s.lifecycle = controllerchannel.NewLifecycle(controllerchannel.LifecycleConfig{
+		Channel: s.channel, Logger: s.logger, ClusterID: s.clusterID, NodeID: s.cfg.NodeID,
+		Endpoints: s.endpoints, Rack: rack,
+		Interval:       time.Duration(s.cfg.MustInt32("broker.heartbeat.interval.ms")) * time.Millisecond,
+		MetadataOffset: func() int64 { return int64(s.loader.Image().Offset) },
+		OnEpoch:        s.broker.SetEpoch,
+		SessionTimeout: time.Duration(s.cfg.MustInt32("broker.session.timeout.ms")) * time.Millisecond,
+		OnSession:      s.replicas.SetFenced,
+	})
+	s.lifecycle.Start()
+	err := s.lifecycle.WaitUnfenced(ctx)
+	if err == nil {
+		err = s.waitUnfencedLocally(ctx)
+	}
+	if err != nil {
+		s.shutdown()
+	}
+	return err
+}
+
+// shutdown moves this broker's leadership away (controlled shutdown).
+func (s *Server) shutdown() error {
+	timeout := 10 * time.Second
+	if len(s.cfg.ControllerQuorumVoters) <= 1 && s.cfg.HasRole("controller") {
+		timeout = 0 // nobody to hand leadership to
+	}
+	s.lifecycle.Shutdown(timeout)
+	return nil
+}
+
+// serveClients starts answering clients on the bound listeners.
+func (s *Server) serveClients(context.Context) error {
+	for name, ln := range s.bound {
+		s.listeners = append(s.listeners, network.Serve(ln, network.Config{
+			Listener:       name,
+			MaxRequestSize: s.cfg.SocketRequestMaxBytes,
+			Handler:        s.broker,
+			Versions:       s.broker.Versions(),
+			Logger:         s.logger,
+		}))
+		s.logger.Info("serving Kafka clients", "listener", name, "addr", ln.Addr().String())
+	}
+	return nil
+}
