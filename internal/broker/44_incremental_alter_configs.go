@@ -19,7 +19,6 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"math"
 	"slices"
@@ -30,6 +29,7 @@ import (
 
 	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/network"
+	"github.com/samsa-io/samsa/internal/wire"
 )
 
 func handleIncrementalAlterConfigs(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
@@ -50,10 +50,7 @@ func handleIncrementalAlterConfigs(ctx context.Context, b *Broker, _ *network.Co
 		if r.ResourceType == kmsg.ConfigResourceTypeBrokerLogger {
 			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 			rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-			if err := b.alterLoggers(r, req.ValidateOnly); err != nil {
-				rr.ErrorCode = b.errCode(err, "alter broker loggers")
-				rr.ErrorMessage = errMessage(err)
-			}
+			rr.ErrorCode, rr.ErrorMessage = wire.ErrorCodeAndMessage(b.alterLoggers(r, req.ValidateOnly))
 			resp.Resources = append(resp.Resources, rr)
 			continue
 		}
@@ -122,17 +119,17 @@ func (b *Broker) currentLogLevel() slog.Level {
 // BROKER_LOGGER resource: all of it or nothing.
 func (b *Broker) alterLoggers(r kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
 	if self := config.BrokerResourceName(b.cfg.NodeID); r.ResourceName != self {
-		return loggerErr(kerr.InvalidRequest, "Unexpected broker id, expected %s, but received %s", self, r.ResourceName)
+		return wire.Errorf(kerr.InvalidRequest, "Unexpected broker id, expected %s, but received %s", self, r.ResourceName)
 	}
 	var level *slog.Level
 	seen := map[string]bool{}
 	for _, c := range r.Configs {
 		if seen[c.Name] {
-			return loggerErr(kerr.InvalidRequest, "Error due to duplicate config keys")
+			return wire.Errorf(kerr.InvalidRequest, "Error due to duplicate config keys")
 		}
 		seen[c.Name] = true
 		if c.Name != rootLogger {
-			return loggerErr(kerr.InvalidConfig, "Logger %s does not exist!", c.Name)
+			return wire.Errorf(kerr.InvalidConfig, "Logger %s does not exist!", c.Name)
 		}
 		switch c.Op {
 		case kmsg.IncrementalAlterConfigOpSet:
@@ -142,37 +139,23 @@ func (b *Broker) alterLoggers(r kmsg.IncrementalAlterConfigsRequestResource, val
 			}
 			i := slices.IndexFunc(logLevels, func(x logLevel) bool { return x.name == v })
 			if i < 0 {
-				return loggerErr(kerr.InvalidConfig, "Cannot set the log level of %s to %s as it is not a supported log level. Valid log4j levels are %s",
+				return wire.Errorf(kerr.InvalidConfig, "Cannot set the log level of %s to %s as it is not a supported log level. Valid log4j levels are %s",
 					c.Name, v, logLevelNames())
 			}
 			level = &logLevels[i].level
 		case kmsg.IncrementalAlterConfigOpDelete:
-			return loggerErr(kerr.InvalidRequest, "Removing the log level of the %s logger is not allowed", rootLogger)
+			return wire.Errorf(kerr.InvalidRequest, "Removing the log level of the %s logger is not allowed", rootLogger)
 		default:
-			return loggerErr(kerr.InvalidRequest, "Operation %s is not supported for BROKER_LOGGER", c.Op)
+			return wire.Errorf(kerr.InvalidRequest, "Operation %s is not supported for BROKER_LOGGER", c.Op)
 		}
 	}
 	lv := b.dyn.logLevel.Load()
 	if level != nil && lv == nil {
-		return loggerErr(kerr.InvalidRequest, "this node's log level is fixed at start-up; it cannot be changed at runtime")
+		return wire.Errorf(kerr.InvalidRequest, "this node's log level is fixed at start-up; it cannot be changed at runtime")
 	}
 	if level != nil && !validateOnly {
 		lv.Set(*level)
 		b.cfg.Logger.Info("log level changed", "logger", rootLogger, "level", levelName(*level))
 	}
 	return nil
-}
-
-// loggerError is a BROKER_LOGGER failure: a Kafka code and the message
-// sent with it, without kerr's generic description.
-type loggerError struct {
-	code *kerr.Error
-	msg  string
-}
-
-func (e *loggerError) Error() string { return e.msg }
-func (e *loggerError) Unwrap() error { return e.code }
-
-func loggerErr(code *kerr.Error, format string, args ...any) error {
-	return &loggerError{code: code, msg: fmt.Sprintf(format, args...)}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/config"
+	"github.com/samsa-io/samsa/internal/controller"
 	"github.com/samsa-io/samsa/internal/coordinator"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
@@ -101,18 +102,16 @@ func New(cfg Config) *Broker {
 // function. ApiVersions answers from it, so what is advertised is exactly
 // what is handled.
 func handlers() map[kmsg.Key]handler {
-	return map[kmsg.Key]handler{
+	m := map[kmsg.Key]handler{
 		kmsg.Produce:                 {0, 12, handleProduce},
 		kmsg.Fetch:                   {4, 17, handleFetch},
 		kmsg.ListOffsets:             {1, 10, handleListOffsets},
 		kmsg.Metadata:                {0, 13, handleMetadata},
 		kmsg.ApiVersions:             {0, 4, handleAPIVersions},
 		kmsg.CreateTopics:            {2, 7, handleCreateTopics},
-		kmsg.DeleteTopics:            {1, 6, handleDeleteTopics},
 		kmsg.InitProducerID:          {0, 5, handleInitProducerID},
 		kmsg.OffsetForLeaderEpoch:    {0, 4, handleOffsetForLeaderEpoch},
 		kmsg.DescribeConfigs:         {1, 4, handleDescribeConfigs},
-		kmsg.CreatePartitions:        {0, 3, handleCreatePartitions},
 		kmsg.DescribeCluster:         {0, 2, handleDescribeCluster},
 		kmsg.OffsetCommit:            {0, 9, handleOffsetCommit},
 		kmsg.OffsetFetch:             {0, 9, handleOffsetFetch},
@@ -131,13 +130,7 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.IncrementalAlterConfigs: {0, 1, handleIncrementalAlterConfigs},
 		kmsg.DeleteRecords:           {0, 2, handleDeleteRecords},
 		kmsg.DescribeProducers:       {0, 0, handleDescribeProducers},
-		// Cluster operations: all but DescribeLogDirs go to the active
-		// controller.
-		kmsg.DescribeLogDirs:            {1, 4, handleDescribeLogDirs},
-		kmsg.ElectLeaders:               {0, 2, handleElectLeaders},
-		kmsg.AlterPartitionAssignments:  {0, 1, handleAlterPartitionReassignments},
-		kmsg.ListPartitionReassignments: {0, 0, handleListPartitionReassignments},
-		kmsg.DescribeQuorum:             {0, 2, handleDescribeQuorum},
+		kmsg.DescribeLogDirs:         {1, 4, handleDescribeLogDirs},
 		// Transactions, version 1 only: the versions that imply KIP-890's
 		// transaction version 2 (AddPartitionsToTxn v4+ is inter-broker,
 		// EndTxn v5, TxnOffsetCommit v5) are not served.
@@ -149,6 +142,14 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.DescribeTransactions: {0, 0, handleDescribeTransactions},
 		kmsg.ListTransactions:     {0, 1, handleListTransactions},
 	}
+	// The rest of the admin requests the controller decides go to it as
+	// they are (forward.go), at the versions its table lists.
+	for _, a := range controller.APIs() {
+		if _, own := m[a.Key]; a.Forwarded() && !own {
+			m[a.Key] = handler{a.Min, a.Max, handleForward}
+		}
+	}
+	return m
 }
 
 // SetEpoch records the broker epoch the controller gave this broker when it

@@ -94,11 +94,20 @@ func TestFindTxnCoordinatorCreatesStateTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, port, _ := net.SplitHostPort(servertest.Addr(s))
-	co := resp.Coordinators[0]
+	// The client may split the keys over requests and merge the answers
+	// in any order: find each by its key.
+	byKey := map[string]kmsg.FindCoordinatorResponseCoordinator{}
+	for _, co := range resp.Coordinators {
+		byKey[co.Key] = co
+	}
+	if len(byKey) != 2 {
+		t.Fatalf("answers for %d keys, want 2: %+v", len(byKey), resp.Coordinators)
+	}
+	co := byKey["tx-a"]
 	if co.ErrorCode != 0 || co.NodeID != 1 || co.Host != host || strconv.Itoa(int(co.Port)) != port {
 		t.Fatalf("tx-a: error %d node %d at %s:%d, want node 1 at %s:%s", co.ErrorCode, co.NodeID, co.Host, co.Port, host, port)
 	}
-	if code := resp.Coordinators[1].ErrorCode; code != kerr.InvalidRequest.Code {
+	if code := byKey[""].ErrorCode; code != kerr.InvalidRequest.Code {
 		t.Errorf("empty transactional id: error %d, want INVALID_REQUEST (%d)", code, kerr.InvalidRequest.Code)
 	}
 	td, err := c.adm.ListTopicsWithInternal(tctx(t), "__transaction_state")

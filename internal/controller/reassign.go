@@ -23,7 +23,9 @@ import (
 // AlterPartitionReassignments starts, changes or cancels (null replicas)
 // reassignments. Versions 0-1 (v1: AllowReplicationFactorChange). Each
 // partition succeeds or fails on its own; the accepted ones are written in
-// one batch.
+// one batch. Data moves by replication: a broker starts hosting a new
+// replica when the published Replicas include it, and drops a removed one
+// when they no longer do (KIP-455).
 func (c *Controller) AlterPartitionReassignments(ctx context.Context, req *kmsg.AlterPartitionAssignmentsRequest) *kmsg.AlterPartitionAssignmentsResponse {
 	resp := kmsg.NewPtrAlterPartitionAssignmentsResponse()
 	resp.Version = req.Version

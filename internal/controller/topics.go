@@ -349,7 +349,8 @@ func slicesSortedKeys(m map[string]string) []string {
 }
 
 // DeleteTopics deletes topics by name (v0-5) or by name or id (v6+), all in
-// one batch. A deleted topic's configs go with it.
+// one batch; brokers serve versions 1-6. A deleted topic's configs go with
+// it; each broker deletes the logs when the removal is published to it.
 func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
 	resp := kmsg.NewPtrDeleteTopicsResponse()
 	topics := req.Topics
@@ -424,7 +425,9 @@ func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 	return resp
 }
 
-// CreatePartitions adds partitions to existing topics.
+// CreatePartitions adds partitions to existing topics (versions 0-3):
+// counts may only grow; each broker creates the new partitions' logs when
+// the change is published to it.
 func (c *Controller) CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
 	resp := kmsg.NewPtrCreatePartitionsResponse()
 	c.mu.Lock()
