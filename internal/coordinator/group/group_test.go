@@ -61,7 +61,7 @@ func TestJoinSyncThreeMembers(t *testing.T) {
 			t.Fatalf("follower answered before the leader synced: %+v", r)
 		default:
 		}
-		if got := len(e.log.records()); got != 0 {
+		if got := len(e.log.Records()); got != 0 {
 			t.Fatalf("%d records before leader sync, want 0", got)
 		}
 		l := e.syncAsync(1, ids[0], map[string]string{ids[0]: "A0", ids[1]: "A1"}) // ids[2] left out
@@ -74,7 +74,7 @@ func TestJoinSyncThreeMembers(t *testing.T) {
 		}
 
 		// The assignment was stored as Kafka's GroupMetadata record.
-		recs := e.log.records()
+		recs := e.log.Records()
 		if len(recs) != 1 {
 			t.Fatalf("%d records, want 1", len(recs))
 		}
@@ -252,7 +252,7 @@ func TestLeaveGroup(t *testing.T) {
 			t.Fatalf("describe after all left: %+v", d)
 		}
 		synctest.Wait()
-		recs := e.log.records()
+		recs := e.log.Records()
 		var v kmsg.GroupMetadataValue
 		if err := v.ReadFrom(recs[len(recs)-1].Value); err != nil || v.Generation != gen+1 || len(v.Members) != 0 {
 			t.Fatalf("empty group record: %+v %v", v, err)
@@ -279,7 +279,7 @@ func TestStaticMemberRejoinAndFencing(t *testing.T) {
 		s2 := e.syncAsync(1, fid, nil)
 		<-s1
 		<-s2
-		nrec := len(e.log.records())
+		nrec := len(e.log.Records())
 
 		// The static member restarts: same instance id, no member id.
 		r := e.c.JoinGroup(e.ctx, joinReq("", inst, consumerMeta("t")))
@@ -303,7 +303,7 @@ func TestStaticMemberRejoinAndFencing(t *testing.T) {
 		if s := <-e.syncAsync(1, r.MemberID, nil); s.ErrorCode != 0 || string(s.MemberAssignment) != "S" {
 			t.Fatalf("sync after static rejoin: %+v", s)
 		}
-		recs := e.log.records()
+		recs := e.log.Records()
 		if len(recs) != nrec+1 {
 			t.Fatalf("static replacement not stored: %d records, want %d", len(recs), nrec+1)
 		}
@@ -399,7 +399,7 @@ func TestJoinErrors(t *testing.T) {
 
 func TestLoadInProgressAndUnload(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		log := &memLog{block: make(chan struct{})}
+		log := &memLog{Block: make(chan struct{})}
 		c := group.New(group.Config{NumPartitions: 4})
 		defer c.Close()
 		p := c.PartitionFor(testGroup)
@@ -413,7 +413,7 @@ func TestLoadInProgressAndUnload(t *testing.T) {
 		if r := c.OffsetFetch(t.Context(), req); r.Topics[0].Partitions[0].ErrorCode != 14 {
 			t.Fatalf("v0 fetch while loading: %+v", r)
 		}
-		close(log.block)
+		close(log.Block)
 		synctest.Wait()
 		jr := joinReq("", nil, consumerMeta("t"))
 		jr.Version = 3

@@ -2,84 +2,16 @@ package group_test
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/samsa-io/samsa/internal/coordinator"
+	"github.com/samsa-io/samsa/internal/coordinator/coordtest"
 	"github.com/samsa-io/samsa/internal/coordinator/group"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // memLog is an in-memory __consumer_offsets partition.
-type memLog struct {
-	mu      sync.Mutex
-	recs    []coordinator.KV
-	failErr error           // returned (once) by the next Append
-	block   chan struct{}   // if non-nil, Replay waits for it to close
-	epochs  map[int64]int16 // producer epochs seen by AppendTransactional
-}
-
-func (l *memLog) Append(ctx context.Context, kvs []coordinator.KV) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.failErr; err != nil {
-		l.failErr = nil
-		return err
-	}
-	for _, kv := range kvs {
-		l.recs = append(l.recs, coordinator.KV{Key: slices.Clone(kv.Key), Value: slices.Clone(kv.Value)})
-	}
-	return nil
-}
-
-// AppendTransactional appends kvs marked with the producer, as Replay
-// reports a transactional batch; fenced producers (by epoch) fail.
-func (l *memLog) AppendTransactional(ctx context.Context, producerID int64, epoch int16, kvs []coordinator.KV) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.epochs == nil {
-		l.epochs = map[int64]int16{}
-	}
-	if cur, ok := l.epochs[producerID]; ok && epoch < cur {
-		return fmt.Errorf("epoch %d < %d: %w", epoch, cur, coordinator.ErrProducerFenced)
-	}
-	l.epochs[producerID] = epoch
-	for _, kv := range kvs {
-		l.recs = append(l.recs, coordinator.KV{Key: slices.Clone(kv.Key), Value: slices.Clone(kv.Value), Transactional: true, ProducerID: producerID})
-	}
-	return nil
-}
-
-// marker appends a control record, as the broker's marker write does.
-func (l *memLog) marker(producerID int64, commit bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.recs = append(l.recs, coordinator.KV{Control: true, Commit: commit, ProducerID: producerID})
-}
-
-func (l *memLog) Replay(fn func(coordinator.KV) error) error {
-	if l.block != nil {
-		<-l.block
-	}
-	l.mu.Lock()
-	recs := slices.Clone(l.recs)
-	l.mu.Unlock()
-	for _, kv := range recs {
-		if err := fn(kv); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (l *memLog) records() []coordinator.KV {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.recs)
-}
+type memLog = coordtest.MemLog
 
 const testGroup = "g"
 

@@ -22,7 +22,7 @@ func TestSimpleCommitAndFetch(t *testing.T) {
 		if got := commitCodes(e.c.OffsetCommit(e.ctx, r)); fmt.Sprint(got) != "[0 12 3]" {
 			t.Fatalf("codes %v, want [0 12 3] (ok, OFFSET_METADATA_TOO_LARGE, UNKNOWN_TOPIC_OR_PARTITION)", got)
 		}
-		recs := e.log.records()
+		recs := e.log.Records()
 		if len(recs) != 1 {
 			t.Fatalf("%d records, want 1", len(recs))
 		}
@@ -74,15 +74,11 @@ func TestSimpleCommitAndFetch(t *testing.T) {
 		}
 		// A failed append answers COORDINATOR_NOT_AVAILABLE (NOT_COORDINATOR
 		// when leadership moved) and changes nothing.
-		e.log.mu.Lock()
-		e.log.failErr = errors.New("disk on fire")
-		e.log.mu.Unlock()
+		e.log.FailNext(errors.New("disk on fire"))
 		if got := commitCodes(e.c.OffsetCommit(e.ctx, commitReq(-1, "", "t", 99))); got[0] != 15 {
 			t.Fatalf("failed append: %v", got)
 		}
-		e.log.mu.Lock()
-		e.log.failErr = fmt.Errorf("moved: %w", coordinator.ErrNotLeader)
-		e.log.mu.Unlock()
+		e.log.FailNext(fmt.Errorf("moved: %w", coordinator.ErrNotLeader))
 		if got := commitCodes(e.c.OffsetCommit(e.ctx, commitReq(-1, "", "t", 99))); got[0] != 16 {
 			t.Fatalf("lost leadership: %v", got)
 		}
@@ -160,11 +156,11 @@ func TestDeleteGroups(t *testing.T) {
 			t.Fatalf("delete active group: %d, want NON_EMPTY_GROUP", code)
 		}
 		e.c.LeaveGroup(e.ctx, &kmsg.LeaveGroupRequest{Group: testGroup, MemberID: ids[0]})
-		n := len(e.log.records())
+		n := len(e.log.Records())
 		if code := del(); code != 0 {
 			t.Fatalf("delete empty group: %d", code)
 		}
-		recs := e.log.records()[n:]
+		recs := e.log.Records()[n:]
 		if len(recs) != 3 || recs[0].Value != nil || recs[1].Value != nil || recs[2].Value != nil {
 			t.Fatalf("want 2 offset tombstones and a group tombstone, got %d records", len(recs))
 		}
@@ -206,7 +202,7 @@ func TestOffsetExpiry(t *testing.T) {
 		if got := e.fetchAll(); len(got) != 0 {
 			t.Fatalf("after second expiry: %v", got)
 		}
-		recs := e.log.records()
+		recs := e.log.Records()
 		if last := recs[len(recs)-1]; last.Value != nil {
 			t.Fatal("last record is not a tombstone")
 		}

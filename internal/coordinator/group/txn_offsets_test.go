@@ -62,7 +62,7 @@ func TestTxnOffsetCommitVisibleOnCommit(t *testing.T) {
 		p := e.c.PartitionFor(testGroup)
 		expectEq(t, "plain commit", commitCodes(e.c.OffsetCommit(e.ctx, commitReq(-1, "", "t", 5))), "[0]")
 		expectEq(t, "txn commit", txnCodes(e.c.TxnOffsetCommit(e.ctx, txnCommitReq(3, 42, 0, "t", 10, 20))), "[0 0]")
-		recs := e.log.records()
+		recs := e.log.Records()
 		expectEq(t, "txn records", []any{len(recs), recs[1].Transactional, recs[1].ProducerID, recs[2].Transactional}, []any{3, true, 42, true})
 
 		expectEq(t, "pending invisible", e.fetchStable(false), "[5/0 -1/0]")
@@ -119,11 +119,11 @@ func TestTxnOffsetReplay(t *testing.T) {
 		txnCodes(e.c.TxnOffsetCommit(e.ctx, txnCommitReq(3, 1, 0, "t", 10, 11)))
 		commitCodes(e.c.OffsetCommit(e.ctx, commitReq(-1, "", "t", 5, 6)))
 		txnCodes(e.c.TxnOffsetCommit(e.ctx, txnCommitReq(3, 2, 0, "t", 20, 21)))
-		log.marker(2, true) // written after the plain commit: its offsets win
-		log.marker(1, true) // commits too, but its records precede the plain commit
+		log.Marker(2, true) // written after the plain commit: its offsets win
+		log.Marker(1, true) // commits too, but its records precede the plain commit
 		txnCodes(e.c.TxnOffsetCommit(e.ctx, txnCommitReq(3, 3, 0, "t", 30)))
 		txnCodes(e.c.TxnOffsetCommit(e.ctx, txnCommitReq(3, 4, 0, "t", 40, 41)))
-		log.marker(4, false)
+		log.Marker(4, false)
 		e.c.Close()
 
 		e2 := newEnv(t, group.Config{}, log)

@@ -9,55 +9,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/samsa-io/samsa/internal/coordinator"
+	"github.com/samsa-io/samsa/internal/coordinator/coordtest"
 	"github.com/samsa-io/samsa/internal/coordinator/txn"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // memLog is an in-memory __transaction_state partition.
-type memLog struct {
-	mu    sync.Mutex
-	recs  []coordinator.KV
-	block chan struct{} // if non-nil, Replay waits for it to close
-}
-
-func (l *memLog) Append(ctx context.Context, kvs []coordinator.KV) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, kv := range kvs {
-		l.recs = append(l.recs, coordinator.KV{Key: slices.Clone(kv.Key), Value: slices.Clone(kv.Value)})
-	}
-	return nil
-}
-
-// AppendTransactional is never called: the transaction coordinator writes
-// no transactional batches.
-func (l *memLog) AppendTransactional(context.Context, int64, int16, []coordinator.KV) error {
-	return errors.New("__transaction_state takes no transactional batches")
-}
-
-func (l *memLog) Replay(fn func(coordinator.KV) error) error {
-	if l.block != nil {
-		<-l.block
-	}
-	l.mu.Lock()
-	recs := slices.Clone(l.recs)
-	l.mu.Unlock()
-	for _, kv := range recs {
-		if err := fn(kv); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+type memLog = coordtest.MemLog
 
 // states decodes the log as "id:State@pid/epoch[partitions]" lines
 // ("id:tombstone" for a tombstone).
-func (l *memLog) states() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func states(l *memLog) []string {
 	var out []string
-	for _, kv := range l.recs {
+	for _, kv := range l.Records() {
 		var k kmsg.TxnMetadataKey
 		if err := k.ReadFrom(kv.Key); err != nil {
 			panic(err)

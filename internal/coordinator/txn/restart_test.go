@@ -32,7 +32,7 @@ func TestRestart(t *testing.T) {
 			x.end("done", pc, ec, true)
 			synctest.Wait()
 			x.c.Close()
-			log.recs = append(log.recs, l.recs...)
+			log.Add(l.Records()...)
 		}
 
 		m := &fakeMarkers{}
@@ -105,7 +105,7 @@ func TestListDescribeAndExpiry(t *testing.T) {
 		e.expect("c expired", e.describe("c").ErrorCode, 105)
 		ids, _ = list(0, nil, nil, 0, nil)
 		e.expect("after expiry", len(ids), 0)
-		e.expect("tombstones", e.log.states()[len(e.log.states())-3:], []string{"a:tombstone", "b:tombstone", "c:tombstone"})
+		e.expect("tombstones", states(e.log)[len(states(e.log))-3:], []string{"a:tombstone", "b:tombstone", "c:tombstone"})
 	})
 }
 

@@ -30,7 +30,7 @@ func TestCommitFlow(t *testing.T) {
 		synctest.Wait()
 		e.expect("markers", e.markers.got(), []string{"commit 1000/0 ce7 [{__consumer_offsets 3} {t 0} {t 1}]"})
 		e.expect("state", e.state("tx"), "CompleteCommit@1000/0")
-		e.expect("log", e.log.states(), []string{
+		e.expect("log", states(e.log), []string{
 			"tx:Empty@1000/0[]",
 			"tx:Ongoing@1000/0[t-0 t-1]",
 			"tx:Ongoing@1000/0[__consumer_offsets-3 t-0 t-1]",
@@ -102,7 +102,7 @@ func TestInitDuringOngoingAbortsFirst(t *testing.T) {
 		e.expect("old producer end", e.end("tx", pid, epoch, true), 90)
 		pid2, epoch2 := e.mustInit("tx")
 		e.expect("retried init", []any{pid2, epoch2}, []any{1000, 2})
-		e.expect("log tail", e.log.states()[2:], []string{
+		e.expect("log tail", states(e.log)[2:], []string{
 			"tx:PrepareAbort@1000/1[t-0 t-1]",
 			"tx:CompleteAbort@1000/1[]",
 			"tx:Empty@1000/2[]",
@@ -145,13 +145,13 @@ func TestInitValidation(t *testing.T) {
 
 func TestLoadInProgress(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		log := &memLog{block: make(chan struct{})}
+		log := &memLog{Block: make(chan struct{})}
 		e := newEnv(t, nil, nil)
 		e.c.Load(0, 8, log)
 		synctest.Wait()
 		e.expect("loading", e.init("tx", 1000).ErrorCode, 14)
 		e.expect("list while loading", e.c.ListTransactions(e.ctx, kmsg.NewPtrListTransactionsRequest()).ErrorCode, 14)
-		close(log.block)
+		close(log.Block)
 		synctest.Wait()
 		e.expect("loaded", e.init("tx", 1000).ErrorCode, 0)
 	})
@@ -187,7 +187,7 @@ func TestKIP360(t *testing.T) {
 		v.ProducerID, v.ProducerEpoch, v.TimeoutMillis, v.State = 77, math.MaxInt16-1, 1000, kmsg.TransactionState(txn.StateCompleteCommit)
 		v.StartTimestamp, v.LastUpdateTimestamp = 5, time.Now().UnixMilli()
 		k := kmsg.TxnMetadataKey{TransactionalID: "tx"}
-		log.recs = append(log.recs, coordinator.KV{Key: k.AppendTo(nil), Value: v.AppendTo(nil)})
+		log.Add(coordinator.KV{Key: k.AppendTo(nil), Value: v.AppendTo(nil)})
 		e2 := newEnv(t, log, nil)
 		r = func() *kmsg.InitProducerIDResponse { e = e2; return init(77, math.MaxInt16-1) }()
 		e.expect("rotated", []any{r.ErrorCode, r.ProducerID, r.ProducerEpoch}, []any{0, 1000, 0})
