@@ -108,5 +108,5 @@ func (b *Broker) offsetsCommitTimeout() time.Duration {
 	if b.cfg.Static == nil {
 		return 5 * time.Second
 	}
-	return time.Duration(b.cfg.Static.MustInt32("offsets.commit.timeout.ms")) * time.Millisecond
+	return time.Duration(b.cfg.Static.OffsetsCommitTimeoutMs) * time.Millisecond
 }

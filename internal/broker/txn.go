@@ -34,7 +34,7 @@ type TxnCoordinator interface {
 func (b *Broker) ensureTxnTopic(ctx context.Context) (*metadata.TopicImage, error) {
 	st := b.cfg.Static
 	return b.ensureInternalTopic(ctx, txnStateTopic, st.TransactionStateLogNumPartitions,
-		st.TransactionStateLogReplicationFactor, st.MustInt32("transaction.state.log.segment.bytes"))
+		st.TransactionStateLogReplicationFactor, st.TransactionStateLogSegmentBytes)
 }
 
 // publishTxnTopic loads the partitions of __transaction_state this node

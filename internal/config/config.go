@@ -81,6 +81,18 @@ type Config struct {
 	UncleanLeaderElectionEnable bool
 	ReplicaLagTimeMaxMs         int64
 
+	ReplicaFetchWaitMaxMs                    int32
+	ReplicaFetchMinBytes                     int32
+	ReplicaFetchResponseMaxBytes             int32
+	ReplicaFetchMaxBytes                     int32
+	ReplicaFetchBackoffMs                    int32
+	ReplicaHighWatermarkCheckpointIntervalMs int64
+
+	BrokerHeartbeatIntervalMs           int32
+	BrokerSessionTimeoutMs              int32
+	AutoLeaderRebalanceEnable           bool
+	LeaderImbalanceCheckIntervalSeconds int64
+
 	LogSegmentBytes int64
 	LogRollMs       int64 // log.roll.ms, else log.roll.hours
 	LogRollJitterMs int64 // log.roll.jitter.ms, else log.roll.jitter.hours
@@ -101,6 +113,9 @@ type Config struct {
 	LogMessageTimestampBeforeMaxMs     int64
 	LogMessageTimestampAfterMaxMs      int64
 	LogCleanerEnable                   bool
+	LogCleanerThreads                  int32
+	LogCleanerDedupeBufferSize         int64
+	LogCleanerBackoffMs                int64
 
 	OffsetsTopicReplicationFactor               int16
 	OffsetsTopicNumPartitions                   int32
@@ -112,15 +127,26 @@ type Config struct {
 	OffsetsRetentionCheckIntervalMs             int64
 	OffsetMetadataMaxBytes                      int32
 	OffsetsTopicSegmentBytes                    int32
+	OffsetsCommitTimeoutMs                      int32
+	GroupConsumerSessionTimeoutMs               int32
+	GroupConsumerHeartbeatIntervalMs            int32
+	GroupConsumerMaxSize                        int32
 	ShareCoordinatorStateTopicReplicationFactor int16
 	ShareCoordinatorStateTopicMinISR            int16
 
 	TransactionStateLogReplicationFactor int16
 	TransactionStateLogMinISR            int
 	TransactionStateLogNumPartitions     int32
-	TransactionMaxTimeoutMs              int64
-	TransactionalIDExpirationMs          int64
-	ProducerIDExpirationMs               int64
+	TransactionStateLogSegmentBytes      int32
+	// TransactionAbortTimedOutCleanupIntervalMs is
+	// transaction.abort.timed.out.transaction.cleanup.interval.ms;
+	// TransactionRemoveExpiredCleanupIntervalMs is
+	// transaction.remove.expired.transaction.cleanup.interval.ms.
+	TransactionAbortTimedOutCleanupIntervalMs int32
+	TransactionRemoveExpiredCleanupIntervalMs int32
+	TransactionMaxTimeoutMs                   int64
+	TransactionalIDExpirationMs               int64
+	ProducerIDExpirationMs                    int64
 
 	// values holds the parsed value of every known key that has one:
 	// dynamic, explicitly set, or Kafka's non-null default.
@@ -370,6 +396,16 @@ func (c *Config) fill() error {
 	c.CompressionType = c.str("compression.type")
 	c.UncleanLeaderElectionEnable = c.flag("unclean.leader.election.enable")
 	c.ReplicaLagTimeMaxMs = c.i64("replica.lag.time.max.ms")
+	c.ReplicaFetchWaitMaxMs = c.i32("replica.fetch.wait.max.ms")
+	c.ReplicaFetchMinBytes = c.i32("replica.fetch.min.bytes")
+	c.ReplicaFetchResponseMaxBytes = c.i32("replica.fetch.response.max.bytes")
+	c.ReplicaFetchMaxBytes = c.i32("replica.fetch.max.bytes")
+	c.ReplicaFetchBackoffMs = c.i32("replica.fetch.backoff.ms")
+	c.ReplicaHighWatermarkCheckpointIntervalMs = c.i64("replica.high.watermark.checkpoint.interval.ms")
+	c.BrokerHeartbeatIntervalMs = c.i32("broker.heartbeat.interval.ms")
+	c.BrokerSessionTimeoutMs = c.i32("broker.session.timeout.ms")
+	c.AutoLeaderRebalanceEnable = c.flag("auto.leader.rebalance.enable")
+	c.LeaderImbalanceCheckIntervalSeconds = c.i64("leader.imbalance.check.interval.seconds")
 
 	c.LogSegmentBytes = int64(c.i32("log.segment.bytes"))
 	c.LogRollMs = c.msOr("log.roll.ms", "log.roll.hours", msPerHour)
@@ -391,6 +427,9 @@ func (c *Config) fill() error {
 	c.LogMessageTimestampBeforeMaxMs = c.i64("log.message.timestamp.before.max.ms")
 	c.LogMessageTimestampAfterMaxMs = c.i64("log.message.timestamp.after.max.ms")
 	c.LogCleanerEnable = c.flag("log.cleaner.enable")
+	c.LogCleanerThreads = c.i32("log.cleaner.threads")
+	c.LogCleanerDedupeBufferSize = c.i64("log.cleaner.dedupe.buffer.size")
+	c.LogCleanerBackoffMs = c.i64("log.cleaner.backoff.ms")
 
 	c.OffsetsTopicReplicationFactor = c.i16("offsets.topic.replication.factor")
 	c.OffsetsTopicNumPartitions = c.i32("offsets.topic.num.partitions")
@@ -402,12 +441,19 @@ func (c *Config) fill() error {
 	c.OffsetsRetentionCheckIntervalMs = c.i64("offsets.retention.check.interval.ms")
 	c.OffsetMetadataMaxBytes = c.i32("offset.metadata.max.bytes")
 	c.OffsetsTopicSegmentBytes = c.i32("offsets.topic.segment.bytes")
+	c.OffsetsCommitTimeoutMs = c.i32("offsets.commit.timeout.ms")
+	c.GroupConsumerSessionTimeoutMs = c.i32("group.consumer.session.timeout.ms")
+	c.GroupConsumerHeartbeatIntervalMs = c.i32("group.consumer.heartbeat.interval.ms")
+	c.GroupConsumerMaxSize = c.i32("group.consumer.max.size")
 	c.ShareCoordinatorStateTopicReplicationFactor = c.i16("share.coordinator.state.topic.replication.factor")
 	c.ShareCoordinatorStateTopicMinISR = c.i16("share.coordinator.state.topic.min.isr")
 
 	c.TransactionStateLogReplicationFactor = c.i16("transaction.state.log.replication.factor")
 	c.TransactionStateLogMinISR = int(c.i32("transaction.state.log.min.isr"))
 	c.TransactionStateLogNumPartitions = c.i32("transaction.state.log.num.partitions")
+	c.TransactionStateLogSegmentBytes = c.i32("transaction.state.log.segment.bytes")
+	c.TransactionAbortTimedOutCleanupIntervalMs = c.i32("transaction.abort.timed.out.transaction.cleanup.interval.ms")
+	c.TransactionRemoveExpiredCleanupIntervalMs = c.i32("transaction.remove.expired.transaction.cleanup.interval.ms")
 	c.TransactionMaxTimeoutMs = int64(c.i32("transaction.max.timeout.ms"))
 	c.TransactionalIDExpirationMs = int64(c.i32("transactional.id.expiration.ms"))
 	c.ProducerIDExpirationMs = int64(c.i32("producer.id.expiration.ms"))

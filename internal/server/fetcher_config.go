@@ -15,11 +15,11 @@ func fetcherConfig(cfg *config.Config, logger *slog.Logger) replica.FetcherConfi
 	return replica.FetcherConfig{
 		NodeID:            cfg.NodeID,
 		Listener:          cfg.InterBrokerListenerName,
-		MaxWaitMs:         cfg.MustInt32("replica.fetch.wait.max.ms"),
-		MinBytes:          cfg.MustInt32("replica.fetch.min.bytes"),
-		MaxBytes:          cfg.MustInt32("replica.fetch.response.max.bytes"),
-		PartitionMaxBytes: cfg.MustInt32("replica.fetch.max.bytes"),
-		Backoff:           time.Duration(cfg.MustInt32("replica.fetch.backoff.ms")) * time.Millisecond,
+		MaxWaitMs:         cfg.ReplicaFetchWaitMaxMs,
+		MinBytes:          cfg.ReplicaFetchMinBytes,
+		MaxBytes:          cfg.ReplicaFetchResponseMaxBytes,
+		PartitionMaxBytes: cfg.ReplicaFetchMaxBytes,
+		Backoff:           time.Duration(cfg.ReplicaFetchBackoffMs) * time.Millisecond,
 		Logger:            logger,
 	}
 }

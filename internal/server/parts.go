@@ -210,9 +210,9 @@ func (s *Server) startController(context.Context) error {
 		DefaultNumPartitions:         cfg.NumPartitions,
 		DefaultReplicationFactor:     cfg.DefaultReplicationFactor,
 		ValidateTopicConfig:          config.ValidateTopicConfig,
-		SessionTimeout:               time.Duration(cfg.MustInt32("broker.session.timeout.ms")) * time.Millisecond,
-		AutoLeaderRebalance:          cfg.MustBool("auto.leader.rebalance.enable"),
-		LeaderImbalanceCheckInterval: time.Duration(cfg.MustInt64("leader.imbalance.check.interval.seconds")) * time.Second,
+		SessionTimeout:               time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+		AutoLeaderRebalance:          cfg.AutoLeaderRebalanceEnable,
+		LeaderImbalanceCheckInterval: time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
 		Voters:                       voterEndpoints(cfg),
 	})
 	if err != nil {
@@ -294,7 +294,7 @@ func (s *Server) startReplicas(context.Context) error {
 		Logger:                          s.logger,
 		ProducerIDExpirationMs:          cfg.ProducerIDExpirationMs,
 		ReplicaLagTimeMax:               time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
-		HighWatermarkCheckpointInterval: time.Duration(cfg.MustInt64("replica.high.watermark.checkpoint.interval.ms")) * time.Millisecond,
+		HighWatermarkCheckpointInterval: time.Duration(cfg.ReplicaHighWatermarkCheckpointIntervalMs) * time.Millisecond,
 		AlterPartition:                  s.alterPartition,
 		ReplicaEligible: func(id int32) bool {
 			b, ok := s.loader.Image().Broker(id)
@@ -427,10 +427,10 @@ func (s *Server) register(ctx context.Context) error {
 	s.lifecycle = controllerchannel.NewLifecycle(controllerchannel.LifecycleConfig{
 		Channel: s.channel, Logger: s.logger, ClusterID: s.clusterID, NodeID: s.cfg.NodeID,
 		Endpoints: s.endpoints, Rack: rack,
-		Interval:       time.Duration(s.cfg.MustInt32("broker.heartbeat.interval.ms")) * time.Millisecond,
+		Interval:       time.Duration(s.cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
 		MetadataOffset: func() int64 { return int64(s.loader.Image().Offset) },
 		OnEpoch:        s.broker.SetEpoch,
-		SessionTimeout: time.Duration(s.cfg.MustInt32("broker.session.timeout.ms")) * time.Millisecond,
+		SessionTimeout: time.Duration(s.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		OnSession:      s.replicas.SetFenced,
 	})
 	s.lifecycle.Start()

@@ -354,9 +354,9 @@ func groupConfig(cfg *config.Config, loader *metadata.Loader, logger *slog.Logge
 		OffsetMetadataMaxBytes: int(cfg.OffsetMetadataMaxBytes),
 		Logger:                 logger,
 
-		ConsumerSessionTimeout:    ms(int64(cfg.MustInt32("group.consumer.session.timeout.ms"))),
-		ConsumerHeartbeatInterval: ms(int64(cfg.MustInt32("group.consumer.heartbeat.interval.ms"))),
-		ConsumerMaxGroupSize:      int(cfg.MustInt32("group.consumer.max.size")),
+		ConsumerSessionTimeout:    ms(int64(cfg.GroupConsumerSessionTimeoutMs)),
+		ConsumerHeartbeatInterval: ms(int64(cfg.GroupConsumerHeartbeatIntervalMs)),
+		ConsumerMaxGroupSize:      int(cfg.GroupConsumerMaxSize),
 		Topics: func() map[string]group.TopicInfo {
 			topics := loader.Image().Topics()
 			out := make(map[string]group.TopicInfo, len(topics))
@@ -393,9 +393,9 @@ func txnConfig(cfg *config.Config, logger *slog.Logger) txn.Config {
 	return txn.Config{
 		NumPartitions:         cfg.TransactionStateLogNumPartitions,
 		MaxTimeout:            ms(cfg.TransactionMaxTimeoutMs),
-		AbortTimedOutInterval: ms(int64(cfg.MustInt32("transaction.abort.timed.out.transaction.cleanup.interval.ms"))),
+		AbortTimedOutInterval: ms(int64(cfg.TransactionAbortTimedOutCleanupIntervalMs)),
 		IDExpiration:          ms(cfg.TransactionalIDExpirationMs),
-		RemoveExpiredInterval: ms(int64(cfg.MustInt32("transaction.remove.expired.transaction.cleanup.interval.ms"))),
+		RemoveExpiredInterval: ms(int64(cfg.TransactionRemoveExpiredCleanupIntervalMs)),
 		Logger:                logger,
 	}
 }
@@ -403,7 +403,7 @@ func txnConfig(cfg *config.Config, logger *slog.Logger) txn.Config {
 // managerConfig maps the broker's log.* keys onto the log manager.
 func managerConfig(cfg *config.Config, defaults storage.LogConfig, logger *slog.Logger) storage.ManagerConfig {
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
-	threads := int(cfg.MustInt32("log.cleaner.threads"))
+	threads := int(cfg.LogCleanerThreads)
 	if !cfg.LogCleanerEnable || threads == 0 {
 		threads = -1 // the log manager reads 0 as its default of one thread
 	}
@@ -414,8 +414,8 @@ func managerConfig(cfg *config.Config, defaults storage.LogConfig, logger *slog.
 		CheckpointInterval:      ms(cfg.LogFlushOffsetCheckpointIntervalMs),
 		RetentionCheckInterval:  ms(cfg.LogRetentionCheckIntervalMs),
 		CleanerThreads:          threads,
-		CleanerDedupeBufferSize: cfg.MustInt64("log.cleaner.dedupe.buffer.size"),
-		CleanerBackoff:          ms(cfg.MustInt64("log.cleaner.backoff.ms")),
+		CleanerDedupeBufferSize: cfg.LogCleanerDedupeBufferSize,
+		CleanerBackoff:          ms(cfg.LogCleanerBackoffMs),
 	}
 }
 
