@@ -214,7 +214,7 @@ func (c *Controller) Bootstrap(ctx context.Context) error {
 	if _, ok := img.Features()[metadata.MetadataVersionFeature]; ok {
 		return nil
 	}
-	c.cfg.Logger.Info("bootstrapping cluster metadata", "clusterID", img.ClusterID, "metadata.version", MetadataVersion)
+	c.cfg.Logger.Info("bootstrapping cluster metadata", "cluster.id", img.ClusterID, "metadata.version", MetadataVersion)
 	return c.writeLocked(ctx, []metadata.Record{
 		&metadata.FeatureLevelRecord{Name: metadata.MetadataVersionFeature, FeatureLevel: MetadataVersion},
 	})

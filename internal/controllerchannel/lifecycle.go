@@ -158,10 +158,10 @@ func (l *Lifecycle) observe(resp *kmsg.BrokerHeartbeatResponse) {
 	was := l.fenced.Swap(resp.IsFenced)
 	switch {
 	case was && !resp.IsFenced:
-		l.cfg.Logger.Info("broker unfenced by the controller", "brokerEpoch", l.epoch.Load())
+		l.cfg.Logger.Info("broker unfenced by the controller", "broker.epoch", l.epoch.Load())
 		l.once.Do(func() { close(l.unfenced) })
 	case !was && resp.IsFenced:
-		l.cfg.Logger.Warn("broker fenced by the controller", "brokerEpoch", l.epoch.Load())
+		l.cfg.Logger.Warn("broker fenced by the controller", "broker.epoch", l.epoch.Load())
 	}
 }
 
@@ -183,7 +183,7 @@ func (l *Lifecycle) answered(sent time.Time, resp *kmsg.BrokerHeartbeatResponse)
 	}
 	if l.session.lapsed && !resp.IsFenced && resp.IsCaughtUp {
 		l.session.lapsed = false
-		l.cfg.Logger.Info("session with the controller quorum restored, serving as leader again", "brokerEpoch", l.epoch.Load())
+		l.cfg.Logger.Info("session with the controller quorum restored, serving as leader again", "broker.epoch", l.epoch.Load())
 		l.cfg.OnSession(false)
 	}
 }
@@ -198,7 +198,7 @@ func (l *Lifecycle) lapse() {
 	}
 	l.session.lapsed = true
 	l.cfg.Logger.Warn("no heartbeat answered within broker.session.timeout.ms: fencing this broker until the controller quorum is reachable again",
-		"brokerEpoch", l.epoch.Load(), "sessionTimeout", l.cfg.SessionTimeout)
+		"broker.epoch", l.epoch.Load(), "session_timeout", l.cfg.SessionTimeout)
 	l.cfg.OnSession(true)
 }
 
@@ -240,7 +240,7 @@ func (l *Lifecycle) register(ctx context.Context) error {
 	l.epoch.Store(resp.BrokerEpoch)
 	l.fenced.Store(true)
 	l.cfg.OnEpoch(resp.BrokerEpoch)
-	l.cfg.Logger.Info("registered with the controller", "brokerEpoch", resp.BrokerEpoch)
+	l.cfg.Logger.Info("registered with the controller", "broker.epoch", resp.BrokerEpoch)
 	return nil
 }
 

@@ -257,7 +257,7 @@ func (n *Node) restore(rec *recovered) error {
 	if hs.GetCommit() > last {
 		// Only possible if acknowledged bytes were lost (disk fault):
 		// raft would panic, so keep going with what survives.
-		n.cfg.Logger.Error("metadata log lost committed entries", "commit", hs.GetCommit(), "lastIndex", last)
+		n.cfg.Logger.Error("metadata log lost committed entries", "commit", hs.GetCommit(), "last_index", last)
 		hs.Commit = new(last)
 	}
 	if hs.GetCommit() < n.applied {
@@ -454,7 +454,7 @@ func (n *Node) storageFailed(err error) bool {
 	n.retryAt = time.Now().Add(n.backoff)
 	n.broken = err
 	n.leader.Store(0)
-	n.cfg.Logger.Error("metadata log write failed; retrying", "err", err, "retry.in", n.backoff)
+	n.cfg.Logger.Error("metadata log write failed; retrying", "err", err, "retry_in", n.backoff)
 	return true
 }
 

@@ -357,7 +357,7 @@ func (f *Observer) loadSnapshot(ctx context.Context, conn *kclient.Conn, endOffs
 	if err := f.cfg.Applier.Restore(data); err != nil {
 		return err
 	}
-	f.logger.Info("loaded metadata snapshot from the controller", "endOffset", endOffset, "bytes", len(data))
+	f.logger.Info("loaded metadata snapshot from the controller", "end_offset", endOffset, "bytes", len(data))
 	f.next = uint64(endOffset)
 	return nil
 }

@@ -155,7 +155,7 @@ func (l *diskLog) loadSegments() ([]*pb.Entry, error) {
 		l.segs = append(l.segs, seg)
 		all = append(all, ents...)
 		if torn {
-			l.logger.Warn("truncated torn tail of metadata log", "file", name, "validBytes", seg.size, "entries", len(ents))
+			l.logger.Warn("truncated torn tail of metadata log", "file", name, "valid_bytes", seg.size, "entries", len(ents))
 			if err := truncateAndSync(path, seg.size); err != nil {
 				return nil, err
 			}

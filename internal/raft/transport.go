@@ -170,7 +170,7 @@ func NewTCPTransport(cfg TCPConfig) (*TCPTransport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	t := &TCPTransport{cfg: cfg, log: cfg.Logger.With("raftNode", cfg.ID), peers: map[uint64]*peer{}}
+	t := &TCPTransport{cfg: cfg, log: cfg.Logger.With("raft_node", cfg.ID), peers: map[uint64]*peer{}}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.mu.conns = map[net.Conn]struct{}{}
 	for id, addr := range cfg.Peers {

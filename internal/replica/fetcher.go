@@ -175,7 +175,7 @@ func (m *FetcherManager) Follow(tp TopicPartition, topicID [16]byte, leader, lea
 	m.mu.owner[tp] = leader
 	if f.add(tp, topicID, leaderEpoch) {
 		m.cfg.Logger.Info("following partition", "topic", tp.Topic, "partition", tp.Partition,
-			"leader", leader, "leader_epoch", leaderEpoch)
+			"leader", leader, "leader.epoch", leaderEpoch)
 	}
 }
 

@@ -161,7 +161,7 @@ func (p *Partition) maybeShrinkISR() {
 		return
 	}
 	isr := slices.DeleteFunc(slices.Clone(p.mu.state.ISR), func(id int32) bool { return slices.Contains(out, id) })
-	p.logger.Info("shrinking ISR", "isr", p.mu.state.ISR, "outOfSync", out, "highWatermark", p.mu.highWatermark)
+	p.logger.Info("shrinking ISR", "isr", p.mu.state.ISR, "out_of_sync", out, "high_watermark", p.mu.highWatermark)
 	p.proposeISRLocked(isr)
 }
 
@@ -192,8 +192,8 @@ func (p *Partition) sendAlterPartition(req AlterPartitionRequest) {
 	p.mu.alterInFlight = false
 	p.mu.pendingISR = nil
 	if err != nil {
-		p.logger.Warn("AlterPartition failed", "newIsr", req.NewISR, "leaderEpoch", req.LeaderEpoch,
-			"partitionEpoch", req.PartitionEpoch, "err", err)
+		p.logger.Warn("AlterPartition failed", "new_isr", req.NewISR, "leader.epoch", req.LeaderEpoch,
+			"partition.epoch", req.PartitionEpoch, "err", err)
 		return
 	}
 	if st.LeaderEpoch == p.mu.state.LeaderEpoch && st.PartitionEpoch > p.mu.state.PartitionEpoch {

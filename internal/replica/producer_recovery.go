@@ -45,7 +45,7 @@ func (p *Partition) loadProducerStateLocked() error {
 			// Above the end: the log lost its tail (recovery cut a torn
 			// write). Below the first segment: the batches between it
 			// and the log are gone, so its state would be stale.
-			p.logger.Info("deleting unusable producer snapshot", "offset", off, "logEndOffset", leo, "firstSegment", firstBase)
+			p.logger.Info("deleting unusable producer snapshot", "offset", off, "log_end_offset", leo, "first_segment", firstBase)
 			if err := p.log.DeleteProducerSnapshot(off); err != nil {
 				return err
 			}
@@ -89,7 +89,7 @@ func (p *Partition) loadProducerStateLocked() error {
 		}
 	}
 	p.mu.producers.removeExpired(now, p.producerExpirationMs)
-	p.logger.Info("rebuilt producer state", "snapshot", from, "replayedBatches", replayed,
+	p.logger.Info("rebuilt producer state", "snapshot", from, "replayed_batches", replayed,
 		"producers", len(p.mu.producers.producers))
 	return nil
 }

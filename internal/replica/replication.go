@@ -73,8 +73,8 @@ func (p *Partition) applyStateLocked(st PartitionState) {
 	cur := p.mu.state
 	if p.mu.applied && (st.LeaderEpoch < cur.LeaderEpoch ||
 		st.LeaderEpoch == cur.LeaderEpoch && st.PartitionEpoch < cur.PartitionEpoch) {
-		p.logger.Debug("ignoring stale partition state", "leaderEpoch", st.LeaderEpoch, "partitionEpoch", st.PartitionEpoch,
-			"currentLeaderEpoch", cur.LeaderEpoch, "currentPartitionEpoch", cur.PartitionEpoch)
+		p.logger.Debug("ignoring stale partition state", "leader.epoch", st.LeaderEpoch, "partition.epoch", st.PartitionEpoch,
+			"current_leader_epoch", cur.LeaderEpoch, "current_partition_epoch", cur.PartitionEpoch)
 		return
 	}
 	now := p.now()
@@ -97,14 +97,14 @@ func (p *Partition) applyStateLocked(st PartitionState) {
 		}
 		p.mu.epochStart = leo
 		p.resetFollowersLocked(now)
-		p.logger.Info("became leader", "leaderEpoch", st.LeaderEpoch, "isr", st.ISR, "logEndOffset", leo,
-			"highWatermark", p.mu.highWatermark)
+		p.logger.Info("became leader", "leader.epoch", st.LeaderEpoch, "isr", st.ISR, "log_end_offset", leo,
+			"high_watermark", p.mu.highWatermark)
 	case p.mu.leader:
 		p.syncFollowersLocked(now)
 	default:
 		p.mu.followers = nil
 		if wasLeader || newEpoch {
-			p.logger.Info("became follower", "leader", st.Leader, "leaderEpoch", st.LeaderEpoch)
+			p.logger.Info("became follower", "leader", st.Leader, "leader.epoch", st.LeaderEpoch)
 		}
 	}
 	p.maybeIncrementHWLocked()
@@ -345,7 +345,7 @@ func (p *Partition) appendAsFollowerLocked(batches []byte, headers []record.Head
 		}
 		if t != nil {
 			if err := p.log.AppendAbortedTxn(*t); err != nil {
-				p.logger.Error("recording aborted transaction in .txnindex", "producerId", t.ProducerID, "offset", t.LastOffset, "err", err)
+				p.logger.Error("recording aborted transaction in .txnindex", "producer.id", t.ProducerID, "offset", t.LastOffset, "err", err)
 			}
 		}
 	}
@@ -405,7 +405,7 @@ func (p *Partition) TruncateOnDivergence(d EpochEndOffset) error {
 			target = min(end, d.EndOffset, leo)
 		}
 	}
-	p.logger.Info("truncating diverging log", "leaderEpoch", d.Epoch, "leaderEndOffset", d.EndOffset, "to", target, "logEndOffset", leo)
+	p.logger.Info("truncating diverging log", "leader.epoch", d.Epoch, "leader_end_offset", d.EndOffset, "to", target, "log_end_offset", leo)
 	return p.truncateLocked(target)
 }
 

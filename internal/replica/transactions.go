@@ -126,7 +126,7 @@ func (p *Partition) WriteTxnMarker(producerID int64, epoch int16, coordinatorEpo
 		if err := p.log.AppendAbortedTxn(t); err != nil {
 			// The marker is in the log; the entry comes back on the
 			// next start, when the marker is replayed.
-			p.logger.Error("recording aborted transaction in .txnindex", "producerId", producerID, "offset", base, "err", err)
+			p.logger.Error("recording aborted transaction in .txnindex", "producer.id", producerID, "offset", base, "err", err)
 		}
 	}
 	p.advanceLocked()

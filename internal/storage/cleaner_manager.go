@@ -157,10 +157,10 @@ func (m *LogManager) cleanOnceStats(c *cleaner) (bool, CleanStats, error) {
 		m.logger.Error("writing cleaner checkpoint", "dir", dir, "err", err)
 	}
 	m.logger.Info("cleaned log", "partition", tp.String(),
-		"firstDirtyOffset", stats.FirstDirtyOffset, "endOffset", stats.EndOffset,
-		"segments", stats.SegmentsCleaned, "mbRead", float64(stats.BytesRead)/1e6,
-		"mbWritten", float64(stats.BytesWritten)/1e6, "recordsRead", stats.RecordsRead,
-		"recordsKept", stats.RecordsKept, "elapsed", stats.Elapsed, "mbPerSec", stats.MBPerSec())
+		"first_dirty_offset", stats.FirstDirtyOffset, "end_offset", stats.EndOffset,
+		"segments", stats.SegmentsCleaned, "mb_read", float64(stats.BytesRead)/1e6,
+		"mb_written", float64(stats.BytesWritten)/1e6, "records_read", stats.RecordsRead,
+		"records_kept", stats.RecordsKept, "elapsed", stats.Elapsed, "mb_per_sec", stats.MBPerSec())
 	return true, stats, nil
 }
 

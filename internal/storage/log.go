@@ -458,11 +458,11 @@ func (l *Log) rollLocked(newBase int64) (*segment, error) {
 		go func() {
 			defer l.flushes.Done()
 			if err := l.flushUpTo(newBase); err != nil {
-				l.logger.Error("flush after roll", "upTo", newBase, "err", l.fail("flush after roll", err))
+				l.logger.Error("flush after roll", "up_to", newBase, "err", l.fail("flush after roll", err))
 			}
 		}()
 	}
-	l.logger.Info("rolled segment", "newBase", newBase, "oldSize", old.size.Load())
+	l.logger.Info("rolled segment", "new_base", newBase, "old_size", old.size.Load())
 	return s, nil
 }
 
@@ -711,7 +711,7 @@ func (l *Log) TruncateTo(offset int64) (err error) {
 		return err
 	}
 	l.resetOffsetsLocked(active.nextOffset.Load())
-	l.logger.Info("truncated log", "to", offset, "logEndOffset", l.leo.Load())
+	l.logger.Info("truncated log", "to", offset, "log_end_offset", l.leo.Load())
 	return l.epochs.truncateFromEnd(l.leo.Load())
 }
 
@@ -733,7 +733,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	if err := l.truncateFullyLocked(offset); err != nil {
 		return err
 	}
-	l.logger.Info("truncated log fully", "startAt", offset)
+	l.logger.Info("truncated log fully", "start_at", offset)
 	return l.deleteProducerSnapshotsLocked(func(int64) bool { return true })
 }
 

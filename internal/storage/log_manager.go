@@ -233,7 +233,7 @@ func (m *LogManager) loadDir(dir string) (map[TopicPartition]*Log, error) {
 		}
 		logs[tp] = l
 	}
-	m.logger.Info("loaded log directory", "dir", dir, "logs", len(logs), "cleanShutdown", clean)
+	m.logger.Info("loaded log directory", "dir", dir, "logs", len(logs), "clean_shutdown", clean)
 	return logs, nil
 }
 

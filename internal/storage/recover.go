@@ -253,7 +253,7 @@ func (l *Log) completeSwap(base int64, logs map[int64]bool) error {
 		return err
 	}
 	logs[base] = true
-	l.logger.Warn("completed a log cleaner swap interrupted by a crash", "segment", base, "nextOffset", next)
+	l.logger.Warn("completed a log cleaner swap interrupted by a crash", "segment", base, "next_offset", next)
 	return syncDir(l.dir)
 }
 

@@ -138,7 +138,7 @@ func (l *Log) deleteSegmentsWhileLocked(reason string, due func(s, next *segment
 	if err := l.replaceSegmentsLocked(0, n, nil); err != nil {
 		return 0, err
 	}
-	l.logger.Info("deleted segments", "reason", reason, "count", n, "logStartOffset", l.logStart.Load())
+	l.logger.Info("deleted segments", "reason", reason, "count", n, "log_start_offset", l.logStart.Load())
 	return n, l.epochs.truncateFromStart(l.logStart.Load())
 }
 

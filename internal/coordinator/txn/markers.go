@@ -46,8 +46,8 @@ func (s *shard) complete(id string, pid int64, epoch int16, commit bool, parts [
 		if s.p.Context().Err() != nil {
 			return
 		}
-		s.c.cfg.Logger.Warn("writing transaction markers failed; retrying", "transactional_id", id,
-			"producer_id", pid, "epoch", epoch, "commit", commit, "err", err)
+		s.c.cfg.Logger.Warn("writing transaction markers failed; retrying", "transactional.id", id,
+			"producer.id", pid, "epoch", epoch, "commit", commit, "err", err)
 	}
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 && !s.sleep(s.c.cfg.MarkerRetryBackoff) {
@@ -76,7 +76,7 @@ func (s *shard) complete(id string, pid int64, epoch int16, commit bool, parts [
 		if stale || code == 0 {
 			return
 		}
-		s.c.cfg.Logger.Warn("writing transaction completion failed; retrying", "transactional_id", id, "code", code)
+		s.c.cfg.Logger.Warn("writing transaction completion failed; retrying", "transactional.id", id, "code", code)
 	}
 }
 
@@ -125,12 +125,12 @@ func (s *shard) abortTimedOut() {
 			if t == nil || t.state != StateOngoing || now <= t.startMs+int64(t.timeoutMs) {
 				return nil, 0 // changed since we looked
 			}
-			s.c.cfg.Logger.Info("aborting timed-out transaction", "transactional_id", id,
-				"producer_id", t.producerID, "epoch", t.epoch, "timeout_ms", t.timeoutMs)
+			s.c.cfg.Logger.Info("aborting timed-out transaction", "transactional.id", id,
+				"producer.id", t.producerID, "epoch", t.epoch, "timeout_ms", t.timeoutMs)
 			return s.fenceLocked(t), 0
 		}, s.startCompletionLocked)
 		if code != 0 {
-			s.c.cfg.Logger.Warn("aborting timed-out transaction failed", "transactional_id", id, "code", code)
+			s.c.cfg.Logger.Warn("aborting timed-out transaction failed", "transactional.id", id, "code", code)
 		}
 	}
 }

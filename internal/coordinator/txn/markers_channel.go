@@ -342,7 +342,7 @@ func (w *MarkerChannel) deleted(tp TopicPartition) bool {
 
 func (w *MarkerChannel) logStale(tp TopicPartition, m Marker, err error) {
 	w.cfg.Logger.Warn("transaction marker refused as stale", "topic", tp.Topic, "partition", tp.Partition,
-		"producer_id", m.ProducerID, "epoch", m.Epoch, "coordinator_epoch", m.CoordinatorEpoch, "err", err)
+		"producer.id", m.ProducerID, "epoch", m.Epoch, "coordinator.epoch", m.CoordinatorEpoch, "err", err)
 }
 
 // conn returns the pooled connection to broker id, dialing its endpoint
