@@ -52,6 +52,9 @@ type Config struct {
 	ControllerQuorumVoters           []Voter
 	ControllerQuorumBootstrapServers []string
 	BrokerRack                       string
+	// AuthorizerClassName is authorizer.class.name; empty disables
+	// authorization.
+	AuthorizerClassName string
 	// ClusterID is not a property: `samsa server --cluster-id` sets it to
 	// format fresh data directories with a cluster id shared by every node
 	// (Kafka's `kafka-storage format -t`). Empty: generate one, which only
@@ -361,6 +364,7 @@ func (c *Config) fill() error {
 		return err
 	}
 	c.BrokerRack = c.str("broker.rack")
+	c.AuthorizerClassName = strings.TrimSpace(c.str("authorizer.class.name"))
 
 	c.LogDirs = splitList(c.str("log.dir"))
 	if d, ok := c.values["log.dirs"]; ok {

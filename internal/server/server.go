@@ -331,8 +331,64 @@ func checkSupported(cfg *config.Config) error {
 		return fmt.Errorf("node.id %d must be in controller.quorum.voters when process.roles contains controller", cfg.NodeID)
 	case !ctrl && isVoter:
 		return fmt.Errorf("node.id %d is in controller.quorum.voters but process.roles=broker: a broker-only node cannot be a voter", cfg.NodeID)
+	case len(cfg.ControllerQuorumVoters) == 0 && !bootstrapsItself(cfg):
+		// Without static voters a node is a quorum of one: with other
+		// controllers to bootstrap from, that would be a second cluster
+		// under the same id.
+		return fmt.Errorf("controller.quorum.bootstrap.servers=%s names controllers other than this node, but Samsa cannot join a dynamic quorum yet (KIP-853): set controller.quorum.voters on every node",
+			strings.Join(cfg.ControllerQuorumBootstrapServers, ","))
+	}
+	return checkSecurity(cfg)
+}
+
+// checkSecurity fails closed: a security setting Samsa cannot honour yet
+// stops start-up rather than leave the node less protected than its
+// configuration says.
+func checkSecurity(cfg *config.Config) error {
+	for _, l := range cfg.Listeners {
+		switch p := cfg.ListenerSecurityProtocolMap[l.Name]; p {
+		case "PLAINTEXT":
+		default:
+			return fmt.Errorf("listener %s (listeners) has security protocol %s (listener.security.protocol.map), which Samsa does not serve yet: it would be served without TLS or authentication; use PLAINTEXT for now", l.Name, p)
+		}
+	}
+	if cfg.AuthorizerClassName != "" {
+		return fmt.Errorf("authorizer.class.name=%s: Samsa has no authorizer yet, so ACLs would not be enforced; remove the key", cfg.AuthorizerClassName)
 	}
 	return nil
+}
+
+// bootstrapsItself reports whether every controller.quorum.bootstrap.servers
+// entry is this node's own controller listener (Kafka 4's single-node
+// server.properties: localhost:9093), so a quorum of one is what is meant.
+func bootstrapsItself(cfg *config.Config) bool {
+	ports := map[string]bool{}
+	for _, l := range cfg.Listeners {
+		if slices.Contains(cfg.ControllerListenerNames, l.Name) {
+			ports[strconv.Itoa(l.Port)] = true
+		}
+	}
+	for _, hp := range cfg.ControllerQuorumBootstrapServers {
+		host, port, err := net.SplitHostPort(hp)
+		if err != nil || !ports[port] {
+			return false
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) && !ownHost(cfg, host) {
+			return false
+		}
+	}
+	return true
+}
+
+// ownHost reports whether host is one this node's listeners bind or
+// advertise.
+func ownHost(cfg *config.Config, host string) bool {
+	for _, l := range append(slices.Clone(cfg.Listeners), cfg.AdvertisedListeners...) {
+		if l.Host == host {
+			return true
+		}
+	}
+	return false
 }
 
 // groupConfig maps the broker's group.* and offsets.* keys onto the group
