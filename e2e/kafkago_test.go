@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"io"
 	"strconv"
 	"sync"
 	"testing"
@@ -237,4 +239,70 @@ func TestKafkaGoConnBatch(t *testing.T) {
 		}
 	}
 	checkConsumed(t, 1, produced, consumed, map[int32]int64{0: last}, checkOpts{})
+}
+
+// kafka-go's Client.Fetch sends session id -1 and epoch -1: a full fetch
+// without a session, which Kafka serves. And a fetch whose partition has
+// an error is answered at once, not after max_wait: kafka-go's Conn asks
+// for an offset out of range with a wait of the read deadline.
+func TestKafkaGoClientFetch(t *testing.T) {
+	ctx := testContext(t)
+	addr := startBroker(t)
+	topic := topicName("kafkago", "client-fetch")
+	kafkagoCreate(t, ctx, addr, topic, 1)
+	produced := kafkagoProduce(t, ctx, addr, topic, "", genRecords(32, 20))
+
+	resp, err := kafkagoClient(addr).Fetch(ctx, &kafka.FetchRequest{Topic: topic, Partition: 0, Offset: 0, MinBytes: 1, MaxBytes: 1 << 20, MaxWait: time.Second})
+	if err != nil {
+		t.Fatalf("Client.Fetch: %v", err)
+	}
+	if resp.Error != nil {
+		t.Fatalf("Client.Fetch: partition error %v", resp.Error)
+	}
+	var consumed []rec
+	for {
+		m, err := resp.Records.ReadRecord()
+		if err != nil {
+			break
+		}
+		c := rec{Partition: 0, Offset: m.Offset, Timestamp: m.Time}
+		if m.Key != nil {
+			c.Key, _ = io.ReadAll(m.Key)
+		}
+		if m.Value != nil {
+			c.Value, _ = io.ReadAll(m.Value)
+		}
+		for _, h := range m.Headers {
+			c.Headers = append(c.Headers, hdr{Key: h.Key, Value: h.Value})
+		}
+		consumed = append(consumed, c)
+	}
+	if resp.HighWatermark != int64(len(produced)) {
+		t.Fatalf("Client.Fetch: high watermark %d, want %d", resp.HighWatermark, len(produced))
+	}
+	checkConsumed(t, 1, produced, consumed, map[int32]int64{0: int64(len(produced))}, checkOpts{nilKeyAsEmpty: true})
+
+	// Out of range: the answer must come long before the fetch's wait,
+	// which is as long as the read deadline (a minute here).
+	conn, err := kafka.DialLeader(ctx, "tcp", addr, topic, 0)
+	if err != nil {
+		t.Fatalf("DialLeader: %v", err)
+	}
+	defer conn.Close()
+	if _, err := conn.Seek(int64(len(produced))+1000, kafka.SeekAbsolute|kafka.SeekDontCheck); err != nil {
+		t.Fatalf("Seek: %v", err)
+	}
+	conn.SetReadDeadline(time.Now().Add(time.Minute))
+	start := time.Now()
+	batch := conn.ReadBatch(1, 1<<20)
+	_, err = batch.ReadMessage()
+	batch.Close()
+	if !errors.Is(err, kafka.OffsetOutOfRange) {
+		t.Fatalf("read past the end: %v, want OFFSET_OUT_OF_RANGE", err)
+	}
+	// Liveness, not speed: a broker that waits out max_wait takes the
+	// whole minute.
+	if waited := time.Since(start); waited > 30*time.Second {
+		t.Fatalf("OFFSET_OUT_OF_RANGE took %v: the broker waited out max_wait", waited)
+	}
 }

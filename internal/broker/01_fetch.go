@@ -9,12 +9,17 @@ package broker
 //     one whole batch even when it is larger (KIP-74), so a consumer can
 //     always make progress.
 //   - Long poll: when fewer than min_bytes are ready, the request waits up
-//     to max_wait_ms for an append to any of its partitions.
+//     to max_wait_ms for an append to any of its partitions — unless a
+//     partition has an error or a diverging epoch, which is answered at
+//     once, as Kafka does.
 //   - Topics are named up to v12 and given by id from v13
 //     (UNKNOWN_TOPIC_ID for an id we do not know).
 //   - Fetch sessions (KIP-227) are not kept: every response carries session
-//     id 0, which tells clients to send full requests. A request naming a
-//     session gets FETCH_SESSION_ID_NOT_FOUND, so the client starts over.
+//     id 0, which tells clients to send full requests. A request with
+//     session epoch 0 (open a session) or -1 (no session; kafka-go sends
+//     it with session id -1) is a full fetch, as in Kafka; one continuing
+//     a session (epoch > 0) gets FETCH_SESSION_ID_NOT_FOUND, so the client
+//     starts over.
 //   - current_leader_epoch is checked: older → FENCED_LEADER_EPOCH, newer →
 //     UNKNOWN_LEADER_EPOCH.
 //   - read_uncommitted consumers read up to the high watermark;
@@ -46,7 +51,7 @@ import (
 
 func handleFetch(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
-	if req.SessionID != 0 || req.SessionEpoch > 0 {
+	if req.SessionEpoch > 0 {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.Version = req.Version
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
@@ -59,7 +64,7 @@ func handleFetch(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Requ
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
 		resp, bytes, waitOn := b.fetchOnce(req, replicaID)
-		if bytes >= int(req.MinBytes) || req.MaxWaitMillis <= 0 || len(waitOn) == 0 {
+		if bytes >= int(req.MinBytes) || req.MaxWaitMillis <= 0 || len(waitOn) == 0 || needsAnswer(resp) {
 			return resp, nil
 		}
 		remaining := time.Until(deadline)
@@ -73,6 +78,19 @@ func handleFetch(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Requ
 			return resp, nil
 		}
 	}
+}
+
+// needsAnswer reports whether a partition has news that waiting would
+// only delay: an error, or a follower's diverging epoch.
+func needsAnswer(resp *kmsg.FetchResponse) bool {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 || p.DivergingEpoch.Epoch >= 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // fetchOnce reads every requested partition once, for a consumer
