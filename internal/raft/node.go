@@ -73,6 +73,9 @@ type Config struct {
 	// error it returns is that operation's failure. Tests inject disk
 	// faults with it; production leaves it nil.
 	Fault func(op, path string) error
+	// now is the clock of storage retries and snapshot retries; default
+	// time.Now. The simulation (sim_test.go) sets its own.
+	now func() time.Time
 }
 
 // Validate checks the configuration and fills defaults.
@@ -103,6 +106,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SnapshotEvery == 0 {
 		c.SnapshotEvery = 1000
+	}
+	if c.now == nil {
+		c.now = time.Now
 	}
 	return nil
 }
@@ -171,6 +177,17 @@ type result struct {
 // Open returns. Use Barrier to be sure every committed entry is applied
 // (entries whose commit was not yet recorded are applied after election).
 func Open(cfg Config) (*Node, error) {
+	n, err := open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	go n.run()
+	return n, nil
+}
+
+// open is Open without the goroutine: the simulation drives the node's
+// turn functions (settle, onTick, onProposal, onMessage, onReport) itself.
+func open(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -220,7 +237,6 @@ func Open(cfg Config) (*Node, error) {
 		n.log.close()
 		return nil, err
 	}
-	go n.run()
 	return n, nil
 }
 
@@ -364,34 +380,18 @@ func (n *Node) run() {
 	defer close(n.donec)
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
-	for {
-		if n.broken != nil {
-			if !n.runBroken(ticker.C) {
-				return
-			}
-			continue
-		}
-		if err := n.drainReady(); err != nil && !n.storageFailed(err) {
-			n.fail(err)
-			return
-		}
-		if n.broken != nil {
-			continue
-		}
+	for n.settle() {
 		select {
 		case <-ticker.C:
-			n.rn.Tick()
+			n.onTick()
 		case p := <-n.propc:
-			n.handleProposal(p)
+			n.onProposal(p)
 		case f := <-n.reportc:
-			f(n.rn)
+			n.onReport(f)
 		case q := <-n.queryc:
 			q()
 		case m := <-n.recvc:
-			if err := n.rn.Step(m); err != nil {
-				n.cfg.Logger.Debug("raft step", "err", err)
-			}
-			n.notePeer(m)
+			n.onMessage(m)
 		case <-n.stopc:
 			n.failWaiting(ErrStopped)
 			return
@@ -399,35 +399,71 @@ func (n *Node) run() {
 	}
 }
 
-// runBroken is one turn of the run loop while storage is failing: peers'
-// messages are dropped (raft tolerates loss, and a node that cannot write
-// must not vote or lead), proposals are refused with the failure, and on
-// the first tick after retryAt the node tries to recover. It returns false
-// when the node is stopped.
-func (n *Node) runBroken(tick <-chan time.Time) bool {
-	select {
-	case <-tick:
-		if time.Now().Before(n.retryAt) {
-			return true
-		}
-		if err := n.recoverStorage(); err != nil && !n.storageFailed(err) {
-			n.fail(err)
-			return false
-		}
-		if n.broken == nil {
-			n.cfg.Logger.Info("metadata log storage recovered", "applied", n.applied)
-		}
-	case p := <-n.propc:
-		p.done <- result{err: n.broken}
-	case <-n.reportc:
-	case q := <-n.queryc:
-		q()
-	case <-n.recvc:
-	case <-n.stopc:
-		n.failWaiting(ErrStopped)
+// The turn functions below are the run loop's cases; the simulation calls
+// them directly, one at a time, followed by settle.
+
+// settle persists, sends and applies whatever raft has ready. It returns
+// false once the node has failed for good.
+func (n *Node) settle() bool {
+	if n.fatal != nil {
+		return false
+	}
+	if n.broken != nil {
+		return true
+	}
+	if err := n.drainReady(); err != nil && !n.storageFailed(err) {
+		n.fail(err)
 		return false
 	}
 	return true
+}
+
+// onTick advances raft's clock. While storage is failing, the first tick
+// after retryAt tries to recover instead.
+func (n *Node) onTick() {
+	if n.broken == nil {
+		n.rn.Tick()
+		return
+	}
+	if n.cfg.now().Before(n.retryAt) {
+		return
+	}
+	if err := n.recoverStorage(); err != nil && !n.storageFailed(err) {
+		n.fail(err)
+		return
+	}
+	if n.broken == nil {
+		n.cfg.Logger.Info("metadata log storage recovered", "applied", n.applied)
+	}
+}
+
+// onProposal starts a proposal, or refuses it while storage is failing.
+func (n *Node) onProposal(p *proposal) {
+	if n.broken != nil {
+		p.done <- result{err: n.broken}
+		return
+	}
+	n.handleProposal(p)
+}
+
+// onReport applies transport feedback; dropped while storage is failing.
+func (n *Node) onReport(f func(*etcdraft.RawNode)) {
+	if n.broken == nil {
+		f(n.rn)
+	}
+}
+
+// onMessage steps a peer's message into raft. While storage is failing
+// it is dropped (raft tolerates loss, and a node that cannot write must
+// not vote or lead).
+func (n *Node) onMessage(m *pb.Message) {
+	if n.broken != nil {
+		return
+	}
+	if err := n.rn.Step(m); err != nil {
+		n.cfg.Logger.Debug("raft step", "err", err)
+	}
+	n.notePeer(m)
 }
 
 // storageFailed handles an error of drainReady: a storage failure puts
@@ -451,7 +487,7 @@ func (n *Node) storageFailed(err error) bool {
 		}
 	}
 	n.backoff = min(max(2*n.backoff, n.cfg.TickInterval), 50*n.cfg.TickInterval)
-	n.retryAt = time.Now().Add(n.backoff)
+	n.retryAt = n.cfg.now().Add(n.backoff)
 	n.broken = err
 	n.leader.Store(0)
 	n.cfg.Logger.Error("metadata log write failed; retrying", "err", err, "retry.in", n.backoff)
@@ -736,7 +772,7 @@ func (n *Node) failWaiting(err error) {
 }
 
 func (n *Node) maybeSnapshot() error {
-	if n.applied-n.snapApplied < n.cfg.SnapshotEvery || time.Now().Before(n.snapRetry) {
+	if n.applied-n.snapApplied < n.cfg.SnapshotEvery || n.cfg.now().Before(n.snapRetry) {
 		return nil
 	}
 	data, err := n.cfg.Applier.Snapshot()
@@ -750,7 +786,7 @@ func (n *Node) maybeSnapshot() error {
 	s := &pb.Snapshot{Data: data, Metadata: &pb.SnapshotMetadata{Index: new(n.applied), Term: new(term), ConfState: n.confState}}
 	if err := n.log.saveSnapshot(s); err != nil {
 		// The log still holds every entry: only compaction waits.
-		n.snapRetry = time.Now().Add(50 * n.cfg.TickInterval)
+		n.snapRetry = n.cfg.now().Add(50 * n.cfg.TickInterval)
 		n.cfg.Logger.Warn("metadata snapshot not written; retrying later", "index", n.applied, "err", err)
 		return nil
 	}
