@@ -70,6 +70,9 @@ func (d *simDisk) hook(op, path string) error {
 		}
 		size = fi.Size()
 	}
+	if seg {
+		d.s.logf("n%d disk: %s %s size %d durable %d", d.id, op, filepath.Base(path), size, d.durable[path])
+	}
 	switch op {
 	case "write":
 		if seg {

@@ -106,6 +106,24 @@ func TestSimulation(t *testing.T) {
 	t.Logf("%d seeds (%d..%d) in %v: %s", seeds, start, start+seeds-1, time.Since(began).Round(time.Millisecond), total)
 }
 
+// simRegressions are seeds that found bugs, with what they found. A seed
+// keeps its meaning only while the simulation's random choices stay the
+// same; each bug also has a focused test.
+var simRegressions = []struct {
+	seed uint64
+	bug  string
+}{
+	{143, "truncateFrom removed a whole segment and the next append overwrote the previous one from offset 0 (TestDiskLogTruncateWholeSegmentThenAppend)"},
+}
+
+func TestSimulationRegressions(t *testing.T) {
+	for _, r := range simRegressions {
+		if s := runSimSeed(t, r.seed, false); s.err != nil {
+			t.Errorf("seed %d (%s): %v", r.seed, r.bug, s.err)
+		}
+	}
+}
+
 // TestSimulationDeterministic runs seeds twice with tracing: the event
 // logs must be identical, or a failing seed would not reproduce.
 func TestSimulationDeterministic(t *testing.T) {

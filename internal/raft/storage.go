@@ -369,15 +369,15 @@ func (l *diskLog) truncateFrom(from uint64) error {
 	if from < s.first {
 		from = s.first
 	}
-	keep := int(from - s.first)
-	if keep >= len(s.positions) {
-		return nil
+	if keep := int(from - s.first); keep < len(s.positions) {
+		s.size = s.positions[keep]
+		s.positions = s.positions[:keep]
+		if err := l.active.Truncate(s.size); err != nil {
+			return fmt.Errorf("truncate metadata log: %w", err)
+		}
 	}
-	s.size = s.positions[keep]
-	s.positions = s.positions[:keep]
-	if err := l.active.Truncate(s.size); err != nil {
-		return fmt.Errorf("truncate metadata log: %w", err)
-	}
+	// Also when a segment was reopened above (its offset is 0): the next
+	// append must land after its last entry, not over its first.
 	if _, err := l.active.Seek(s.size, io.SeekStart); err != nil {
 		return err
 	}
