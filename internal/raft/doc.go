@@ -16,14 +16,16 @@
 //
 // A failed write or fsync (a full disk, an I/O error) does not stop the
 // node. The Ready being persisted is dropped before anything in it is sent
-// or applied, and its proposals are answered ErrStorage; so is every
-// proposal while the node recovers. Until then it drops peers' messages
+// or applied, and its proposals are answered ErrStorage once recovery has
+// cut its entries from the disk (at the first retry: until then a crash
+// could leave them in the log for a restart to commit); every proposal
+// made while the node recovers is answered ErrStorage at once. Until then it drops peers' messages
 // (it can neither vote nor lead) and, with a growing backoff (one tick up
 // to 50), reopens its log from disk as a restart would — keeping the
 // Applier's state — cuts the entries of the failed Ready, and rejoins: a
-// sole voter campaigns at once. The only voter also cuts and answers
-// ErrStorage for its own entries above the durable commit index, which no
-// other log holds. A proposal is therefore answered an error only if its
+// sole voter campaigns at once. The only voter also cuts, and then
+// answers ErrStorage for, its own entries above the durable commit index,
+// which no other log holds. A proposal is therefore answered an error only if its
 // entry is never applied; the one exception is a context that expires
 // first (in a multi-voter quorum, an entry that reached peers may still
 // commit), which, like Kafka's REQUEST_TIMED_OUT, says nothing either way.

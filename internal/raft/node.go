@@ -147,11 +147,16 @@ type Node struct {
 	// healthy): until retryAt it drops messages and refuses proposals,
 	// then reopens its log from disk (recoverStorage). cut is the first
 	// index written by the failed Ready, removed from disk on recovery.
-	broken    error
-	retryAt   time.Time
-	backoff   time.Duration
-	cut       uint64
-	snapRetry time.Time // a failed snapshot write is retried after this
+	broken  error
+	retryAt time.Time
+	backoff time.Duration
+	cut     uint64
+	// cutWaiting are the proposals whose entries recovery cuts (n.cut
+	// on), each with its failure: they are answered once the cut is on
+	// disk, because a crash before could leave an entry in the log for
+	// a restart to commit.
+	cutWaiting []cutProposal
+	snapRetry  time.Time // a failed snapshot write is retried after this
 	// durableCommit is the commit index in quorum-state on disk.
 	durableCommit uint64
 	// peers and peersTerm: contact times of voters, on the leader (status.go).
@@ -164,6 +169,11 @@ type proposal struct {
 	seq   uint64
 	index uint64      // of its entry, once persisted in this node's log
 	done  chan result // buffered 1
+}
+
+type cutProposal struct {
+	p   *proposal
+	err error
 }
 
 type result struct {
@@ -475,14 +485,15 @@ func (n *Node) storageFailed(err error) bool {
 	if v := n.confState.GetVoters(); len(v) == 1 && v[0] == n.cfg.ID {
 		// The only voter: entries above the durable commit index are in
 		// no other log, so recovery may drop them, and their proposals
-		// get a definite answer now instead of waiting for the disk.
+		// get a definite answer at the first retry instead of waiting
+		// for the disk to accept them.
 		for _, p := range n.waiting {
 			if p.index > n.durableCommit {
 				if n.cut == 0 || p.index < n.cut {
 					n.cut = p.index
 				}
 				delete(n.waiting, p.seq)
-				p.done <- result{err: err}
+				n.cutWaiting = append(n.cutWaiting, cutProposal{p, err})
 			}
 		}
 	}
@@ -494,10 +505,10 @@ func (n *Node) storageFailed(err error) bool {
 	return true
 }
 
-// discardReady answers the proposals whose entries are in rd, which could
-// not be persisted, with err; recovery removes those entries from disk,
-// and no peer has them (messages go out only after a Ready persisted), so
-// they are never applied.
+// discardReady sets aside the proposals whose entries are in rd, which
+// could not be persisted, to be answered err once recovery has removed
+// those entries from disk; no peer has them (messages go out only after a
+// Ready persisted), so they are never applied.
 func (n *Node) discardReady(rd etcdraft.Ready, err error) {
 	if len(rd.Entries) > 0 {
 		if first := rd.Entries[0].GetIndex(); n.cut == 0 || first < n.cut {
@@ -507,7 +518,7 @@ func (n *Node) discardReady(rd etcdraft.Ready, err error) {
 	for _, e := range rd.Entries {
 		if p := n.waiterOf(e); p != nil {
 			delete(n.waiting, p.seq)
-			p.done <- result{err: err}
+			n.cutWaiting = append(n.cutWaiting, cutProposal{p, err})
 		}
 	}
 }
@@ -537,6 +548,12 @@ func (n *Node) recoverStorage() error {
 		ents = ents[:len(ents)-1]
 	}
 	n.cut = 0
+	// The cut entries are off the disk (truncateFrom fsyncs): now their
+	// proposals may learn that they failed.
+	for _, c := range n.cutWaiting {
+		c.p.done <- result{err: c.err}
+	}
+	n.cutWaiting = nil
 	ms := etcdraft.NewMemoryStorage()
 	if err := ms.ApplySnapshot(rec.snap); err != nil {
 		return err
@@ -769,6 +786,10 @@ func (n *Node) failWaiting(err error) {
 		p.done <- result{err: err}
 		delete(n.waiting, seq)
 	}
+	for _, c := range n.cutWaiting {
+		c.p.done <- result{err: err}
+	}
+	n.cutWaiting = nil
 }
 
 func (n *Node) maybeSnapshot() error {

@@ -113,6 +113,7 @@ var simRegressions = []struct {
 	seed uint64
 	bug  string
 }{
+	{107, "ErrStorage answered before the failed entry was cut from disk; a crash then let the restarted sole voter commit it (TestStorageErrorAnsweredOnlyOnceTheEntryIsCut)"},
 	{143, "truncateFrom removed a whole segment and the next append overwrote the previous one from offset 0 (TestDiskLogTruncateWholeSegmentThenAppend)"},
 }
 
@@ -490,7 +491,7 @@ func (s *sim) describe() string {
 		bs := n.rn.BasicStatus()
 		last, _ := n.storage.LastIndex()
 		fmt.Fprintf(&b, "n%d %s term %d lead %d commit %d applied %d last %d broken %v; ",
-			id, bs.RaftState, bs.Term, bs.Lead, bs.Commit, n.applied, last, n.broken != nil)
+			id, bs.RaftState, bs.GetTerm(), bs.Lead, bs.GetCommit(), n.applied, last, n.broken != nil)
 	}
 	return b.String()
 }
