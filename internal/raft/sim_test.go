@@ -304,7 +304,8 @@ func newSim(seed uint64, dir string, tracing bool) *sim {
 
 func (s *sim) logf(format string, args ...any) {
 	if s.tracing {
-		s.trace = append(s.trace, fmt.Sprintf("%6dms ", s.now)+fmt.Sprintf(format, args...))
+		line := fmt.Sprintf("%6dms ", s.now) + fmt.Sprintf(format, args...)
+		s.trace = append(s.trace, strings.ReplaceAll(line, s.dir, "$DIR"))
 	}
 }
 
@@ -312,7 +313,8 @@ func (s *sim) logf(format string, args ...any) {
 // current event.
 func (s *sim) fail(format string, args ...any) {
 	if s.err == nil {
-		s.err = fmt.Errorf("at %dms: "+format, append([]any{s.now}, args...)...)
+		msg := fmt.Sprintf("at %dms: "+format, append([]any{s.now}, args...)...)
+		s.err = errors.New(strings.ReplaceAll(msg, s.dir, "$DIR"))
 		s.logf("VIOLATION: %v", s.err)
 	}
 }
