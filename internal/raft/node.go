@@ -25,6 +25,11 @@ var (
 	// full disk, an I/O error), and every proposal while the node waits
 	// to retry its storage. The entry is discarded: it is never applied.
 	ErrStorage = errors.New("raft: metadata log storage failure")
+	// ErrOutcomeUnknown, wrapped with ErrNotLeader, answers a proposal
+	// whose entry a snapshot from the leader covers: the entry was
+	// committed or replaced, and the snapshot does not say which. Like an
+	// expired context, it says nothing either way.
+	ErrOutcomeUnknown = errors.New("raft: proposal outcome unknown")
 )
 
 // Applier is the state machine fed by the log. All methods run on the Node
@@ -729,6 +734,12 @@ func (n *Node) installSnapshot(s *pb.Snapshot) error {
 	n.confState = s.GetMetadata().GetConfState()
 	n.applied = s.GetMetadata().GetIndex()
 	n.snapApplied = n.applied
+	for seq, p := range n.waiting {
+		if p.index != 0 && p.index <= n.applied {
+			delete(n.waiting, seq)
+			p.done <- result{err: fmt.Errorf("%w: %w: entry %d is covered by the leader's snapshot at %d", ErrNotLeader, ErrOutcomeUnknown, p.index, n.applied)}
+		}
+	}
 	return nil
 }
 

@@ -10,7 +10,8 @@ package raft
 //     every node applies the same payload at an index;
 //   - a proposal answered success (or the Applier's error) was applied at
 //     exactly the index of the answer, and is never applied at another;
-//   - a proposal answered ErrStorage or ErrNotLeader is never applied,
+//   - a proposal answered ErrStorage or ErrNotLeader (but not
+//     ErrOutcomeUnknown) is never applied,
 //     before or after the answer, on any node, across restarts;
 //   - the metadata images (Loader.Snapshot) are equal at equal offsets,
 //     whether reached by replay or by restoring a snapshot;
@@ -18,7 +19,6 @@ package raft
 //     converges (same applied index, same image) within bounds.
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/samsa-io/samsa/internal/metadata"
@@ -134,12 +134,12 @@ func (s *sim) answered(sp *simProp, r result) {
 		if sp.afterHeal {
 			s.committed = true
 		}
+	case errorsIsAny(r.err, ErrOutcomeUnknown, ErrStopped):
+		sp.state = propUnknown
+		s.stats.unknown++
 	case errorsIsAny(r.err, ErrStorage, ErrNotLeader):
 		sp.state = propFailed
 		s.stats.failed++
-	case errors.Is(r.err, ErrStopped):
-		sp.state = propUnknown
-		s.stats.unknown++
 	default:
 		sp.state = propRejected
 		s.stats.rejected++

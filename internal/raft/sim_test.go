@@ -114,6 +114,7 @@ var simRegressions = []struct {
 	bug  string
 }{
 	{107, "ErrStorage answered before the failed entry was cut from disk; a crash then let the restarted sole voter commit it (TestStorageErrorAnsweredOnlyOnceTheEntryIsCut)"},
+	{8, "a proposal whose entry a leader's snapshot covered was answered ErrNotLeader (\"replaced\") though it was committed and applied; now ErrOutcomeUnknown"},
 	{143, "truncateFrom removed a whole segment and the next append overwrote the previous one from offset 0 (TestDiskLogTruncateWholeSegmentThenAppend)"},
 }
 
