@@ -3,6 +3,8 @@ package raft
 // The simulation's invariants (see sim_test.go), checked after every event:
 //
 //   - at most one leader per term;
+//   - a node acknowledges entries and grants votes only once they are
+//     persisted (checked as each message leaves, sim_net_test.go);
 //   - committed entries never change: every node's log agrees, index by
 //     index, with what any node ever saw committed, and a node's commit
 //     index never goes back, across restarts too (it is durable);

@@ -41,6 +41,12 @@ type simDisk struct {
 	gen  int
 	// durable is, per segment path, the size known to be on disk.
 	durable map[string]int64
+	// crashNow: the process died at a write or fsync of the current
+	// turn (a crash point); the simulation crashes the node when the
+	// turn ends, and every later operation of the turn fails.
+	crashNow bool
+	// injected: some operation failed by injection (since start reset it).
+	injected bool
 }
 
 // startFault turns on a random fault mode for dur milliseconds.
@@ -73,6 +79,16 @@ func (d *simDisk) hook(op, path string) error {
 	if seg {
 		d.s.logf("n%d disk: %s %s size %d durable %d", d.id, op, filepath.Base(path), size, d.durable[path])
 	}
+	if d.crashNow {
+		return &os.PathError{Op: op, Path: path, Err: syscall.EIO}
+	}
+	if !d.s.healed && d.s.rng.Float64() < d.s.crashPoint {
+		// Die here: before this write, or after a write and before its
+		// fsync (the crash then loses or tears the unsynced bytes).
+		d.crashNow = true
+		d.s.logf("n%d CRASH POINT at %s %s", d.id, op, filepath.Base(path))
+		return &os.PathError{Op: op, Path: path, Err: syscall.EIO}
+	}
 	switch op {
 	case "write":
 		if seg {
@@ -94,6 +110,7 @@ func (d *simDisk) hook(op, path string) error {
 			appendFile(d, path, garbage)
 		}
 		d.s.stats.injected++
+		d.injected = true
 		d.s.logf("n%d disk: write %s fails ENOSPC", d.id, filepath.Base(path))
 		return &os.PathError{Op: op, Path: path, Err: syscall.ENOSPC}
 	case "sync":
@@ -102,6 +119,7 @@ func (d *simDisk) hook(op, path string) error {
 		}
 		if d.mode == diskSyncFails && d.s.rng.Float64() < d.rate {
 			d.s.stats.injected++
+			d.injected = true
 			if d.s.rng.IntN(2) == 0 {
 				// The kernel dropped the dirty pages (Linux after a
 				// failed writeback): the unsynced bytes are gone now.

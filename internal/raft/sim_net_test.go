@@ -60,6 +60,7 @@ func (t *simTransport) Send(msgs []*pb.Message) {
 }
 
 func (s *sim) send(from uint64, m *pb.Message) {
+	s.checkPersistedBeforeSend(from, m)
 	// Messages cross the network as bytes, as over TCPTransport: the
 	// receiver must not share memory with the sender.
 	b, err := proto.Marshal(m)
@@ -80,6 +81,28 @@ func (s *sim) send(from uint64, m *pb.Message) {
 	}
 	for range copies {
 		s.after(1+s.rng.Int64N(s.net.maxDelay), func() { s.deliver(from, inc, to, b) })
+	}
+}
+
+// checkPersistedBeforeSend: raft may acknowledge entries and grant votes
+// only once they are durable, or a crash makes the node forget them while
+// a leader counts on them. The Node's MemoryStorage mirrors what its disk
+// holds (it is updated only after a successful write and fsync).
+func (s *sim) checkPersistedBeforeSend(from uint64, m *pb.Message) {
+	n := s.nodes[from].node
+	if n == nil || m.GetReject() {
+		return
+	}
+	switch m.GetType() {
+	case pb.MessageType_MsgAppResp:
+		if last, _ := n.storage.LastIndex(); m.GetIndex() > last {
+			s.fail("n%d acknowledged index %d to n%d with only %d persisted", from, m.GetIndex(), m.GetTo(), last)
+		}
+	case pb.MessageType_MsgVoteResp:
+		hs, _, _ := n.storage.InitialState()
+		if hs.GetTerm() != m.GetTerm() || hs.GetVote() != m.GetTo() {
+			s.fail("n%d granted its vote in term %d to n%d with term %d vote %d persisted", from, m.GetTerm(), m.GetTo(), hs.GetTerm(), hs.GetVote())
+		}
 	}
 }
 

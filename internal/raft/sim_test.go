@@ -6,7 +6,8 @@ package raft
 // turns, see open and settle in node.go) over an in-memory network that
 // drops, delays, duplicates and partitions messages, on real files in a
 // RAM directory whose writes and fsyncs fail on command (Config.Fault) and
-// whose unsynced bytes a crash loses or tears. The applier is the metadata
+// whose unsynced bytes a crash loses or tears; a node may also die at any
+// write or fsync (a crash point, sim_disk_test.go). The applier is the metadata
 // Loader. Time is simulated; every random choice, etcd raft's election
 // timeouts included (testing/cryptotest), comes from the seed, so a seed
 // replays exactly. After every event the invariants of sim_check_test.go
@@ -14,7 +15,7 @@ package raft
 // leader, commit a new proposal and converge within a bounded number of
 // ticks.
 //
-//	go test ./internal/raft -run 'TestSimulation$'             # CI: 1000 seeds (200 with -short)
+//	go test ./internal/raft -run 'TestSimulation$'             # CI: 2000 seeds, ~30s (300 with -short)
 //	SAMSA_SIM_SEEDS=100000 go test ./internal/raft -run 'TestSimulation$' -timeout 0 -v
 //	SAMSA_SIM_START=5000 SAMSA_SIM_SEEDS=1000 ...              # another range of seeds
 //	SAMSA_SIM_SEED=1234 go test ./internal/raft -run 'TestSimulation$' -v  # one seed, its event log printed
@@ -67,9 +68,9 @@ func TestSimulation(t *testing.T) {
 		}
 		return
 	}
-	seeds := uint64(1000)
+	seeds := uint64(2000)
 	if testing.Short() {
-		seeds = 200
+		seeds = 300
 	}
 	if v := os.Getenv("SAMSA_SIM_SEEDS"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
@@ -219,10 +220,12 @@ type sim struct {
 	ids     []uint64
 	nodes   map[uint64]*simNode
 	every   uint64 // SnapshotEvery
-	net     simNet
-	chk     simChecker
-	props   []*simProp
-	open    []*simProp // not yet answered
+	// crashPoint is the chance that a node dies at a write or fsync.
+	crashPoint float64
+	net        simNet
+	chk        simChecker
+	props      []*simProp
+	open       []*simProp // not yet answered
 	// Chaos until chaosEnd, then heal: healedAt is set, and the run ends
 	// once a proposal made after it is answered success and the nodes
 	// converge.
@@ -291,6 +294,7 @@ func newSim(seed uint64, dir string, tracing bool) *sim {
 	s.every = 3 + s.rng.Uint64N(20)
 	s.net = simNet{group: map[uint64]int{}, maxDelay: 1 + s.rng.Int64N(3*simTickMs)}
 	s.chaosEnd = 1000 + s.rng.Int64N(3000)
+	s.crashPoint = []float64{0, 0.001, 0.005, 0.02}[s.rng.IntN(4)]
 	for i := 1; i <= size; i++ {
 		s.ids = append(s.ids, uint64(i))
 	}
@@ -373,12 +377,29 @@ func (s *sim) start(sn *simNode) {
 		Transport: &simTransport{s: s, from: sn.id}, Applier: sn.app, TickInterval: simTickMs * time.Millisecond,
 		SnapshotEvery: s.every, Fault: sn.disk.hook, now: s.clock}
 	s.logf("n%d start (incarnation %d)", sn.id, sn.inc)
+	sn.disk.injected = false
 	n, err := open(cfg)
+	if err != nil && (sn.disk.crashNow || sn.disk.injected) {
+		// A fresh directory cannot be bootstrapped on a full disk, and
+		// a process may die while starting: try again later.
+		sn.disk.crashNow = false
+		s.logf("n%d did not start: %v", sn.id, err)
+		s.after(1+s.rng.Int64N(500), func() {
+			if sn.node == nil {
+				s.start(sn)
+			}
+		})
+		return
+	}
 	if err != nil {
 		s.fail("n%d: open: %v", sn.id, err)
 		return
 	}
 	sn.node = n
+	if sn.disk.crashNow {
+		s.crashPointReached(sn)
+		return
+	}
 	inc := sn.inc
 	s.after(1+s.rng.Int64N(simTickMs), func() { s.tick(sn, inc) })
 }
@@ -395,10 +416,38 @@ func (s *sim) tick(sn *simNode, inc int) {
 }
 
 // settle ends a turn of sn: persist, send and apply what raft has ready.
+// A node that hit a crash point during the turn crashes now.
 func (s *sim) settle(sn *simNode) {
-	if !sn.node.settle() {
+	if !sn.node.settle() && !sn.disk.crashNow {
 		s.fail("n%d stopped: %v", sn.id, sn.node.fatal)
 	}
+	s.crashPointReached(sn)
+}
+
+// crashPointReached crashes sn if it died during the turn. Whatever it
+// answered after dying never reached anyone.
+func (s *sim) crashPointReached(sn *simNode) {
+	if !sn.disk.crashNow {
+		return
+	}
+	open := s.open[:0]
+	for _, sp := range s.open {
+		if sp.node == sn.id {
+			sp.state = propUnknown
+			s.stats.unknown++
+			s.logf("p%d unanswered: n%d died", sp.id, sn.id)
+			continue
+		}
+		open = append(open, sp)
+	}
+	s.open = open
+	s.crash(sn)
+	sn.disk.crashNow = false
+	s.after(s.rng.Int64N(500), func() {
+		if sn.node == nil && !s.healed {
+			s.start(sn)
+		}
+	})
 }
 
 // crash kills a node: its unsynced writes are lost or torn, and its
