@@ -349,6 +349,7 @@ func (l *diskLog) append(ents []*pb.Entry) error {
 
 // truncateFrom removes entries with index >= from.
 func (l *diskLog) truncateFrom(from uint64) error {
+	removed := false
 	for len(l.segs) > 0 {
 		s := l.segs[len(l.segs)-1]
 		if s.first < from || len(l.segs) == 1 {
@@ -359,11 +360,20 @@ func (l *diskLog) truncateFrom(from uint64) error {
 			return err
 		}
 		l.segs = l.segs[:len(l.segs)-1]
+		removed = true
 		f, err := os.OpenFile(l.segs[len(l.segs)-1].path, os.O_WRONLY, 0o644)
 		if err != nil {
 			return err
 		}
 		l.active = f
+	}
+	if removed {
+		// A removed segment that comes back after a crash would bring
+		// back the entries cut here (recovery answers their proposals
+		// ErrStorage once this returns).
+		if err := syncDir(l.dir); err != nil {
+			return err
+		}
 	}
 	s := l.segs[len(l.segs)-1]
 	if from < s.first {
