@@ -16,20 +16,27 @@
 //
 // A failed write or fsync (a full disk, an I/O error) does not stop the
 // node. The Ready being persisted is dropped before anything in it is sent
-// or applied, and its proposals are answered ErrStorage; so is every
-// proposal while the node recovers. Until then it drops peers' messages
-// (it can neither vote nor lead) and, with a growing backoff (one tick up
-// to 50), reopens its log from disk as a restart would — keeping the
-// Applier's state — cuts the entries of the failed Ready, and rejoins: a
-// sole voter campaigns at once. The only voter also cuts and answers
-// ErrStorage for its own entries above the durable commit index, which no
-// other log holds. A proposal is therefore answered an error only if its
-// entry is never applied; the one exception is a context that expires
-// first (in a multi-voter quorum, an entry that reached peers may still
-// commit), which, like Kafka's REQUEST_TIMED_OUT, says nothing either way.
-// Losing leadership does not answer waiting proposals: each is answered
-// when its index is applied, success if its entry is still there and
-// ErrNotLeader if another leader's entry replaced it.
+// or applied; every proposal made while the node recovers is answered
+// ErrStorage at once. Until it recovers it drops peers' messages (it can
+// neither vote nor lead) and, with a growing backoff (one tick up to 50),
+// reopens its log from disk as a restart would — keeping the Applier's
+// state — cuts the entries of the failed Ready, and rejoins: a sole voter
+// campaigns at once. The only voter also cuts its own entries above the
+// durable commit index, which no other log holds. The proposals of cut
+// entries are answered ErrStorage once the cut is on disk, at the first
+// retry: before that, a crash could leave an entry in the log for a
+// restart to commit.
+//
+// A proposal is therefore answered an error only if its entry is never
+// applied, with three exceptions that, like Kafka's REQUEST_TIMED_OUT,
+// say nothing either way: a context that expires first, ErrStopped (in a
+// multi-voter quorum an entry that reached peers may still commit) and
+// ErrOutcomeUnknown. Losing leadership does not answer waiting proposals:
+// each is answered when its index is applied, success if its entry is
+// still there and ErrNotLeader if another leader's entry replaced it; if
+// the node catches up by a snapshot that covers the index, it cannot
+// tell, and answers ErrNotLeader wrapping ErrOutcomeUnknown. The
+// simulation in sim_test.go checks this contract.
 //
 // # On-disk layout (Kafka puts it at <metadata.log.dir>/__cluster_metadata-0/)
 //

@@ -25,6 +25,11 @@ var (
 	// full disk, an I/O error), and every proposal while the node waits
 	// to retry its storage. The entry is discarded: it is never applied.
 	ErrStorage = errors.New("raft: metadata log storage failure")
+	// ErrOutcomeUnknown, wrapped with ErrNotLeader, answers a proposal
+	// whose entry a snapshot from the leader covers: the entry was
+	// committed or replaced, and the snapshot does not say which. Like an
+	// expired context, it says nothing either way.
+	ErrOutcomeUnknown = errors.New("raft: proposal outcome unknown")
 )
 
 // Applier is the state machine fed by the log. All methods run on the Node
@@ -73,6 +78,9 @@ type Config struct {
 	// error it returns is that operation's failure. Tests inject disk
 	// faults with it; production leaves it nil.
 	Fault func(op, path string) error
+	// now is the clock of storage retries and snapshot retries; default
+	// time.Now. The simulation (sim_test.go) sets its own.
+	now func() time.Time
 }
 
 // Validate checks the configuration and fills defaults.
@@ -103,6 +111,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SnapshotEvery == 0 {
 		c.SnapshotEvery = 1000
+	}
+	if c.now == nil {
+		c.now = time.Now
 	}
 	return nil
 }
@@ -141,11 +152,16 @@ type Node struct {
 	// healthy): until retryAt it drops messages and refuses proposals,
 	// then reopens its log from disk (recoverStorage). cut is the first
 	// index written by the failed Ready, removed from disk on recovery.
-	broken    error
-	retryAt   time.Time
-	backoff   time.Duration
-	cut       uint64
-	snapRetry time.Time // a failed snapshot write is retried after this
+	broken  error
+	retryAt time.Time
+	backoff time.Duration
+	cut     uint64
+	// cutWaiting are the proposals whose entries recovery cuts (n.cut
+	// on), each with its failure: they are answered once the cut is on
+	// disk, because a crash before could leave an entry in the log for
+	// a restart to commit.
+	cutWaiting []cutProposal
+	snapRetry  time.Time // a failed snapshot write is retried after this
 	// durableCommit is the commit index in quorum-state on disk.
 	durableCommit uint64
 	// peers and peersTerm: contact times of voters, on the leader (status.go).
@@ -160,6 +176,11 @@ type proposal struct {
 	done  chan result // buffered 1
 }
 
+type cutProposal struct {
+	p   *proposal
+	err error
+}
+
 type result struct {
 	index uint64
 	err   error
@@ -171,6 +192,17 @@ type result struct {
 // Open returns. Use Barrier to be sure every committed entry is applied
 // (entries whose commit was not yet recorded are applied after election).
 func Open(cfg Config) (*Node, error) {
+	n, err := open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	go n.run()
+	return n, nil
+}
+
+// open is Open without the goroutine: the simulation drives the node's
+// turn functions (settle, onTick, onProposal, onMessage, onReport) itself.
+func open(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -220,7 +252,6 @@ func Open(cfg Config) (*Node, error) {
 		n.log.close()
 		return nil, err
 	}
-	go n.run()
 	return n, nil
 }
 
@@ -364,34 +395,18 @@ func (n *Node) run() {
 	defer close(n.donec)
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
-	for {
-		if n.broken != nil {
-			if !n.runBroken(ticker.C) {
-				return
-			}
-			continue
-		}
-		if err := n.drainReady(); err != nil && !n.storageFailed(err) {
-			n.fail(err)
-			return
-		}
-		if n.broken != nil {
-			continue
-		}
+	for n.settle() {
 		select {
 		case <-ticker.C:
-			n.rn.Tick()
+			n.onTick()
 		case p := <-n.propc:
-			n.handleProposal(p)
+			n.onProposal(p)
 		case f := <-n.reportc:
-			f(n.rn)
+			n.onReport(f)
 		case q := <-n.queryc:
 			q()
 		case m := <-n.recvc:
-			if err := n.rn.Step(m); err != nil {
-				n.cfg.Logger.Debug("raft step", "err", err)
-			}
-			n.notePeer(m)
+			n.onMessage(m)
 		case <-n.stopc:
 			n.failWaiting(ErrStopped)
 			return
@@ -399,35 +414,71 @@ func (n *Node) run() {
 	}
 }
 
-// runBroken is one turn of the run loop while storage is failing: peers'
-// messages are dropped (raft tolerates loss, and a node that cannot write
-// must not vote or lead), proposals are refused with the failure, and on
-// the first tick after retryAt the node tries to recover. It returns false
-// when the node is stopped.
-func (n *Node) runBroken(tick <-chan time.Time) bool {
-	select {
-	case <-tick:
-		if time.Now().Before(n.retryAt) {
-			return true
-		}
-		if err := n.recoverStorage(); err != nil && !n.storageFailed(err) {
-			n.fail(err)
-			return false
-		}
-		if n.broken == nil {
-			n.cfg.Logger.Info("metadata log storage recovered", "applied", n.applied)
-		}
-	case p := <-n.propc:
-		p.done <- result{err: n.broken}
-	case <-n.reportc:
-	case q := <-n.queryc:
-		q()
-	case <-n.recvc:
-	case <-n.stopc:
-		n.failWaiting(ErrStopped)
+// The turn functions below are the run loop's cases; the simulation calls
+// them directly, one at a time, followed by settle.
+
+// settle persists, sends and applies whatever raft has ready. It returns
+// false once the node has failed for good.
+func (n *Node) settle() bool {
+	if n.fatal != nil {
+		return false
+	}
+	if n.broken != nil {
+		return true
+	}
+	if err := n.drainReady(); err != nil && !n.storageFailed(err) {
+		n.fail(err)
 		return false
 	}
 	return true
+}
+
+// onTick advances raft's clock. While storage is failing, the first tick
+// after retryAt tries to recover instead.
+func (n *Node) onTick() {
+	if n.broken == nil {
+		n.rn.Tick()
+		return
+	}
+	if n.cfg.now().Before(n.retryAt) {
+		return
+	}
+	if err := n.recoverStorage(); err != nil && !n.storageFailed(err) {
+		n.fail(err)
+		return
+	}
+	if n.broken == nil {
+		n.cfg.Logger.Info("metadata log storage recovered", "applied", n.applied)
+	}
+}
+
+// onProposal starts a proposal, or refuses it while storage is failing.
+func (n *Node) onProposal(p *proposal) {
+	if n.broken != nil {
+		p.done <- result{err: n.broken}
+		return
+	}
+	n.handleProposal(p)
+}
+
+// onReport applies transport feedback; dropped while storage is failing.
+func (n *Node) onReport(f func(*etcdraft.RawNode)) {
+	if n.broken == nil {
+		f(n.rn)
+	}
+}
+
+// onMessage steps a peer's message into raft. While storage is failing
+// it is dropped (raft tolerates loss, and a node that cannot write must
+// not vote or lead).
+func (n *Node) onMessage(m *pb.Message) {
+	if n.broken != nil {
+		return
+	}
+	if err := n.rn.Step(m); err != nil {
+		n.cfg.Logger.Debug("raft step", "err", err)
+	}
+	n.notePeer(m)
 }
 
 // storageFailed handles an error of drainReady: a storage failure puts
@@ -439,29 +490,30 @@ func (n *Node) storageFailed(err error) bool {
 	if v := n.confState.GetVoters(); len(v) == 1 && v[0] == n.cfg.ID {
 		// The only voter: entries above the durable commit index are in
 		// no other log, so recovery may drop them, and their proposals
-		// get a definite answer now instead of waiting for the disk.
+		// get a definite answer at the first retry instead of waiting
+		// for the disk to accept them.
 		for _, p := range n.waiting {
 			if p.index > n.durableCommit {
 				if n.cut == 0 || p.index < n.cut {
 					n.cut = p.index
 				}
 				delete(n.waiting, p.seq)
-				p.done <- result{err: err}
+				n.cutWaiting = append(n.cutWaiting, cutProposal{p, err})
 			}
 		}
 	}
 	n.backoff = min(max(2*n.backoff, n.cfg.TickInterval), 50*n.cfg.TickInterval)
-	n.retryAt = time.Now().Add(n.backoff)
+	n.retryAt = n.cfg.now().Add(n.backoff)
 	n.broken = err
 	n.leader.Store(0)
 	n.cfg.Logger.Error("metadata log write failed; retrying", "err", err, "retry_in", n.backoff)
 	return true
 }
 
-// discardReady answers the proposals whose entries are in rd, which could
-// not be persisted, with err; recovery removes those entries from disk,
-// and no peer has them (messages go out only after a Ready persisted), so
-// they are never applied.
+// discardReady sets aside the proposals whose entries are in rd, which
+// could not be persisted, to be answered err once recovery has removed
+// those entries from disk; no peer has them (messages go out only after a
+// Ready persisted), so they are never applied.
 func (n *Node) discardReady(rd etcdraft.Ready, err error) {
 	if len(rd.Entries) > 0 {
 		if first := rd.Entries[0].GetIndex(); n.cut == 0 || first < n.cut {
@@ -471,7 +523,7 @@ func (n *Node) discardReady(rd etcdraft.Ready, err error) {
 	for _, e := range rd.Entries {
 		if p := n.waiterOf(e); p != nil {
 			delete(n.waiting, p.seq)
-			p.done <- result{err: err}
+			n.cutWaiting = append(n.cutWaiting, cutProposal{p, err})
 		}
 	}
 }
@@ -501,6 +553,12 @@ func (n *Node) recoverStorage() error {
 		ents = ents[:len(ents)-1]
 	}
 	n.cut = 0
+	// The cut entries are off the disk (truncateFrom fsyncs): now their
+	// proposals may learn that they failed.
+	for _, c := range n.cutWaiting {
+		c.p.done <- result{err: c.err}
+	}
+	n.cutWaiting = nil
 	ms := etcdraft.NewMemoryStorage()
 	if err := ms.ApplySnapshot(rec.snap); err != nil {
 		return err
@@ -676,6 +734,12 @@ func (n *Node) installSnapshot(s *pb.Snapshot) error {
 	n.confState = s.GetMetadata().GetConfState()
 	n.applied = s.GetMetadata().GetIndex()
 	n.snapApplied = n.applied
+	for seq, p := range n.waiting {
+		if p.index != 0 && p.index <= n.applied {
+			delete(n.waiting, seq)
+			p.done <- result{err: fmt.Errorf("%w: %w: entry %d is covered by the leader's snapshot at %d", ErrNotLeader, ErrOutcomeUnknown, p.index, n.applied)}
+		}
+	}
 	return nil
 }
 
@@ -733,10 +797,14 @@ func (n *Node) failWaiting(err error) {
 		p.done <- result{err: err}
 		delete(n.waiting, seq)
 	}
+	for _, c := range n.cutWaiting {
+		c.p.done <- result{err: err}
+	}
+	n.cutWaiting = nil
 }
 
 func (n *Node) maybeSnapshot() error {
-	if n.applied-n.snapApplied < n.cfg.SnapshotEvery || time.Now().Before(n.snapRetry) {
+	if n.applied-n.snapApplied < n.cfg.SnapshotEvery || n.cfg.now().Before(n.snapRetry) {
 		return nil
 	}
 	data, err := n.cfg.Applier.Snapshot()
@@ -750,7 +818,7 @@ func (n *Node) maybeSnapshot() error {
 	s := &pb.Snapshot{Data: data, Metadata: &pb.SnapshotMetadata{Index: new(n.applied), Term: new(term), ConfState: n.confState}}
 	if err := n.log.saveSnapshot(s); err != nil {
 		// The log still holds every entry: only compaction waits.
-		n.snapRetry = time.Now().Add(50 * n.cfg.TickInterval)
+		n.snapRetry = n.cfg.now().Add(50 * n.cfg.TickInterval)
 		n.cfg.Logger.Warn("metadata snapshot not written; retrying later", "index", n.applied, "err", err)
 		return nil
 	}

@@ -349,6 +349,7 @@ func (l *diskLog) append(ents []*pb.Entry) error {
 
 // truncateFrom removes entries with index >= from.
 func (l *diskLog) truncateFrom(from uint64) error {
+	removed := false
 	for len(l.segs) > 0 {
 		s := l.segs[len(l.segs)-1]
 		if s.first < from || len(l.segs) == 1 {
@@ -359,25 +360,34 @@ func (l *diskLog) truncateFrom(from uint64) error {
 			return err
 		}
 		l.segs = l.segs[:len(l.segs)-1]
+		removed = true
 		f, err := os.OpenFile(l.segs[len(l.segs)-1].path, os.O_WRONLY, 0o644)
 		if err != nil {
 			return err
 		}
 		l.active = f
 	}
+	if removed {
+		// A removed segment that comes back after a crash would bring
+		// back the entries cut here (recovery answers their proposals
+		// ErrStorage once this returns).
+		if err := syncDir(l.dir); err != nil {
+			return err
+		}
+	}
 	s := l.segs[len(l.segs)-1]
 	if from < s.first {
 		from = s.first
 	}
-	keep := int(from - s.first)
-	if keep >= len(s.positions) {
-		return nil
+	if keep := int(from - s.first); keep < len(s.positions) {
+		s.size = s.positions[keep]
+		s.positions = s.positions[:keep]
+		if err := l.active.Truncate(s.size); err != nil {
+			return fmt.Errorf("truncate metadata log: %w", err)
+		}
 	}
-	s.size = s.positions[keep]
-	s.positions = s.positions[:keep]
-	if err := l.active.Truncate(s.size); err != nil {
-		return fmt.Errorf("truncate metadata log: %w", err)
-	}
+	// Also when a segment was reopened above (its offset is 0): the next
+	// append must land after its last entry, not over its first.
 	if _, err := l.active.Seek(s.size, io.SeekStart); err != nil {
 		return err
 	}
