@@ -70,14 +70,22 @@ func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "samsa server: %v\n", err)
 		return 1
 	}
-	<-ctx.Done()
-	logger.Info("shutting down", "cause", context.Cause(ctx).Error())
+	code := 0
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down", "cause", context.Cause(ctx).Error())
+	case <-srv.Failed():
+		// Every log directory failed: stop as Kafka halts such a broker,
+		// but with a controlled shutdown first.
+		fmt.Fprintf(stderr, "samsa server: %v\n", srv.Err())
+		code = 1
+	}
 	if err := srv.Close(); err != nil {
 		logger.Error("shutdown", "err", err)
 		return 1
 	}
 	logger.Info("stopped")
-	return 0
+	return code
 }
 
 // signalContext is canceled, with the signal as its cause, by the first

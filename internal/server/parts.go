@@ -130,7 +130,16 @@ func (s *Server) openLogs(context.Context) error {
 	if err != nil {
 		return err
 	}
-	logs, err := storage.NewLogManager(managerConfig(s.cfg, defaults.Log, s.logger))
+	mcfg := managerConfig(s.cfg, defaults.Log, s.logger)
+	mcfg.OnDirFailure = func(dir string, err error, online int) {
+		if online == 0 {
+			// Kafka halts a broker whose every log directory failed; the
+			// owner of this node stops it (a controlled shutdown first, so
+			// its leaderships move at once).
+			s.fail(fmt.Errorf("every log directory has failed (last: %s): %w", dir, err))
+		}
+	}
+	logs, err := storage.NewLogManager(mcfg)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/samsa-io/samsa/internal/broker"
@@ -38,6 +39,12 @@ type Server struct {
 	// first started of them are up.
 	parts   []component
 	started int
+
+	// failed is closed, with failure set, when the node can no longer
+	// serve (every log directory failed); its owner should Close it.
+	failed   chan struct{}
+	failOnce sync.Once
+	failure  error
 
 	clusterID string
 	loader    *metadata.Loader
@@ -93,7 +100,7 @@ func StartContext(ctx context.Context, cfg *config.Config, logger *slog.Logger, 
 	if err := checkSupported(cfg); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, logger: logger, level: level}
+	s := &Server{cfg: cfg, logger: logger, level: level, failed: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -274,6 +281,29 @@ func (s *Server) Addr(listener string) string {
 		}
 	}
 	return ""
+}
+
+// Failed is closed when the node can no longer serve and should be
+// closed: every log directory failed, as Kafka halts such a broker. Err
+// then says why.
+func (s *Server) Failed() <-chan struct{} { return s.failed }
+
+// Err is why Failed was closed, nil before.
+func (s *Server) Err() error {
+	select {
+	case <-s.failed:
+		return s.failure
+	default:
+		return nil
+	}
+}
+
+func (s *Server) fail(err error) {
+	s.failOnce.Do(func() {
+		s.logger.Error("node cannot serve any more; stopping", "err", err)
+		s.failure = err
+		close(s.failed)
+	})
 }
 
 // ClusterID is the cluster id from meta.properties.

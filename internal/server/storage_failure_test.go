@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,29 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/samsa-io/samsa/internal/config"
+	"github.com/samsa-io/samsa/internal/tmpfstest"
 )
-
-// mountTmpfs mounts a tmpfs of size bytes on a new directory and unmounts
-// it when the test ends. Mounting needs root: without it the test skips.
-func mountTmpfs(t *testing.T, size int) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a small tmpfs to fill needs root")
-	}
-	dir := filepath.Join(t.TempDir(), "tmpfs")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
 
 // TestFullDiskAnswersStorageError fills a real (tmpfs) log directory while
 // producing. Kafka's behaviour is the reference: the produce that hits the
@@ -48,7 +27,7 @@ func mountTmpfs(t *testing.T, size int) string {
 // keeps serving everything else, and after a restart every acknowledged
 // record is there and produce works again.
 func TestFullDiskAnswersStorageError(t *testing.T) {
-	data := mountTmpfs(t, 4<<20)
+	data := tmpfstest.Mount(t, 4<<20)
 	// The metadata log lives elsewhere: this test is about partition logs.
 	overrides := []string{
 		"log.dirs=" + data,
@@ -99,6 +78,16 @@ func TestFullDiskAnswersStorageError(t *testing.T) {
 	}
 	if len(acked) == 0 {
 		t.Fatal("no record was acknowledged before the disk filled")
+	}
+	// Its only log directory failed: the node tells its owner to stop it,
+	// as Kafka halts a broker with no log directory left.
+	select {
+	case <-s.Failed():
+		if err := s.Err(); err == nil || !strings.Contains(err.Error(), "every log directory has failed") {
+			t.Fatalf("node failure: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the node did not report that its only log directory failed")
 	}
 
 	// Space returns, but the partition stays offline until restart.

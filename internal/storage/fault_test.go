@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -83,5 +85,83 @@ func TestStorageFaultTakesLogOffline(t *testing.T) {
 				t.Fatalf("append after reopening at %d, want %d", off, leo)
 			}
 		})
+	}
+}
+
+// The first failure of any log takes its whole log directory offline, as
+// Kafka does: the other logs there answer ErrStorage without failing
+// themselves, new logs go to the directories still online, and the owner
+// is told how many remain.
+func TestStorageFaultTakesDirectoryOffline(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir()}
+	var faultPath atomic.Value // string: the log dir whose writes fail
+	faultPath.Store("")
+	type failure struct {
+		dir    string
+		online int
+	}
+	failures := make(chan failure, 2)
+	m, err := NewLogManager(ManagerConfig{Dirs: dirs, CheckpointInterval: -1, RetentionCheckInterval: -1, CleanerThreads: -1,
+		DefaultLogConfig: LogConfig{Fault: func(op, path string) error {
+			if p := faultPath.Load().(string); p != "" && strings.HasPrefix(path, p) {
+				return &os.PathError{Op: op, Path: path, Err: syscall.ENOSPC}
+			}
+			return nil
+		}},
+		OnDirFailure: func(dir string, _ error, online int) { failures <- failure{dir, online} },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.Load(); err != nil {
+		t.Fatal(err)
+	}
+	logs := map[string]*Log{}
+	dirOf := map[string]string{}
+	for _, name := range []string{"a", "b", "c"} {
+		l, err := m.GetOrCreate(name, 0, [16]byte{}, LogConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs[name], dirOf[name] = l, filepath.Dir(l.Dir())
+		mustAppend(t, l, makeBatch(t, 1, 1000, 10))
+	}
+	// a and c share a directory (placement alternates), b has the other.
+	if dirOf["a"] != dirOf["c"] || dirOf["a"] == dirOf["b"] {
+		t.Fatalf("placement %v", dirOf)
+	}
+
+	faultPath.Store(logs["a"].Dir())
+	if _, err := logs["a"].Append(makeBatch(t, 1, 1000, 10)); !errors.Is(err, ErrStorage) {
+		t.Fatalf("append to a during the fault = %v, want ErrStorage", err)
+	}
+	faultPath.Store("")
+	if f := <-failures; f.dir != dirOf["a"] || f.online != 1 {
+		t.Fatalf("OnDirFailure(%s, online %d), want (%s, 1)", f.dir, f.online, dirOf["a"])
+	}
+	if _, err := logs["c"].Append(makeBatch(t, 1, 1000, 10)); !errors.Is(err, ErrStorage) {
+		t.Fatalf("append to c, in the offline directory = %v, want ErrStorage", err)
+	}
+	if _, err := logs["b"].Append(makeBatch(t, 1, 1000, 10)); err != nil {
+		t.Fatalf("append to b, in the online directory: %v", err)
+	}
+	if got := m.OfflineDirs(); !slices.Equal(got, []string{dirOf["a"]}) {
+		t.Fatalf("OfflineDirs = %v", got)
+	}
+	d, err := m.GetOrCreate("d", 0, [16]byte{}, LogConfig{})
+	if err != nil || filepath.Dir(d.Dir()) != dirOf["b"] {
+		t.Fatalf("new log placed in %v (err %v), want the online directory %s", d, err, dirOf["b"])
+	}
+
+	faultPath.Store(logs["b"].Dir())
+	if _, err := logs["b"].Append(makeBatch(t, 1, 1000, 10)); !errors.Is(err, ErrStorage) {
+		t.Fatalf("append to b during the fault = %v", err)
+	}
+	if f := <-failures; f.dir != dirOf["b"] || f.online != 0 {
+		t.Fatalf("OnDirFailure(%s, online %d), want (%s, 0)", f.dir, f.online, dirOf["b"])
+	}
+	if _, err := m.GetOrCreate("e", 0, [16]byte{}, LogConfig{}); !errors.Is(err, ErrStorage) {
+		t.Fatalf("GetOrCreate with every directory offline = %v, want ErrStorage", err)
 	}
 }

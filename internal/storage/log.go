@@ -71,6 +71,10 @@ type Log struct {
 	logStart atomic.Int64
 	closed   atomic.Bool
 	failed   atomic.Pointer[error] // ErrStorage: the log is offline (fail)
+	// onFail, when set, learns of the failure that took the log offline
+	// (the LogManager takes the log's directory offline). It is called
+	// with the log's locks possibly held and must not block.
+	onFail atomic.Pointer[func(error)]
 
 	// structMu is held exclusively (after mu) by operations that remove or
 	// shorten files; readers hold it shared.
@@ -354,9 +358,16 @@ func (l *Log) fail(op string, err error) error {
 	ferr := fmt.Errorf("%w: %s of log %s: %w; the log is offline until restart", ErrStorage, op, l.dir, err)
 	if l.failed.CompareAndSwap(nil, &ferr) {
 		l.logger.Error("log storage failure, log offline", "op", op, "err", err)
+		if fn := l.onFail.Load(); fn != nil {
+			(*fn)(ferr)
+		}
 	}
 	return *l.failed.Load()
 }
+
+// takeOffline takes the log offline because another log of its directory
+// failed: every later operation answers err.
+func (l *Log) takeOffline(err error) { l.failed.CompareAndSwap(nil, &err) }
 
 // failure is the error that took the log offline, or nil.
 func (l *Log) failure() error {

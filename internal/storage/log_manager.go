@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -50,6 +52,13 @@ type ManagerConfig struct {
 	// CleanerBackoff (log.cleaner.backoff.ms) is how long a cleaner
 	// sleeps when no log needs cleaning. Default 15 s.
 	CleanerBackoff time.Duration
+
+	// OnDirFailure, when set, is told when a log directory goes offline
+	// (the first failed write or fsync of any log in it, as Kafka takes a
+	// log directory offline on its first IOException) and how many
+	// directories are still online. It runs on a goroutine of its own,
+	// which Close waits for: it must not block on, or call, Close.
+	OnDirFailure func(dir string, err error, online int)
 }
 
 // Defaults of the retention and cleaner settings.
@@ -68,9 +77,10 @@ type LogManager struct {
 
 	mu struct {
 		sync.Mutex
-		logs   map[TopicPartition]*Log
-		dirOf  map[TopicPartition]string // log directory holding each log
-		closed bool
+		logs    map[TopicPartition]*Log
+		dirOf   map[TopicPartition]string // log directory holding each log
+		closed  bool
+		offline map[string]error // failed log directories, until restart
 
 		cleanerCheckpoints map[TopicPartition]int64 // cleaner-offset-checkpoint of every dir
 		cleaning           map[TopicPartition]bool  // a cleaner is on it
@@ -83,6 +93,8 @@ type LogManager struct {
 	// stop on stopBackground; Close joins them before closing the logs.
 	background     sync.WaitGroup
 	stopBackground chan struct{}
+	// dirFailures joins the goroutines handling a failed directory.
+	dirFailures sync.WaitGroup
 }
 
 // NewLogManager checks cfg; call Load next.
@@ -231,6 +243,7 @@ func (m *LogManager) loadDir(dir string) (map[TopicPartition]*Log, error) {
 		if err != nil {
 			return logs, err
 		}
+		m.watch(l, dir)
 		logs[tp] = l
 	}
 	m.logger.Info("loaded log directory", "dir", dir, "logs", len(logs), "clean_shutdown", clean)
@@ -315,11 +328,15 @@ func (m *LogManager) GetOrCreate(topic string, partition int32, topicID [16]byte
 		}
 		return l, nil
 	}
-	logDir := m.leastLoadedDirLocked()
+	logDir, ok := m.leastLoadedDirLocked()
+	if !ok {
+		return nil, fmt.Errorf("%w: every log directory is offline", ErrStorage)
+	}
 	l, err := OpenWithOptions(filepath.Join(logDir, tp.String()), cfg, m.logger, OpenOptions{})
 	if err != nil {
 		return nil, err
 	}
+	m.watch(l, logDir)
 	if topicID != ([16]byte{}) {
 		if err := l.SetTopicID(topicID); err != nil {
 			l.Delete()
@@ -331,18 +348,77 @@ func (m *LogManager) GetOrCreate(topic string, partition int32, topicID [16]byte
 	return l, nil
 }
 
-func (m *LogManager) leastLoadedDirLocked() string {
+// leastLoadedDirLocked is the online log directory with the fewest logs;
+// false when every directory is offline.
+func (m *LogManager) leastLoadedDirLocked() (string, bool) {
 	count := map[string]int{}
 	for _, d := range m.mu.dirOf {
 		count[d]++
 	}
-	best := m.cfg.Dirs[0]
-	for _, d := range m.cfg.Dirs[1:] {
-		if count[d] < count[best] {
+	best := ""
+	for _, d := range m.cfg.Dirs {
+		if _, off := m.mu.offline[d]; !off && (best == "" || count[d] < count[best]) {
 			best = d
 		}
 	}
-	return best
+	return best, best != ""
+}
+
+// watch has l report its failure: the first failed write or fsync of a log
+// takes its whole directory offline (dirFailed).
+func (m *LogManager) watch(l *Log, dir string) {
+	fn := func(err error) {
+		// Called with l's locks possibly held: the work happens on a
+		// goroutine of its own, which Close joins.
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.mu.closed {
+			return
+		}
+		m.dirFailures.Add(1)
+		go func() {
+			defer m.dirFailures.Done()
+			m.dirFailed(dir, err)
+		}()
+	}
+	l.onFail.Store(&fn)
+}
+
+// dirFailed takes dir offline until restart: every log in it answers
+// ErrStorage from now on, no new log is placed there, and
+// ManagerConfig.OnDirFailure is told.
+func (m *LogManager) dirFailed(dir string, err error) {
+	m.mu.Lock()
+	if _, done := m.mu.offline[dir]; done {
+		m.mu.Unlock()
+		return
+	}
+	if m.mu.offline == nil {
+		m.mu.offline = map[string]error{}
+	}
+	m.mu.offline[dir] = err
+	var logs []*Log
+	for tp, d := range m.mu.dirOf {
+		if d == dir {
+			logs = append(logs, m.mu.logs[tp])
+		}
+	}
+	online := len(m.cfg.Dirs) - len(m.mu.offline)
+	m.mu.Unlock()
+	for _, l := range logs {
+		l.takeOffline(fmt.Errorf("%w: log directory %s is offline after: %w", ErrStorage, dir, err))
+	}
+	m.logger.Error("log directory offline until restart", "dir", dir, "logs", len(logs), "online_dirs", online, "err", err)
+	if m.cfg.OnDirFailure != nil {
+		m.cfg.OnDirFailure(dir, err, online)
+	}
+}
+
+// OfflineDirs lists the log directories taken offline by a failure.
+func (m *LogManager) OfflineDirs() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Sorted(maps.Keys(m.mu.offline))
 }
 
 // mergeConfig fills the zero fields of cfg from def.
@@ -456,6 +532,7 @@ func (m *LogManager) Close() error {
 	}
 	m.mu.closed = true
 	m.mu.Unlock()
+	m.dirFailures.Wait()
 	if m.stop != nil {
 		close(m.stop)
 		<-m.done
