@@ -274,9 +274,10 @@ func TestClusterPartitionedNodeRejoins(t *testing.T) {
 	c.trs[cut].setDrop(all)
 	c.cut = cut
 	c.propose("x", "y", "z")
-	// The cut node sees none of it; PreVote keeps it from disrupting the
-	// majority however long it waits.
-	time.Sleep(300 * time.Millisecond)
+	// The cut node sees none of it. Wait until its election timer ran out
+	// (it forgets the leader and pre-campaigns): PreVote must keep those
+	// campaigns from disrupting the majority, now and after healing.
+	c.eventually("the cut node to give up on the leader", func() bool { return c.nodes[cut].Leader() == 0 })
 	if _, d := c.apps[cut].state(); len(d) != 0 {
 		t.Fatalf("partitioned node applied %v", d)
 	}
