@@ -441,12 +441,17 @@ func TestFranzCreatePartitions(t *testing.T) {
 			t.Errorf("partition %d: %+v (present %v), want a leader", p, pd, ok)
 		}
 	}
-	// Shrinking is invalid in Kafka.
+	// Shrinking is invalid in Kafka: the request succeeds, the topic's
+	// answer carries INVALID_PARTITIONS, and the topic keeps 5 partitions.
 	resps, err = adm.UpdatePartitions(ctx, 2, topic)
-	if err == nil {
-		if r, _ := resps.On(topic, nil); !errors.Is(r.Err, kerr.InvalidPartitions) {
-			t.Errorf("shrinking 5 -> 2: err %v, want INVALID_PARTITIONS", r.Err)
-		}
+	if err != nil {
+		t.Fatalf("UpdatePartitions 5 -> 2: %v; want an answer with INVALID_PARTITIONS", err)
+	}
+	if r, err := resps.On(topic, nil); err != nil || !errors.Is(r.Err, kerr.InvalidPartitions) {
+		t.Errorf("shrinking 5 -> 2: %v / %v, want INVALID_PARTITIONS", err, r.Err)
+	}
+	if md, err := adm.Metadata(ctx, topic); err != nil || len(md.Topics[topic].Partitions) != 5 {
+		t.Errorf("after refusing to shrink: %v, %d partitions, want 5", err, len(md.Topics[topic].Partitions))
 	}
 
 	prod := newKgo(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))

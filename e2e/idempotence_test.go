@@ -2,11 +2,7 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -103,70 +99,46 @@ func consumeAll(t *testing.T, ctx context.Context, addr, topic string, want int)
 	return got
 }
 
-// copyDataDir copies a running server's data directory: the copy is what
-// a kill -9 would leave (no clean-shutdown marker, no final snapshots).
-func copyDataDir(t *testing.T, from, to string) {
-	t.Helper()
-	err := filepath.Walk(from, func(path string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, path)
-		dst := filepath.Join(to, rel)
-		if info.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		if !info.Mode().IsRegular() {
-			return nil
-		}
-		src, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer src.Close()
-		out, err := os.Create(dst)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(out, src)
-		return errors.Join(err, out.Close())
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestIdempotentProduceAcrossRestarts writes five 2-record batches of one
-// idempotent producer, restarts the server cleanly and from a copy taken
-// while it ran (a crash), and checks in both that the producer is
-// remembered: the last batch resent is answered with its original offset
-// and stored once, the next sequence continues, a gap is refused.
+// idempotent producer, stops the server cleanly (in process) or kills it
+// with SIGKILL (a child process: a crash), restarts it on the same data
+// directory and checks that the producer is remembered: the last batch
+// resent is answered with its original offset and stored once, the next
+// sequence continues, a gap is refused.
 func TestIdempotentProduceAcrossRestarts(t *testing.T) {
 	ctx := testContext(t)
-	dir := t.TempDir()
-	srv := servertest.StartIn(t, dir)
-	adm := newKadm(t, servertest.Addr(srv))
-	topic := topicName("raw", "idempotent-restart")
-	franzCreate(t, ctx, adm, topic, 1, nil)
-	cl := newKgo(t, servertest.Addr(srv))
-	id, epoch := initProducerID(t, ctx, cl)
-	p := rawProducer{id: id, epoch: epoch, topic: topic}
-	for i := int32(0); i < 5; i++ {
-		if code, off := p.produce(t, ctx, cl, 2*i, 2); code != 0 || off != int64(2*i) {
-			t.Fatalf("batch %d: code %d offset %d, want 0 and %d", i, code, off, 2*i)
-		}
-	}
-	crashed := t.TempDir()
-	copyDataDir(t, dir, crashed)
-	if err := srv.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	for _, tc := range []struct{ name, dir string }{{"clean", dir}, {"crash", crashed}} {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := servertest.StartIn(t, tc.dir)
-			addr := servertest.Addr(srv)
+	for _, crash := range []bool{false, true} {
+		name := map[bool]string{false: "clean", true: "crash"}[crash]
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			var addr string
+			var stop func()
+			if crash {
+				addr, stop = startKillable(t, dir)
+			} else {
+				srv := servertest.StartIn(t, dir)
+				addr, stop = servertest.Addr(srv), func() {
+					if err := srv.Close(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			topic := topicName("raw", "idempotent-restart")
+			franzCreate(t, ctx, newKadm(t, addr), topic, 1, nil)
 			cl := newKgo(t, addr)
+			id, epoch := initProducerID(t, ctx, cl)
+			p := rawProducer{id: id, epoch: epoch, topic: topic}
+			for i := int32(0); i < 5; i++ {
+				if code, off := p.produce(t, ctx, cl, 2*i, 2); code != 0 || off != int64(2*i) {
+					t.Fatalf("batch %d: code %d offset %d, want 0 and %d", i, code, off, 2*i)
+				}
+			}
+			cl.Close()
+			stop()
+
+			srv := servertest.StartIn(t, dir)
+			addr = servertest.Addr(srv)
+			cl = newKgo(t, addr)
 			if code, off := p.produce(t, ctx, cl, 8, 2); code != 0 || off != 8 {
 				t.Fatalf("resent last batch: code %d offset %d, want NONE and the original offset 8", code, off)
 			}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -136,12 +137,19 @@ func TestCompactionKeepsLatestPerKey(t *testing.T) {
 	}
 	const n, keys = 5000, 100
 	last := produceKV(t, ctx, cl, "profiles", n, keys, 1000)
+	// The cleaner never touches the active segment. More than a segment of
+	// records under one other key closes every segment holding the keyed
+	// records, so all of them become cleanable.
+	const filler = 1200
+	if err := produceFiller(ctx, cl, "profiles", filler, 1000); err != nil {
+		t.Fatal(err)
+	}
 
-	// Wait for the cleaner, then read from offset 0: the latest value of
-	// every key must be what a reader ends up with, from fewer records.
+	// Wait for the cleaner, then read from offset 0: a reader must end up
+	// with exactly one record per key, holding its latest value.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		got := readAll(t, ctx, addr, "profiles", n)
+		got := readAll(t, ctx, addr, "profiles", n+filler)
 		view := map[string]string{}
 		perKey := map[string]int{}
 		prev := int64(-1)
@@ -150,6 +158,9 @@ func TestCompactionKeepsLatestPerKey(t *testing.T) {
 				t.Fatalf("offsets not increasing: %d after %d", r.Offset, prev)
 			}
 			prev = r.Offset
+			if string(r.Key) == fillerKey {
+				continue
+			}
 			view[string(r.Key)] = string(r.Value)
 			perKey[string(r.Key)]++
 		}
@@ -158,15 +169,38 @@ func TestCompactionKeepsLatestPerKey(t *testing.T) {
 				t.Fatalf("key %s reads %q, want the latest %q", k, view[k], v)
 			}
 		}
-		if len(got) < n/2 {
-			t.Logf("%d of %d records left after compaction", len(got), n)
+		if len(perKey) != keys {
+			t.Fatalf("%d keys read, want %d", len(perKey), keys)
+		}
+		var dup []string
+		for k, c := range perKey {
+			if c > 1 {
+				dup = append(dup, fmt.Sprintf("%s×%d", k, c))
+			}
+		}
+		if len(dup) == 0 {
+			t.Logf("%d of %d records left after compaction", len(got), n+filler)
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no compaction within 30 s: %d of %d records remain", len(got), n)
+			slices.Sort(dup)
+			t.Fatalf("after 30 s, %d keys still have more than one record (%d records read): %v", len(dup), len(got), dup[:min(len(dup), 10)])
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// fillerKey is the key of the records produceFiller writes.
+const fillerKey = "~filler"
+
+// produceFiller appends n records of size bytes under fillerKey.
+func produceFiller(ctx context.Context, cl *kgo.Client, topic string, n, size int) error {
+	v := make([]byte, size)
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: topic, Partition: 0, Key: []byte(fillerKey), Value: v}
+	}
+	return cl.ProduceSync(ctx, recs...).FirstErr()
 }
 
 // readAll reads partition 0 of topic from the start to the high watermark.

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -225,6 +226,16 @@ func rawFetch(t *testing.T, ctx context.Context, br *kgo.Broker, topic string, i
 		t.Fatalf("fetch response: error %d, topics %+v", resp.ErrorCode, resp.Topics)
 	}
 	return resp.Topics[0].Partitions[0]
+}
+
+// fetchWritten is a kgo hook calling f each time a Fetch request has been
+// written to a broker connection.
+type fetchWritten func()
+
+func (f fetchWritten) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if key == 1 && err == nil {
+		f()
+	}
 }
 
 // batchRecords decodes every record of every batch in data.
@@ -730,13 +741,28 @@ func TestRobustFetch(t *testing.T) {
 		}
 	})
 	t.Run("long poll wakes on produce", func(t *testing.T) {
+		// The fetch waits up to maxWait; the produce, sent once the fetch
+		// is on the wire, must end the wait. A broker that only re-reads
+		// the log when the wait expires also returns the record, so the
+		// check is that the answer came before maxWait.
+		const maxWait = 30 * time.Second
+		sent := make(chan struct{})
+		var once sync.Once
+		fetcher := newKgo(t, addr, kgo.WithHooks(fetchWritten(func() { once.Do(func() { close(sent) }) })))
+		fbr := leaderBroker(t, ctx, fetcher)
+		id := topicID(t, ctx, adm, waitTopic)
 		other := newKgo(t, addr, kgo.DefaultProduceTopic(waitTopic))
 		produced := make(chan error, 1)
 		go func() {
-			time.Sleep(300 * time.Millisecond)
+			select {
+			case <-sent:
+			case <-ctx.Done():
+			}
 			produced <- other.ProduceSync(ctx, &kgo.Record{Value: []byte("wake")}).FirstErr()
 		}()
-		p := rawFetch(t, ctx, br, waitTopic, topicID(t, ctx, adm, waitTopic), 0, 2*time.Second, 1)
+		start := time.Now()
+		p := rawFetch(t, ctx, fbr, waitTopic, id, 0, maxWait, 1)
+		took := time.Since(start)
 		if err := <-produced; err != nil {
 			t.Fatalf("produce: %v", err)
 		}
@@ -744,6 +770,9 @@ func TestRobustFetch(t *testing.T) {
 			t.Fatalf("fetch error %d", p.ErrorCode)
 		}
 		checkValues(t, batchRecords(t, p.RecordBatches), 0, "wake")
+		if took >= maxWait {
+			t.Fatalf("fetch answered after %v, its whole max wait of %v: the produce did not wake it", took, maxWait)
+		}
 	})
 	t.Run("long poll times out empty", func(t *testing.T) {
 		start := time.Now()

@@ -367,9 +367,10 @@ func TestKill9KeepsGroupOffsets(t *testing.T) {
 	}
 }
 
-// TestKill9DuringCompaction kills the server with SIGKILL at varying moments
-// while the log cleaner compacts a topic, restarts it, and checks that every
-// key still reads as its last acknowledged value.
+// TestKill9DuringCompaction kills the server with SIGKILL as soon as the log
+// cleaner has a pass in flight, restarts it, and checks that every key still
+// reads as its last acknowledged value. It fails unless at least one kill
+// provably landed mid-pass (the pass's files were left on disk).
 func TestKill9DuringCompaction(t *testing.T) {
 	dir := t.TempDir()
 	extra := []string{"--override", "log.cleaner.backoff.ms=20"}
@@ -395,8 +396,12 @@ func TestKill9DuringCompaction(t *testing.T) {
 	}
 	latest := map[string]string{}
 	value := make([]byte, 1000)
-	pauses := []time.Duration{0, 30 * time.Millisecond, 100 * time.Millisecond, 300 * time.Millisecond, time.Second}
-	for round, pause := range pauses {
+	partDir := filepath.Join(dir, "state-0")
+	// At least 5 rounds, more (up to 10) until two kills landed during a
+	// pass: whether the cleaner is still busy once a round's records are
+	// acknowledged depends on the machine's speed.
+	midPass, round := 0, 0
+	for ; round < 5 || (round < 10 && midPass < 2); round++ {
 		var recs []*kgo.Record
 		for i := 0; i < 3000; i++ {
 			k := fmt.Sprintf("key-%03d", i%100)
@@ -410,8 +415,16 @@ func TestKill9DuringCompaction(t *testing.T) {
 			latest[string(r.Key)] = string(r.Value)
 		}
 		cl.Close()
-		time.Sleep(pause) // kill at different points of the cleaning
+		// Kill as soon as a cleaning pass has files in flight (.cleaned
+		// or .swap). Files of a pass still on disk once the process is
+		// dead prove the kill landed during cleaning.
+		seen := waitForCleanerFiles(partDir, 3*time.Second)
 		srv.kill()
+		left := cleanerFiles(partDir)
+		if len(left) > 0 {
+			midPass++
+		}
+		t.Logf("round %d: pass in flight seen: %v; left by the kill: %v", round, seen, left)
 
 		srv = startServerProc(t, dir, extra...)
 		got := consumeToEnd(t, srv.addr, "state")
@@ -433,6 +446,35 @@ func TestKill9DuringCompaction(t *testing.T) {
 		cl = newClient(srv.addr)
 	}
 	cl.Close()
+	if midPass == 0 {
+		t.Fatalf("in %d rounds no kill landed during a cleaning pass (no .cleaned or .swap file left behind)", round)
+	}
+}
+
+// cleanerFiles lists the files of a cleaning pass in flight in a
+// partition directory: a pass writes .cleaned segments, renames them
+// .swap, then into place.
+func cleanerFiles(dir string) []string {
+	entries, _ := os.ReadDir(dir)
+	var out []string
+	for _, e := range entries {
+		if n := e.Name(); strings.HasSuffix(n, ".cleaned") || strings.HasSuffix(n, ".swap") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// waitForCleanerFiles polls dir until a cleaning pass has files in it,
+// for at most limit; it reports whether it saw some.
+func waitForCleanerFiles(dir string, limit time.Duration) bool {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); {
+		if len(cleanerFiles(dir)) > 0 {
+			return true
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	return false
 }
 
 // consumeToEnd reads partition 0 of topic from its start up to its end

@@ -1,8 +1,20 @@
 package cluster
 
+// TestAcknowledgedRecordsSurviveKills picks its victims and downtimes from a
+// seeded random source and logs the seed first. To rerun a failure with the
+// same choices:
+//
+//	go test ./e2e/cluster -run TestAcknowledgedRecordsSurviveKills -chaos.seed=N
+//
+// (or SAMSA_CHAOS_SEED=N). Process timing still varies between runs; the
+// seed fixes which node is killed each round and for how long.
+
 import (
 	"context"
+	"flag"
+	"fmt"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -12,6 +24,32 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
+
+var chaosSeed = flag.Uint64("chaos.seed", 0, "seed of the chaos test's random choices (0: SAMSA_CHAOS_SEED, else the clock)")
+
+// chaosRand returns the chaos test's random source and logs its seed.
+func chaosRand(t *testing.T) *rand.Rand {
+	t.Helper()
+	seed := *chaosSeed
+	if seed == 0 {
+		if env := os.Getenv("SAMSA_CHAOS_SEED"); env != "" {
+			var err error
+			if seed, err = strconv.ParseUint(env, 10, 64); err != nil {
+				t.Fatalf("SAMSA_CHAOS_SEED=%q: want an unsigned integer", env)
+			}
+		}
+	}
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("chaos seed %d (rerun with -chaos.seed=%d)", seed, seed)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("failed with chaos seed %d", seed)
+		}
+	})
+	return rand.New(rand.NewPCG(seed, 5))
+}
 
 // ack is a record the broker acknowledged: where it went and its sequence
 // number (the record's value).
@@ -33,6 +71,7 @@ func TestAcknowledgedRecordsSurviveKills(t *testing.T) {
 		partitions = 3
 		rounds     = 6
 	)
+	rng := chaosRand(t)
 	c := startCluster(t, 3)
 	adm := kadm.NewClient(client(t, c))
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -99,7 +138,16 @@ func TestAcknowledgedRecordsSurviveKills(t *testing.T) {
 		}
 	}()
 
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5))
+	// ackedPer counts acknowledgements per partition so far.
+	ackedPer := func() []int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := make([]int, partitions)
+		for p := range n {
+			n[p] = len(acked[p])
+		}
+		return n
+	}
 	for round := 1; round <= rounds; round++ {
 		time.Sleep(time.Second)
 		parts, controller, err := describe(ctx, adm, topic)
@@ -120,6 +168,11 @@ func TestAcknowledgedRecordsSurviveKills(t *testing.T) {
 			t.Fatalf("round %d: restart node %d: %v", round, victim, err)
 		}
 		waitFullISR(t, adm, topic, 60*time.Second)
+		// Progress: once the victim is back, every partition must take
+		// new acknowledged writes (a liveness bound, not a speed one).
+		if err := waitProgress(ackedPer, 30*time.Second); err != nil {
+			t.Fatalf("round %d, after node %d (%s) came back: %v", round, victim, why, err)
+		}
 	}
 	stop.Store(true)
 	wg.Wait()
@@ -178,7 +231,27 @@ func TestAcknowledgedRecordsSurviveKills(t *testing.T) {
 		t.Logf("partition %d: %d acknowledged, %d in the log, %d seen by the consumer", p, len(acked[p]), len(final[p]), len(seen[p]))
 	}
 	t.Logf("checked %d acknowledged records over %d kill rounds (%d produce attempts failed)", total, rounds, failed.Load())
-	if total == 0 {
-		t.Fatal("nothing was acknowledged")
+}
+
+// waitProgress waits until every partition's count from counts grows past
+// what it is now, for at most limit.
+func waitProgress(counts func() []int, limit time.Duration) error {
+	from := counts()
+	for deadline := time.Now().Add(limit); ; {
+		now := counts()
+		stuck := -1
+		for p := range now {
+			if now[p] <= from[p] {
+				stuck = p
+				break
+			}
+		}
+		if stuck < 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("partition %d acknowledged nothing new in %v (%d acknowledged in all)", stuck, limit, now[stuck])
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -38,7 +38,9 @@ type Config struct {
 	// Dir holds node-<id>/ data directories, node-<id>.properties and
 	// node-<id>.log. Reusing a Dir restarts the same cluster.
 	Dir string
-	// Binary is the samsa executable; default os.Executable().
+	// Binary is the samsa executable, run as `Binary server ...`; default
+	// os.Executable(), which is right for `samsa dev`. A test binary is not
+	// a samsa binary: tests build one and pass its path (e2e/cluster does).
 	Binary string
 	// BasePort, when non-zero, gives node i client port BasePort+i-1 and
 	// controller port BasePort+100+i-1. Zero picks free ports.
@@ -310,7 +312,6 @@ func (n *Node) Start() error {
 		return err
 	}
 	cmd := exec.Command(n.cl.cfg.Binary, "server", "--config", n.ConfigPath, "--cluster-id", n.cl.ClusterID)
-	cmd.Env = append(os.Environ(), "SAMSA_RUN_MAIN=1")
 	pr, pw := io.Pipe()
 	cmd.Stdout = logf
 	cmd.Stderr = pw

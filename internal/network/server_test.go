@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -20,12 +21,17 @@ import (
 
 // fakeHandler answers ApiVersions with an empty table, Metadata with a
 // response naming the requested topic count in its throttle field (so a
-// test can tell answers apart), and Produce with nothing (acks=0). A
-// Produce with acks=2 is an error. Fetch waits for the context, to test
-// that Close ends in-flight handlers.
+// test can tell answers apart; from bigAnswer topics on, the answer also
+// lists that many topics, so a client that never reads fills its socket
+// quickly), and Produce with nothing (acks=0). A Produce with acks=2 is an
+// error. Fetch signals fetching, then waits for the context, to test that
+// Close ends in-flight handlers.
 type fakeHandler struct {
-	handled atomic.Int32
+	handled  atomic.Int32
+	fetching chan struct{}
 }
+
+const bigAnswer = 1000
 
 func (h *fakeHandler) Handle(ctx context.Context, _ *Conn, req wire.Request) (kmsg.Response, error) {
 	h.handled.Add(1)
@@ -38,6 +44,13 @@ func (h *fakeHandler) Handle(ctx context.Context, _ *Conn, req wire.Request) (km
 		resp := body.ResponseKind().(*kmsg.MetadataResponse)
 		resp.Version = body.Version
 		resp.ThrottleMillis = int32(len(body.Topics))
+		if len(body.Topics) >= bigAnswer {
+			resp.Topics = make([]kmsg.MetadataResponseTopic, len(body.Topics))
+			for i := range resp.Topics {
+				resp.Topics[i] = kmsg.NewMetadataResponseTopic()
+				resp.Topics[i].Topic = body.Topics[i].Topic
+			}
+		}
 		return resp, nil
 	case *kmsg.ProduceRequest:
 		if body.Acks == 2 {
@@ -45,6 +58,10 @@ func (h *fakeHandler) Handle(ctx context.Context, _ *Conn, req wire.Request) (km
 		}
 		return nil, nil
 	case *kmsg.FetchRequest:
+		select {
+		case h.fetching <- struct{}{}:
+		default:
+		}
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
@@ -57,7 +74,7 @@ func startServer(t *testing.T, maxRequest int32) (*Server, *fakeHandler) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &fakeHandler{}
+	h := &fakeHandler{fetching: make(chan struct{}, 16)}
 	s := Serve(ln, Config{
 		Listener:       "PLAINTEXT",
 		MaxRequestSize: maxRequest,
@@ -70,7 +87,17 @@ func startServer(t *testing.T, maxRequest int32) (*Server, *fakeHandler) {
 		),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() {
+		// Bounded, so that a stuck Close fails the test with its message
+		// instead of hanging the binary.
+		done := make(chan struct{})
+		go func() { s.Close(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("Close did not return within 30 s")
+		}
+	})
 	return s, h
 }
 
@@ -272,7 +299,7 @@ func TestTruncatedFrameThenEOF(t *testing.T) {
 }
 
 func TestCloseEndsBlockedHandlersAndSlowReaders(t *testing.T) {
-	s, _ := startServer(t, 1<<20)
+	s, h := startServer(t, 1<<20)
 	// One connection parked in a handler that waits for its context.
 	blocked := dial(t, s)
 	fetch := kmsg.NewPtrFetchRequest()
@@ -280,25 +307,40 @@ func TestCloseEndsBlockedHandlersAndSlowReaders(t *testing.T) {
 	if _, err := blocked.Write(frame(fetch, 1)); err != nil {
 		t.Fatal(err)
 	}
-	// One connection that sends many requests and never reads, so the
-	// server's writer blocks on a full socket and its queue fills.
+	// One connection that sends requests with big answers and never
+	// reads: the server's writer blocks on the full socket, its queue
+	// fills, its reader stops, and then this client's writes stall. A
+	// write that times out shows the server stopped reading.
 	slow := dial(t, s)
+	if err := slow.SetReadBuffer(4096); err != nil {
+		t.Fatal(err)
+	}
+	stalled := make(chan struct{})
 	go func() {
-		big := metadataReq(2000)
-		f := frame(big, 2)
-		for i := 0; i < 2000; i++ {
+		f := frame(metadataReq(2*bigAnswer), 2)
+		for {
+			slow.SetWriteDeadline(time.Now().Add(time.Second))
 			if _, err := slow.Write(f); err != nil {
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					close(stalled)
+				}
 				return
 			}
 		}
 	}()
-	time.Sleep(200 * time.Millisecond) // let both reach their blocking points
+	for name, ch := range map[string]chan struct{}{"a fetch handler to start": h.fetching, "the slow reader's writes to stall": stalled} {
+		select {
+		case <-ch:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no sign after 30 s of %s", name)
+		}
+	}
 	done := make(chan error, 1)
 	go func() { done <- s.Close() }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not return: a connection goroutine is stuck")
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not return within 30 s: a connection goroutine is stuck")
 	}
 	expectClosed(t, blocked)
 	// Accepting has stopped too.

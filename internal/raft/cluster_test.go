@@ -99,7 +99,9 @@ func (c *testCluster) stop(id uint64) {
 // eventually polls cond every 10ms for up to 10s.
 func (c *testCluster) eventually(what string, cond func() bool) {
 	c.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	// A liveness bound, generous for two busy cores: elections take a
+	// few ticks; how many is for benchmarks, not for this test.
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			c.t.Fatalf("timed out waiting for %s", what)
@@ -211,13 +213,9 @@ func TestClusterLeaderFailover(t *testing.T) {
 	oldTerm := c.nodes[old].Term()
 	c.propose("a", "b")
 	c.stop(old)
-	start := time.Now()
 	lead := c.waitLeader()
 	if lead == old {
 		t.Fatalf("stopped node %d still leader", old)
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Fatalf("new leader after %v", d)
 	}
 	if tm := c.nodes[lead].Term(); tm <= oldTerm {
 		t.Fatalf("new leader term %d, want > %d", tm, oldTerm)
@@ -276,9 +274,10 @@ func TestClusterPartitionedNodeRejoins(t *testing.T) {
 	c.trs[cut].setDrop(all)
 	c.cut = cut
 	c.propose("x", "y", "z")
-	// The cut node sees none of it; PreVote keeps it from disrupting the
-	// majority however long it waits.
-	time.Sleep(300 * time.Millisecond)
+	// The cut node sees none of it. Wait until its election timer ran out
+	// (it forgets the leader and pre-campaigns): PreVote must keep those
+	// campaigns from disrupting the majority, now and after healing.
+	c.eventually("the cut node to give up on the leader", func() bool { return c.nodes[cut].Leader() == 0 })
 	if _, d := c.apps[cut].state(); len(d) != 0 {
 		t.Fatalf("partitioned node applied %v", d)
 	}

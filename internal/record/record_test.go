@@ -113,9 +113,6 @@ func TestBuildEmpty(t *testing.T) {
 	if recs, err := Records(b); err != nil || len(recs) != 0 {
 		t.Fatalf("Records = %v, %v", recs, err)
 	}
-	if off, ts, err := MaxTimestampOffset(b); off != -1 || ts != -1 || err != nil {
-		t.Fatalf("MaxTimestampOffset = %d, %d, %v", off, ts, err)
-	}
 }
 
 // recBytes hand-encodes a record for malformed-batch tests.
@@ -260,18 +257,21 @@ func TestBatches(t *testing.T) {
 	}
 }
 
-func TestMaxTimestampOffset(t *testing.T) {
+// TestSummaryOffsetOfMaxTimestamp: the first record with the largest
+// timestamp, as ListOffsets -3 (KIP-734) names it; in a LogAppendTime batch
+// every record has the append time, so the first record.
+func TestSummaryOffsetOfMaxTimestamp(t *testing.T) {
 	recs := []Record{{Timestamp: 5}, {Timestamp: 9}, {Timestamp: 3}, {Timestamp: 9}}
 	for _, c := range allCodecs {
 		b := Build(BuildOptions{BaseOffset: 100, Codec: c}, recs)
-		off, ts, err := MaxTimestampOffset(b)
-		if off != 101 || ts != 9 || err != nil {
-			t.Fatalf("%v: MaxTimestampOffset = %d, %d, %v; want 101, 9", c, off, ts, err)
+		_, s, err := ValidateStored(b)
+		if s.OffsetOfMaxTimestamp != 101 || s.MaxTimestamp != 9 || err != nil {
+			t.Fatalf("%v: summary %+v, %v; want offset 101, timestamp 9", c, s, err)
 		}
 	}
 	b := Build(BuildOptions{BaseOffset: 100, LogAppendTime: true, AppendTime: 77}, recs)
-	if off, ts, err := MaxTimestampOffset(b); off != 100 || ts != 77 || err != nil {
-		t.Fatalf("LogAppendTime: %d, %d, %v; want 100, 77", off, ts, err)
+	if _, s, err := ValidateStored(b); s.OffsetOfMaxTimestamp != 100 || s.MaxTimestamp != 77 || err != nil {
+		t.Fatalf("LogAppendTime: summary %+v, %v; want offset 100, timestamp 77", s, err)
 	}
 }
 

@@ -82,21 +82,3 @@ func recordsSection(b []byte) (Header, []byte, error) {
 	}
 	return h, data, nil
 }
-
-// MaxTimestampOffset returns the offset and timestamp of the first record
-// with the largest timestamp in the batch at the start of b: what
-// ListOffsets with timestamp -3 (MAX_TIMESTAMP) answers. In a LogAppendTime
-// batch every record has the batch's MaxTimestamp, so that is the first
-// record. A batch without records (left by compaction) gives (-1, -1, nil).
-// Like Records it does not check the CRC.
-func MaxTimestampOffset(b []byte) (offset int64, ts int64, err error) {
-	h, data, err := recordsSection(b)
-	if err != nil {
-		return -1, -1, err
-	}
-	var s Summary
-	if err := walk(data, &h, walkStored, &s); err != nil {
-		return -1, -1, err
-	}
-	return s.OffsetOfMaxTimestamp, s.MaxTimestamp, nil
-}

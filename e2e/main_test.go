@@ -1,0 +1,99 @@
+package e2e
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/samsa-io/samsa/internal/servertest"
+)
+
+// childDirEnv, when set, makes the test binary a Samsa server on that data
+// directory instead of running tests: startKillable re-executes the binary
+// this way to get a server it can SIGKILL.
+const childDirEnv = "SAMSA_E2E_SERVER_DIR"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(childDirEnv); dir != "" {
+		flag.Parse() // servertest.Logger asks testing.Verbose
+		os.Exit(serveChild(dir))
+	}
+	os.Exit(m.Run())
+}
+
+// serveChild runs a server on dir, prints "addr=<address>" on stdout once
+// it serves, and runs until SIGTERM or until it is killed.
+func serveChild(dir string) int {
+	t := &childTB{}
+	srv := servertest.StartIn(t, dir)
+	fmt.Printf("addr=%s\n", servertest.Addr(srv))
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	<-sig
+	t.cleanup()
+	return 0
+}
+
+// childTB is the testing.TB servertest needs, outside a test.
+type childTB struct {
+	testing.TB
+	cleanups []func()
+}
+
+func (c *childTB) Helper()          {}
+func (c *childTB) Cleanup(f func()) { c.cleanups = append(c.cleanups, f) }
+func (c *childTB) Fatalf(f string, a ...any) {
+	fmt.Fprintf(os.Stderr, f+"\n", a...)
+	os.Exit(2)
+}
+func (c *childTB) cleanup() {
+	for i := len(c.cleanups) - 1; i >= 0; i-- {
+		c.cleanups[i]()
+	}
+}
+
+// startKillable starts a server on dir in a child process and returns its
+// address and a function that SIGKILLs it and waits for it to exit: a
+// crash, with no shutdown code run.
+func startKillable(t *testing.T, dir string) (addr string, kill func()) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childDirEnv+"="+dir)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	kill = func() {
+		if killed {
+			return
+		}
+		killed = true
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+	t.Cleanup(kill)
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if a, ok := strings.CutPrefix(sc.Text(), "addr="); ok {
+			go func() {
+				for sc.Scan() {
+				}
+			}()
+			return a, kill
+		}
+	}
+	kill()
+	t.Fatalf("server child on %s exited before serving: %v", dir, sc.Err())
+	return "", nil
+}
