@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,7 +71,11 @@ func (n *poweredNode) close() {
 	}
 }
 
-// produceAcked produces n records "v<i>" one batch of 25 at a time with
+// padding makes 500 records about 2 MiB: two segments of 1 MiB, the
+// smallest segment.bytes.
+var padding = strings.Repeat("x", 4000)
+
+// produceAcked produces n records "v<i>:<padding>" one batch of 25 at a time with
 // the given acks and returns how many were acknowledged (all, or the test
 // fails).
 func produceAcked(t *testing.T, addr, topic string, acks kgo.Acks, n int) {
@@ -90,7 +95,7 @@ func produceAcked(t *testing.T, addr, topic string, acks kgo.Acks, n int) {
 	for i := 0; i < n; i += 25 {
 		var recs []*kgo.Record
 		for j := i; j < min(i+25, n); j++ {
-			recs = append(recs, &kgo.Record{Partition: 0, Value: []byte("v" + strconv.Itoa(j))})
+			recs = append(recs, &kgo.Record{Partition: 0, Value: []byte("v" + strconv.Itoa(j) + ":" + padding)})
 		}
 		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 			t.Fatalf("produce record %d: %v", i, err)
@@ -99,7 +104,7 @@ func produceAcked(t *testing.T, addr, topic string, acks kgo.Acks, n int) {
 }
 
 // readAll reads partition 0 of topic up to its high watermark and checks
-// that it is records "v0", "v1", ... at offsets 0, 1, ...: a prefix of
+// that it is records "v0:...", "v1:...", ... at offsets 0, 1, ...: a prefix of
 // what was produced, nothing corrupt, nothing out of place. It returns the
 // high watermark.
 func readAll(t *testing.T, addr, topic string) int64 {
@@ -134,8 +139,8 @@ func readAll(t *testing.T, addr, topic string) int64 {
 		}
 		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
 		for _, r := range fs.Records() {
-			if r.Offset != next || string(r.Value) != "v"+strconv.FormatInt(next, 10) {
-				t.Fatalf("record at offset %d is %q, want offset %d v%d", r.Offset, r.Value, next, next)
+			if v, _, _ := strings.Cut(string(r.Value), ":"); r.Offset != next || v != "v"+strconv.FormatInt(next, 10) {
+				t.Fatalf("record at offset %d is %q, want offset %d v%d", r.Offset, v, next, next)
 			}
 			next++
 		}
@@ -157,19 +162,33 @@ func TestPowerLossSingleNode(t *testing.T) {
 	const n = 500
 	for _, tc := range []struct {
 		name     string
-		props    []string
+		props    []string // broker configs (log.*) and topic configs
 		acks     kgo.Acks
-		wantLoss bool
+		loss     loss
+		seed     uint64
 	}{
-		{"default flush acks=1", nil, kgo.LeaderAck(), true},
-		{"default flush acks=all", nil, kgo.AllISRAcks(), true},
-		{"flush.messages=1 acks=1", []string{"log.flush.interval.messages=1"}, kgo.LeaderAck(), false},
-		{"flush.messages=1 acks=all", []string{"log.flush.interval.messages=1"}, kgo.AllISRAcks(), false},
+		{"default flush acks=1", nil, kgo.LeaderAck(), mustLose, 1},
+		{"default flush acks=all", nil, kgo.AllISRAcks(), mustLose, 2},
+		// Small segments: rolled segments are fsynced (in the
+		// background), the active one is not; torn tails.
+		{"default flush small segments seed 3", []string{"segment.bytes=1048576"}, kgo.AllISRAcks(), mayLose, 3},
+		{"default flush small segments seed 4", []string{"segment.bytes=1048576"}, kgo.LeaderAck(), mayLose, 4},
+		{"default flush small segments seed 5", []string{"segment.bytes=1048576"}, kgo.LeaderAck(), mayLose, 5},
+		{"flush.messages=1 acks=1", []string{"log.flush.interval.messages=1"}, kgo.LeaderAck(), noLoss, 6},
+		{"flush.messages=1 acks=all", []string{"log.flush.interval.messages=1"}, kgo.AllISRAcks(), noLoss, 7},
+		{"flush.messages=1 small segments", []string{"log.flush.interval.messages=1", "segment.bytes=1048576"}, kgo.LeaderAck(), noLoss, 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			node := &poweredNode{dir: t.TempDir(),
-				props: append([]string{"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0"}, tc.props...)}
-			node.start(t, 1)
+			node := &poweredNode{dir: t.TempDir(), props: []string{"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0"}}
+			topicConfigs := map[string]*string{}
+			for _, p := range tc.props {
+				if k, v, _ := strings.Cut(p, "="); strings.HasPrefix(k, "log.") {
+					node.props = append(node.props, p)
+				} else {
+					topicConfigs[k] = &v
+				}
+			}
+			node.start(t, tc.seed)
 			defer func() { node.close() }()
 			const topic = "power"
 			cl, err := kgo.NewClient(kgo.SeedBrokers(node.s.Addr("PLAINTEXT")))
@@ -178,13 +197,13 @@ func TestPowerLossSingleNode(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+			if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, topicConfigs, topic); err != nil {
 				t.Fatal(err)
 			}
 			cl.Close()
 			produceAcked(t, node.s.Addr("PLAINTEXT"), topic, tc.acks, n)
 
-			node.powerCycle(t, 2)
+			node.powerCycle(t, tc.seed)
 			addr := node.s.Addr("PLAINTEXT")
 			hw := readAll(t, addr, topic)
 			lost := n - hw
@@ -192,9 +211,9 @@ func TestPowerLossSingleNode(t *testing.T) {
 			switch {
 			case hw > n:
 				t.Fatalf("high watermark %d after power loss, only %d records were produced", hw, n)
-			case tc.wantLoss && lost == 0:
+			case tc.loss == mustLose && lost == 0:
 				t.Fatalf("no record lost without fsync: the crash model lost nothing")
-			case !tc.wantLoss && lost != 0:
+			case tc.loss == noLoss && lost != 0:
 				t.Fatalf("%d acknowledged records lost with log.flush.interval.messages=1", lost)
 			}
 			// The node takes new records after the recovered ones.
@@ -205,6 +224,14 @@ func TestPowerLossSingleNode(t *testing.T) {
 		})
 	}
 }
+
+type loss int
+
+const (
+	noLoss   loss = iota // nothing acknowledged may be lost
+	mayLose              // unsynced records may be lost (torn tails may keep some)
+	mustLose             // nothing was fsynced: the crash must lose records
+)
 
 // produceMore appends records "v<from>"... with acks=all, which must land
 // at offsets from, from+1, ...
