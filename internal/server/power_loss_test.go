@@ -161,11 +161,11 @@ func readAll(t *testing.T, addr, topic string) int64 {
 func TestPowerLossSingleNode(t *testing.T) {
 	const n = 500
 	for _, tc := range []struct {
-		name     string
-		props    []string // broker configs (log.*) and topic configs
-		acks     kgo.Acks
-		loss     loss
-		seed     uint64
+		name  string
+		props []string // broker configs (log.*) and topic configs
+		acks  kgo.Acks
+		loss  loss
+		seed  uint64
 	}{
 		{"default flush acks=1", nil, kgo.LeaderAck(), mustLose, 1},
 		{"default flush acks=all", nil, kgo.AllISRAcks(), mustLose, 2},
