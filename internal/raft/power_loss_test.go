@@ -32,7 +32,7 @@ func TestPowerLossKeepsCommittedEntries(t *testing.T) {
 			defer cancel()
 			// Propose until the power goes: acked are the entries whose
 			// proposals were answered success, in order.
-			acked := make(chan []string, 1)
+			acked, warm := make(chan []string, 1), make(chan struct{})
 			go func() {
 				var ok []string
 				for i := 0; ; i++ {
@@ -42,9 +42,13 @@ func TestPowerLossKeepsCommittedEntries(t *testing.T) {
 						return
 					}
 					ok = append(ok, d)
+					if len(ok) == 60 { // past a snapshot
+						close(warm)
+					}
 				}
 			}()
-			time.Sleep(time.Duration(100+seed*37) * time.Millisecond)
+			<-warm
+			time.Sleep(time.Duration(seed*23) * time.Millisecond)
 			disk.PowerOff()
 			image := filepath.Join(t.TempDir(), "after-power-loss")
 			losses, err := disk.Image(dir, image)
@@ -56,7 +60,7 @@ func TestPowerLossKeepsCommittedEntries(t *testing.T) {
 			}
 			n.Close() // the frozen node; its directory is thrown away
 			want := <-acked
-			if len(want) < 50 {
+			if len(want) < 60 {
 				t.Fatalf("only %d proposals answered before the power loss", len(want))
 			}
 

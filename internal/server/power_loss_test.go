@@ -390,6 +390,7 @@ func TestPowerLossOneOfThreeReplicas(t *testing.T) {
 		lostBytes := int64(0)
 		for _, l := range losses {
 			lostBytes += l.Size - l.Kept
+			t.Logf("round %d: %v", round, l)
 		}
 		nd.kill()
 		t.Logf("round %d: power loss of node %d (leader %d): %d unsynced bytes lost in %d files", round, id, leader, lostBytes, len(losses))
