@@ -47,7 +47,11 @@ func TestPowerLossKeepsCommittedEntries(t *testing.T) {
 					}
 				}
 			}()
-			<-warm
+			select {
+			case <-warm:
+			case ok := <-acked:
+				t.Fatalf("a proposal failed after %d were answered", len(ok))
+			}
 			time.Sleep(time.Duration(seed*23) * time.Millisecond)
 			disk.PowerOff()
 			image := filepath.Join(t.TempDir(), "after-power-loss")
