@@ -22,6 +22,7 @@ import (
 
 	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/powerloss"
+	"github.com/samsa-io/samsa/internal/storage"
 )
 
 // poweredNode is one node with a power-loss disk.
@@ -60,6 +61,9 @@ func (n *poweredNode) powerCycle(t *testing.T, seed uint64) {
 	}
 	for _, l := range losses {
 		t.Logf("power loss: %v", l)
+		if strings.Contains(l.Path, storage.MetadataLogDirName) {
+			t.Errorf("the metadata log had unsynced bytes: %v", l)
+		}
 	}
 	n.s.Close() // the frozen node: its own directory is thrown away
 	n.dir = image
