@@ -94,11 +94,19 @@ func TestConsumeExitAtEndTransactional(t *testing.T) {
 	produceRecords(t, b, true,
 		&kgo.Record{Topic: "tx", Key: []byte("k"), Value: []byte("v1")},
 		&kgo.Record{Topic: "tx", Key: []byte("k"), Value: []byte("v2")})
-	r := mustRun(t, "", "topic", "describe", "tx", "--bootstrap", b)
-	if row := fields(r.stdout)[7]; row[6] != "3" {
-		t.Fatalf("log end = %s, want 3 (two records and the commit marker)", row[6])
+	// EndTxn answers once the commit is decided; the marker is written
+	// after, as in Kafka.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		r := mustRun(t, "", "topic", "describe", "tx", "--bootstrap", b)
+		row := fields(r.stdout)[7]
+		if row[6] == "3" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("log end = %s, want 3 (two records and the commit marker)", row[6])
+		}
 	}
-	r = mustRun(t, "", "consume", "tx", "--exit-at-end", "--bootstrap", b, "--timeout", "5s")
+	r := mustRun(t, "", "consume", "tx", "--exit-at-end", "--bootstrap", b, "--timeout", "5s")
 	if want := "0\t0\tk\tv1\n0\t1\tk\tv2\n"; r.stdout != want {
 		t.Errorf("stdout %q, want %q", r.stdout, want)
 	}

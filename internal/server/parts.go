@@ -130,6 +130,7 @@ func (s *Server) openLogs(context.Context) error {
 	if err != nil {
 		return err
 	}
+	defaults.Log.Fault = s.hooks.Fault
 	mcfg := managerConfig(s.cfg, defaults.Log, s.logger)
 	mcfg.OnDirFailure = func(dir string, err error, online int) {
 		if online == 0 {
@@ -192,6 +193,7 @@ func (s *Server) openRaft(context.Context) error {
 		Dir:     filepath.Join(s.metadataDir(), storage.MetadataLogDirName),
 		Logger:  s.logger,
 		Applier: s.loader,
+		Fault:   s.hooks.Fault,
 	}
 	if s.transport != nil {
 		rcfg.Transport = s.transport

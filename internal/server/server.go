@@ -70,6 +70,17 @@ type Server struct {
 	lifecycle *controllerchannel.Lifecycle
 	// readyBy bounds the waits between bootstrap and unfencing.
 	readyBy time.Time
+	hooks   Hooks
+}
+
+// Hooks are a node's injection points for tests; production passes none.
+type Hooks struct {
+	// Fault is called before each write and fsync of the segment files
+	// of the partition logs and of the metadata log, with the operation
+	// and the path; an error it returns is that operation's failure
+	// (storage.LogConfig.Fault, raft.Config.Fault). internal/powerloss
+	// uses it to model a power failure.
+	Fault func(op, path string) error
 }
 
 // startupTimeout bounds how long Start waits for the quorum to elect a
@@ -97,10 +108,15 @@ func Start(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (*Serv
 // registration and unfencing — returns, what was started is closed, and
 // the error wraps ctx's cause.
 func StartContext(ctx context.Context, cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (_ *Server, err error) {
+	return StartWithHooks(ctx, cfg, logger, level, Hooks{})
+}
+
+// StartWithHooks is StartContext with test hooks.
+func StartWithHooks(ctx context.Context, cfg *config.Config, logger *slog.Logger, level *slog.LevelVar, hooks Hooks) (_ *Server, err error) {
 	if err := checkSupported(cfg); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, logger: logger, level: level, failed: make(chan struct{})}
+	s := &Server{cfg: cfg, logger: logger, level: level, hooks: hooks, failed: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			s.Close()

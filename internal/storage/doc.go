@@ -104,6 +104,35 @@
 // their indexes are rebuilt. After a clean shutdown (marker present) that
 // scan is skipped.
 //
+// A power failure is different from a process crash: the page cache dies
+// with the machine, and only what was fsynced survives. What a power loss
+// takes, as the tests measure it (internal/powerloss cuts every segment
+// file to its fsynced size, sometimes keeping a torn, corrupt part of the
+// unsynced tail; power_loss_test.go here, in internal/server and in
+// internal/raft):
+//
+//   - Kafka's default policy (flush.messages and flush.ms unset, as
+//     log.flush.interval.messages and log.flush.interval.ms): every
+//     acknowledged record of the active segment can be lost — one node,
+//     500 records acknowledged with acks=1 or acks=all (one node: the
+//     same) in one segment: all 500 lost with a clean cut, 375 with a torn
+//     tail that kept part of them; with 1 MiB segments, the rolled
+//     segment survives (fsynced on roll) and the active one's 175 to 250
+//     records are lost. Recovery is clean in every case: the log is a
+//     prefix of what was appended, the first torn or corrupt batch and
+//     everything after it cut, offsets continue from there, and the
+//     metadata log (raft fsyncs before it answers) keeps the topics.
+//   - flush.messages=1: the append fsyncs before it returns, and the
+//     produce path answers only after the append (for acks=1 too), so
+//     nothing acknowledged is lost: 0 of 500.
+//   - acks=all with replication: an acknowledged record is in the page
+//     cache of every in-sync replica, so it survives the power loss of
+//     any replicas that do not all fail together: cutting each of three
+//     replicas in turn (the leader first), then two of three at once with
+//     min.insync.replicas=2, lost 0 of 300 — the cut replicas come back
+//     as followers of the one that kept everything and truncate to it.
+//     Kafka's durability model is exactly this: replication, not fsync.
+//
 // # Retention and compaction
 //
 // The LogManager runs a retention task (log.retention.check.interval.ms)

@@ -482,6 +482,7 @@ func (l *Log) rollLocked(newBase int64) (*segment, error) {
 func (l *Log) flushUpTo(upTo int64) error {
 	l.mu.Lock()
 	rp, gen := l.mu.recoveryPoint, l.mu.generation
+	hook := l.mu.cfg.Fault
 	fault := l.injectFault("sync", l.dir)
 	l.mu.Unlock()
 	if rp >= upTo {
@@ -495,6 +496,9 @@ func (l *Log) flushUpTo(upTo int64) error {
 	err := fault
 	for _, s := range l.segments() {
 		if s.baseOffset < upTo && s.nextOffset.Load() > rp {
+			if hook != nil {
+				err = errors.Join(err, hook("sync", s.path))
+			}
 			err = errors.Join(err, s.flush())
 		}
 	}
@@ -561,7 +565,7 @@ func (l *Log) flushLocked() error {
 	err := l.injectFault("sync", l.dir)
 	for _, s := range l.segments() {
 		if s.nextOffset.Load() > l.mu.recoveryPoint || s.size.Load() == 0 {
-			err = errors.Join(err, s.flush())
+			err = errors.Join(err, l.injectFault("sync", s.path), s.flush())
 		}
 	}
 	if err = errors.Join(err, syncDir(l.dir)); err != nil {

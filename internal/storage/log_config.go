@@ -96,9 +96,12 @@ type LogConfig struct {
 
 	// Fault, when set, is called before each write ("write") and fsync
 	// ("sync") of the log's segment files with the operation and the
-	// file's path; an error it returns is that operation's failure. Tests
-	// use it to inject disk faults (ENOSPC, EIO) in the spirit of pebble's
-	// errorfs; production leaves it nil.
+	// file's path (the .log file; its indexes are synced with it), and
+	// before the fsync of the partition directory that ends a flush
+	// ("sync" with the directory's path); an error it returns is that
+	// operation's failure. Tests use it to inject disk faults (ENOSPC,
+	// EIO) in the spirit of pebble's errorfs, and to model power loss
+	// (internal/powerloss); production leaves it nil.
 	Fault func(op, path string) error
 }
 

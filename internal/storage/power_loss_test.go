@@ -1,0 +1,89 @@
+package storage
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/samsa-io/samsa/internal/powerloss"
+)
+
+// TestPowerLossByFlushPolicy appends batches to one log, cuts the power
+// (internal/powerloss: every later write and fsync fails; the files keep
+// what was fsynced, torn tails for some seeds) and reopens it on what the
+// disk kept. What is left must be a prefix of what was appended, readable
+// and appendable; how long a prefix depends on the flush policy:
+//
+//   - Kafka's default (flush.messages and flush.ms unset): only segments
+//     that rolled (fsynced in the background) survive; the active
+//     segment's appends are lost, torn tails may keep part of them.
+//   - flush.messages=1: every append is fsynced before Append returns,
+//     so nothing appended is lost.
+func TestPowerLossByFlushPolicy(t *testing.T) {
+	const batches = 60
+	for _, tc := range []struct {
+		name    string
+		cfg     LogConfig
+		minKept int64 // offsets that must survive
+		maxKept int64
+	}{
+		{"default one segment", LogConfig{}, 0, batches * 2},
+		{"default small segments", LogConfig{SegmentBytes: 20_000}, 1, batches*2 - 1},
+		{"flush.messages=1", LogConfig{FlushMessages: 1}, batches * 2, batches * 2},
+		{"flush.messages=1 small segments", LogConfig{FlushMessages: 1, SegmentBytes: 20_000}, batches * 2, batches * 2},
+	} {
+		for seed := range uint64(3) {
+			t.Run(fmt.Sprintf("%s seed %d", tc.name, seed), func(t *testing.T) {
+				dir := filepath.Join(t.TempDir(), "orders-0")
+				disk := powerloss.New(seed > 0, seed)
+				cfg := tc.cfg
+				cfg.Fault = disk.Fault
+				l, err := Open(dir, cfg, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var all []byte
+				for range batches {
+					b := makeBatch(t, 2, 1000, 1000)
+					mustAppend(t, l, b)
+					all = append(all, b...)
+				}
+				if tc.cfg.SegmentBytes != 0 {
+					l.flushes.Wait() // the flushes after rolls
+				}
+				disk.PowerOff()
+				image := filepath.Join(t.TempDir(), "orders-0")
+				if _, err := disk.Image(dir, image); err != nil {
+					t.Fatal(err)
+				}
+				l.Close()
+
+				l = openLog(t, image, LogConfig{SegmentBytes: tc.cfg.SegmentBytes})
+				leo := l.LogEndOffset()
+				t.Logf("%d of %d offsets kept", leo, batches*2)
+				if leo < tc.minKept || leo > tc.maxKept || leo%2 != 0 {
+					t.Fatalf("log end offset %d after power loss, want %d..%d and whole batches", leo, tc.minKept, tc.maxKept)
+				}
+				// A read stops at a segment's end; every batch here is
+				// the same size and holds two offsets.
+				size := len(all) / batches
+				var got []byte
+				for off := int64(0); off < leo; {
+					b, err := l.Read(off, 1<<30, leo)
+					if err != nil || len(b) == 0 || len(b)%size != 0 {
+						t.Fatalf("read at %d after power loss: %d bytes, %v", off, len(b), err)
+					}
+					got = append(got, b...)
+					off += int64(len(b) / size * 2)
+				}
+				if !bytes.Equal(got, all[:len(got)]) || int64(len(got)) != leo/2*int64(size) {
+					t.Fatalf("after power loss read %d bytes; want the first %d batches appended", len(got), leo/2)
+				}
+				if off := mustAppend(t, l, makeBatch(t, 1, 1000, 10)); off != leo {
+					t.Fatalf("append after power loss at %d, want %d", off, leo)
+				}
+			})
+		}
+	}
+}
