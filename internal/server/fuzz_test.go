@@ -1,0 +1,400 @@
+package server
+
+// FuzzRequests sends every request the broker serves, at every version it
+// advertises, to the real handlers of a real single-node server (logs,
+// replica manager, group and transaction coordinators, controller), the
+// way internal/network does: the frame is parsed by wire.ParseRequest
+// and handed to the broker's Handle with a connection of a real client
+// listener. An input is (API key, version, body bytes); a key or version
+// the broker does not serve is mapped onto the version table, so the
+// fuzzer mutates mostly the body and a new API is covered as soon as it
+// is in the table.
+//
+// Checked per input: no panic; Handle returns either an error (the
+// network layer closes that connection only) or a response of the
+// request's key and version that encodes and decodes again (nil only for
+// Produce with acks=0); no request takes much longer than its context
+// allows. Every healthEvery inputs the server must still answer
+// ApiVersions and Metadata, and its goroutines and memory must stay under
+// a generous bound.
+//
+// The seed corpus in testdata/fuzz/FuzzRequests is kmsg requests with
+// random field values per API and version (fuzz_random_test.go), some of
+// them plausible (a topic that exists, partition 0, short timeouts);
+// regenerate it after adding an API with
+//
+//	go test -run=TestFuzzRequestsCorpus -fuzz.rewrite ./internal/server
+//
+// `go test` runs the corpus (and the crashers kept there as regressions).
+// Fuzz longer with
+//
+//	go test -run='^$' -fuzz=FuzzRequests -fuzztime=10m -parallel=1 ./internal/server
+//
+// and set SAMSA_FUZZ_STATS=/some/file to have each fuzz worker append its
+// RSS, heap and goroutine count there every statsEvery inputs.
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/broker"
+	"github.com/samsa-io/samsa/internal/config"
+	"github.com/samsa-io/samsa/internal/network"
+	"github.com/samsa-io/samsa/internal/wire"
+)
+
+var rewriteCorpus = flag.Bool("fuzz.rewrite", false, "rewrite the seed corpus of FuzzRequests in testdata/fuzz")
+
+const (
+	// healthEvery is how often (in inputs) the server must still answer
+	// a good request.
+	healthEvery = 50
+	// statsEvery is how often a worker writes its memory to
+	// SAMSA_FUZZ_STATS.
+	statsEvery = 500
+	// handlerTimeout is each request's context; a handler that returns
+	// later than handlerTimeout+hangSlack is reported as hanging.
+	handlerTimeout = 2 * time.Second
+	hangSlack      = 8 * time.Second
+	// Generous bounds: a fuzz process above them leaks.
+	maxGoroutines = 5000
+	maxRSSBytes   = 3 << 30
+)
+
+// fuzzTopics are created before fuzzing so that requests find data.
+var fuzzTopics = []string{"fuzz-topic", "fuzz-compact"}
+
+// fuzzNode is the server under fuzz and a connection of its client
+// listener to hand to the broker.
+type fuzzNode struct {
+	s      *Server
+	ranges []wire.VersionRange
+	conn   *network.Conn
+	ctx    context.Context // the connection's, as network passes it
+	n      int
+	stats  *os.File
+}
+
+// captureConn passes requests to the broker and remembers the first
+// connection and context it sees.
+type captureConn struct {
+	network.Handler
+	got chan fuzzConn
+}
+
+type fuzzConn struct {
+	c   *network.Conn
+	ctx context.Context
+}
+
+func (h captureConn) Handle(ctx context.Context, c *network.Conn, req wire.Request) (kmsg.Response, error) {
+	select {
+	case h.got <- fuzzConn{c, ctx}:
+	default:
+	}
+	return h.Handler.Handle(ctx, c, req)
+}
+
+func startFuzzNode(f *testing.F) *fuzzNode {
+	cfg, _, err := config.Load("", []string{
+		"log.dirs=" + f.TempDir(),
+		"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		// A group's first join would wait three seconds for more members.
+		"group.initial.rebalance.delay.ms=0",
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	s, err := Start(cfg, quiet(), nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { s.Close() })
+	seedData(f, s.Addr("PLAINTEXT"))
+
+	// A connection of a client listener like PLAINTEXT's, served by the
+	// network layer, whose *network.Conn and context the fuzz inputs use.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	got := make(chan fuzzConn, 1)
+	srv := network.Serve(ln, network.Config{
+		Listener:       "PLAINTEXT",
+		MaxRequestSize: cfg.SocketRequestMaxBytes,
+		Handler:        captureConn{s.broker, got},
+		Versions:       s.broker.Versions(),
+		Logger:         quiet(),
+	})
+	f.Cleanup(func() { srv.Close() })
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ln.Addr().String()))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(cl.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl); err != nil {
+		f.Fatal(err)
+	}
+	c := <-got
+	n := &fuzzNode{s: s, ranges: s.broker.Versions().All(), conn: c.c, ctx: c.ctx}
+	if path := os.Getenv("SAMSA_FUZZ_STATS"); path != "" {
+		n.stats, err = os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Cleanup(func() { n.stats.Close() })
+	}
+	return n
+}
+
+// seedData creates fuzzTopics with a few records, a committed group
+// offset, so that fetches, offset fetches and the like find something.
+func seedData(f *testing.F, addr string) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("fuzz-topic"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "fuzz-topic"); err != nil {
+		f.Fatal(err)
+	}
+	compact := "compact"
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": &compact}, "fuzz-compact"); err != nil {
+		f.Fatal(err)
+	}
+	for i := range 10 {
+		r := &kgo.Record{Partition: int32(i % 3), Key: []byte{'k', byte('0' + i)}, Value: []byte("v")}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			f.Fatal(err)
+		}
+	}
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "fuzz-topic", Partition: 0, At: 1, LeaderEpoch: -1})
+	if _, err := adm.CommitOffsets(ctx, "fuzz-group", offs); err != nil {
+		f.Fatal(err)
+	}
+}
+
+func FuzzRequests(f *testing.F) {
+	n := startFuzzNode(f)
+	f.Fuzz(func(t *testing.T, key, version int16, body []byte) {
+		n.one(t, key, version, body)
+	})
+}
+
+// pick maps any key and version onto a served one: as given when served,
+// else a row of the table by key and a version in its range.
+func (n *fuzzNode) pick(key, version int16) (int16, int16) {
+	if r, ok := n.s.broker.Versions().Range(key); ok && version >= r.Min && version <= r.Max {
+		return key, version
+	}
+	r := n.ranges[int(uint16(key))%len(n.ranges)]
+	return int16(r.Key), r.Min + int16(int(uint16(version))%int(r.Max-r.Min+1))
+}
+
+// one handles one input and checks what became of it.
+func (n *fuzzNode) one(t *testing.T, key, version int16, body []byte) {
+	key, version = n.pick(key, version)
+	n.n++
+	correlationID := int32(n.n)
+	clientID := "fuzz"
+	frame := kbin.AppendInt16(nil, key)
+	frame = kbin.AppendInt16(frame, version)
+	frame = kbin.AppendInt32(frame, correlationID)
+	frame = kbin.AppendNullableString(frame, &clientID)
+	probe := kmsg.RequestForKey(key)
+	probe.SetVersion(version)
+	if probe.IsFlexible() {
+		frame = append(frame, 0) // no header tags
+	}
+	frame = append(frame, body...)
+	name := fmt.Sprintf("%s v%d", kmsg.NameForKey(key), version)
+
+	req, err := wire.ParseRequest(frame, n.s.broker.Versions())
+	if err == nil {
+		if req.Body == nil {
+			t.Fatalf("%s: served by the table but parsed without a body", name)
+		}
+		n.handle(t, name, req)
+	} else if os.Getenv("SAMSA_FUZZ_DEBUG") != "" {
+		t.Logf("%s: %v", name, err)
+	}
+	if n.n%healthEvery == 0 {
+		n.health(t)
+	}
+	if n.stats != nil && n.n%statsEvery == 0 {
+		n.writeStats()
+	}
+}
+
+func (n *fuzzNode) handle(t *testing.T, name string, req wire.Request) {
+	ctx, cancel := context.WithTimeout(n.ctx, handlerTimeout)
+	defer cancel()
+	start := time.Now()
+	resp, err := n.s.broker.Handle(ctx, n.conn, req)
+	if took := time.Since(start); took > handlerTimeout+hangSlack {
+		t.Fatalf("%s: the handler took %v with a context of %v", name, took, handlerTimeout)
+	}
+	if err != nil {
+		if os.Getenv("SAMSA_FUZZ_DEBUG") != "" {
+			t.Logf("%s: handler error %v", name, err)
+		}
+		return // the network layer closes this connection only
+	}
+	if resp == nil {
+		if p, ok := req.Body.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
+			return
+		}
+		t.Fatalf("%s: nil response and no error", name)
+	}
+	if resp.Key() != req.Header.APIKey || resp.GetVersion() != req.Header.APIVersion {
+		t.Fatalf("%s: response is %s v%d", name, kmsg.NameForKey(resp.Key()), resp.GetVersion())
+	}
+	frame := wire.AppendResponse(nil, req.Header.CorrelationID, resp)
+	// size, correlation id, then the header's tags where flexible.
+	b := frame[8:]
+	if resp.IsFlexible() && resp.Key() != int16(kmsg.ApiVersions) {
+		b = b[1:]
+	}
+	again := kmsg.ResponseForKey(resp.Key())
+	again.SetVersion(resp.GetVersion())
+	if err := again.ReadFrom(b); err != nil {
+		t.Fatalf("%s: the response does not decode again: %v", name, err)
+	}
+}
+
+// health checks that the server still answers ApiVersions and Metadata,
+// and that the process is not leaking goroutines or memory.
+func (n *fuzzNode) health(t *testing.T) {
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.SetVersion(3)
+	resp := n.must(t, av).(*kmsg.ApiVersionsResponse)
+	if resp.ErrorCode != 0 || len(resp.ApiKeys) != len(n.ranges) {
+		t.Fatalf("after %d inputs: ApiVersions: error %d, %d keys", n.n, resp.ErrorCode, len(resp.ApiKeys))
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(12)
+	mresp := n.must(t, md).(*kmsg.MetadataResponse)
+	if len(mresp.Brokers) != 1 || mresp.Brokers[0].NodeID != n.s.cfg.NodeID {
+		t.Fatalf("after %d inputs: Metadata: brokers %+v", n.n, mresp.Brokers)
+	}
+	if g := runtime.NumGoroutine(); g > maxGoroutines {
+		t.Fatalf("after %d inputs: %d goroutines", n.n, g)
+	}
+	if rss := rssBytes(); rss > maxRSSBytes {
+		t.Fatalf("after %d inputs: RSS %d MiB", n.n, rss>>20)
+	}
+}
+
+// must handles a good request and returns its response.
+func (n *fuzzNode) must(t *testing.T, body kmsg.Request) kmsg.Response {
+	ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
+	defer cancel()
+	h := wire.RequestHeader{APIKey: body.Key(), APIVersion: body.GetVersion(), CorrelationID: -1}
+	resp, err := n.s.broker.Handle(ctx, n.conn, wire.Request{Header: h, Body: body})
+	if err != nil || resp == nil {
+		t.Fatalf("after %d inputs: %s: %v", n.n, kmsg.NameForKey(body.Key()), err)
+	}
+	return resp
+}
+
+func (n *fuzzNode) writeStats() {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	fmt.Fprintf(n.stats, "%s pid=%d inputs=%d rss_mib=%d heap_mib=%d goroutines=%d\n",
+		time.Now().Format(time.TimeOnly), os.Getpid(), n.n, rssBytes()>>20, ms.HeapAlloc>>20, runtime.NumGoroutine())
+}
+
+// rssBytes is this process's resident set size, 0 where /proc is not.
+func rssBytes() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// TestFuzzRequestsCorpus writes FuzzRequests' seed corpus with
+// -fuzz.rewrite: seedsPerVersion random requests for every served API and
+// version, from a fixed seed so the files change only when the table or
+// the randomizer does. Without the flag it checks that every served API
+// and version has its seeds.
+func TestFuzzRequestsCorpus(t *testing.T) {
+	dir := filepath.Join("testdata", "fuzz", "FuzzRequests")
+	const seedsPerVersion = 2
+	ranges := brokerVersions()
+	z := &randomizer{r: rand.New(rand.NewPCG(1, 2))}
+	for _, name := range fuzzTopics {
+		var id [16]byte
+		for i := range id {
+			id[i] = byte(z.r.IntN(256))
+		}
+		z.topics = append(z.topics, fuzzTopic{name, id})
+	}
+	if *rewriteCorpus {
+		old, _ := filepath.Glob(filepath.Join(dir, "seed-*"))
+		for _, p := range old {
+			os.Remove(p)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range ranges {
+		for v := r.Min; v <= r.Max; v++ {
+			for i := range seedsPerVersion {
+				path := filepath.Join(dir, fmt.Sprintf("seed-%02d-%s-v%d-%d", r.Key, r.Key.Name(), v, i))
+				req := kmsg.RequestForKey(int16(r.Key))
+				req.SetVersion(v)
+				z.fill(req)
+				req.SetVersion(v)
+				if !*rewriteCorpus {
+					if _, err := os.Stat(path); err != nil {
+						t.Errorf("no seed for %s v%d (%v): run with -fuzz.rewrite", r.Key.Name(), v, err)
+					}
+					continue
+				}
+				if err := os.WriteFile(path, corpusFile(int16(r.Key), v, req.AppendTo(nil)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+}
+
+// brokerVersions is the broker's version table, without a server.
+func brokerVersions() []wire.VersionRange {
+	return broker.New(broker.Config{}).Versions().All()
+}
+
+// corpusFile is a Go fuzz corpus file for FuzzRequests' arguments.
+func corpusFile(key, version int16, body []byte) []byte {
+	return fmt.Appendf(nil, "go test fuzz v1\nint16(%d)\nint16(%d)\n[]byte(%s)\n", key, version, strconv.Quote(string(body)))
+}
+
