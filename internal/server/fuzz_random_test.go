@@ -2,7 +2,6 @@ package server
 
 import (
 	"math"
-	"math/rand/v2"
 	"reflect"
 	"strings"
 
@@ -17,8 +16,42 @@ import (
 // -1, a short timeout), so that the seeds pass the handlers' first checks
 // and the fuzzer starts from deep paths.
 type randomizer struct {
-	r      *rand.Rand
+	r      choices
 	topics []fuzzTopic
+}
+
+// choices are where a randomizer's values come from: a *rand.Rand for
+// the seed corpus, the fuzzer's bytes (byteChoices) while fuzzing.
+type choices interface {
+	IntN(n int) int
+	Int64() int64
+}
+
+// byteChoices takes one of the fuzzer's bytes per choice, then zeros: a
+// mutated byte changes one choice, and an exhausted input ends every
+// slice.
+type byteChoices struct{ b []byte }
+
+func (c *byteChoices) next() byte {
+	if len(c.b) == 0 {
+		return 0
+	}
+	v := c.b[0]
+	c.b = c.b[1:]
+	return v
+}
+
+// IntN is about b*n/256, so a byte's meaning does not depend on n's
+// factors.
+func (c *byteChoices) IntN(n int) int { return int(uint64(c.next()) * uint64(n) >> 8) }
+
+// Int64 is eight bytes.
+func (c *byteChoices) Int64() int64 {
+	var v uint64
+	for range 8 {
+		v = v<<8 | uint64(c.next())
+	}
+	return int64(v)
 }
 
 // fuzzTopic is a topic the fuzz server has, with its id.

@@ -202,6 +202,34 @@ func FuzzRequests(f *testing.F) {
 	})
 }
 
+// FuzzRequestFields is FuzzRequests with structure: the input's choices
+// drive the randomizer (fuzz_random_test.go) that fills a kmsg request of
+// the key and version with field values, so every input is a request that
+// decodes, and the fuzzer mutates field values rather than bytes.
+func FuzzRequestFields(f *testing.F) {
+	n := startFuzzNode(f)
+	f.Fuzz(func(t *testing.T, key, version int16, choices []byte) {
+		key, version = n.pick(key, version)
+		req := kmsg.RequestForKey(key)
+		req.SetVersion(version)
+		z := &randomizer{r: &byteChoices{b: choices}, topics: n.topics()}
+		z.fill(req)
+		n.one(t, key, version, req.AppendTo(nil))
+	})
+}
+
+// topics are fuzzTopics with their ids on the fuzz server.
+func (n *fuzzNode) topics() []fuzzTopic {
+	var out []fuzzTopic
+	img := n.s.loader.Image()
+	for _, name := range fuzzTopics {
+		if t, ok := img.Topic(name); ok {
+			out = append(out, fuzzTopic{name, [16]byte(t.ID)})
+		}
+	}
+	return out
+}
+
 // pick maps any key and version onto a served one: as given when served,
 // else a row of the table by key and a version in its range.
 func (n *fuzzNode) pick(key, version int16) (int16, int16) {
@@ -252,8 +280,12 @@ func (n *fuzzNode) handle(t *testing.T, name string, req wire.Request) {
 	defer cancel()
 	start := time.Now()
 	resp, err := n.s.broker.Handle(ctx, n.conn, req)
-	if took := time.Since(start); took > handlerTimeout+hangSlack {
+	took := time.Since(start)
+	if took > handlerTimeout+hangSlack {
 		t.Fatalf("%s: the handler took %v with a context of %v", name, took, handlerTimeout)
+	}
+	if n.stats != nil && took > handlerTimeout/4 {
+		fmt.Fprintf(n.stats, "slow: %s took %v: err %v\n", name, took.Round(time.Millisecond), err)
 	}
 	if err != nil {
 		if os.Getenv("SAMSA_FUZZ_DEBUG") != "" {
@@ -321,8 +353,8 @@ func (n *fuzzNode) must(t *testing.T, body kmsg.Request) kmsg.Response {
 func (n *fuzzNode) writeStats() {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	fmt.Fprintf(n.stats, "%s pid=%d inputs=%d rss_mib=%d heap_mib=%d goroutines=%d\n",
-		time.Now().Format(time.TimeOnly), os.Getpid(), n.n, rssBytes()>>20, ms.HeapAlloc>>20, runtime.NumGoroutine())
+	fmt.Fprintf(n.stats, "%s pid=%d inputs=%d rss_mib=%d heap_mib=%d goroutines=%d topics=%d\n",
+		time.Now().Format(time.TimeOnly), os.Getpid(), n.n, rssBytes()>>20, ms.HeapAlloc>>20, runtime.NumGoroutine(), len(n.s.loader.Image().Topics()))
 }
 
 // rssBytes is this process's resident set size, 0 where /proc is not.
@@ -347,6 +379,7 @@ func rssBytes() int64 {
 // and version has its seeds.
 func TestFuzzRequestsCorpus(t *testing.T) {
 	dir := filepath.Join("testdata", "fuzz", "FuzzRequests")
+	fieldsDir := filepath.Join("testdata", "fuzz", "FuzzRequestFields")
 	const seedsPerVersion = 2
 	ranges := brokerVersions()
 	z := &randomizer{r: rand.New(rand.NewPCG(1, 2))}
@@ -358,12 +391,14 @@ func TestFuzzRequestsCorpus(t *testing.T) {
 		z.topics = append(z.topics, fuzzTopic{name, id})
 	}
 	if *rewriteCorpus {
-		old, _ := filepath.Glob(filepath.Join(dir, "seed-*"))
-		for _, p := range old {
-			os.Remove(p)
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
+		for _, d := range []string{dir, fieldsDir} {
+			old, _ := filepath.Glob(filepath.Join(d, "seed-*"))
+			for _, p := range old {
+				os.Remove(p)
+			}
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	for _, r := range ranges {
@@ -384,6 +419,21 @@ func TestFuzzRequestsCorpus(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// FuzzRequestFields: the randomizer's choices.
+			path := filepath.Join(fieldsDir, fmt.Sprintf("seed-%02d-%s-v%d", r.Key, r.Key.Name(), v))
+			if !*rewriteCorpus {
+				if _, err := os.Stat(path); err != nil {
+					t.Errorf("no seed for %s v%d (%v): run with -fuzz.rewrite", r.Key.Name(), v, err)
+				}
+				continue
+			}
+			choices := make([]byte, 96)
+			for i := range choices {
+				choices[i] = byte(z.r.IntN(256))
+			}
+			if err := os.WriteFile(path, corpusFile(int16(r.Key), v, choices), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }
@@ -397,4 +447,3 @@ func brokerVersions() []wire.VersionRange {
 func corpusFile(key, version int16, body []byte) []byte {
 	return fmt.Appendf(nil, "go test fuzz v1\nint16(%d)\nint16(%d)\n[]byte(%s)\n", key, version, strconv.Quote(string(body)))
 }
-
