@@ -49,6 +49,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -271,7 +272,7 @@ func (n *fuzzNode) one(t *testing.T, key, version int16, body []byte) {
 		n.health(t)
 	}
 	if n.stats != nil && n.n%statsEvery == 0 {
-		n.writeStats()
+		n.writeStats(t)
 	}
 }
 
@@ -302,6 +303,9 @@ func (n *fuzzNode) handle(t *testing.T, name string, req wire.Request) {
 	if resp.Key() != req.Header.APIKey || resp.GetVersion() != req.Header.APIVersion {
 		t.Fatalf("%s: response is %s v%d", name, kmsg.NameForKey(resp.Key()), resp.GetVersion())
 	}
+	if os.Getenv("SAMSA_FUZZ_DEBUG") != "" {
+		t.Logf("%s: %.300v", name, strings.ReplaceAll(fmt.Sprintf("%+v", resp), "\n", " "))
+	}
 	frame := wire.AppendResponse(nil, req.Header.CorrelationID, resp)
 	// size, correlation id, then the header's tags where flexible.
 	b := frame[8:]
@@ -330,11 +334,36 @@ func (n *fuzzNode) health(t *testing.T) {
 	if len(mresp.Brokers) != 1 || mresp.Brokers[0].NodeID != n.s.cfg.NodeID {
 		t.Fatalf("after %d inputs: Metadata: brokers %+v", n.n, mresp.Brokers)
 	}
+	n.recreateTopics(t)
 	if g := runtime.NumGoroutine(); g > maxGoroutines {
 		t.Fatalf("after %d inputs: %d goroutines", n.n, g)
 	}
 	if rss := rssBytes(); rss > maxRSSBytes {
 		t.Fatalf("after %d inputs: RSS %d MiB", n.n, rss>>20)
+	}
+}
+
+// recreateTopics creates fuzzTopics again when an input deleted them
+// (DeleteTopics seeds name them), so that later inputs find data.
+func (n *fuzzNode) recreateTopics(t *testing.T) {
+	img := n.s.loader.Image()
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.SetVersion(7)
+	ct.TimeoutMillis = 5000
+	for _, name := range fuzzTopics {
+		if _, ok := img.Topic(name); !ok {
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 3, 1
+			ct.Topics = append(ct.Topics, rt)
+		}
+	}
+	if len(ct.Topics) == 0 {
+		return
+	}
+	for _, rt := range n.must(t, ct).(*kmsg.CreateTopicsResponse).Topics {
+		if rt.ErrorCode != 0 && rt.ErrorCode != kerr.TopicAlreadyExists.Code {
+			t.Fatalf("after %d inputs: cannot create %s again: %v", n.n, rt.Topic, kerr.ErrorForCode(rt.ErrorCode))
+		}
 	}
 }
 
@@ -350,11 +379,19 @@ func (n *fuzzNode) must(t *testing.T, body kmsg.Request) kmsg.Response {
 	return resp
 }
 
-func (n *fuzzNode) writeStats() {
+// writeStats writes the process's memory and goroutines, and the state
+// clients can make the node keep: topics, groups, transactional ids.
+func (n *fuzzNode) writeStats(t *testing.T) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	fmt.Fprintf(n.stats, "%s pid=%d inputs=%d rss_mib=%d heap_mib=%d goroutines=%d topics=%d\n",
-		time.Now().Format(time.TimeOnly), os.Getpid(), n.n, rssBytes()>>20, ms.HeapAlloc>>20, runtime.NumGoroutine(), len(n.s.loader.Image().Topics()))
+	lg := kmsg.NewPtrListGroupsRequest()
+	lg.SetVersion(4)
+	groups := len(n.must(t, lg).(*kmsg.ListGroupsResponse).Groups)
+	lt := kmsg.NewPtrListTransactionsRequest()
+	txns := len(n.must(t, lt).(*kmsg.ListTransactionsResponse).TransactionStates)
+	fmt.Fprintf(n.stats, "%s pid=%d inputs=%d rss_mib=%d heap_mib=%d goroutines=%d topics=%d groups=%d txns=%d\n",
+		time.Now().Format(time.TimeOnly), os.Getpid(), n.n, rssBytes()>>20, ms.HeapAlloc>>20, runtime.NumGoroutine(),
+		len(n.s.loader.Image().Topics()), groups, txns)
 }
 
 // rssBytes is this process's resident set size, 0 where /proc is not.
