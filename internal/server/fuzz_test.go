@@ -1,37 +1,53 @@
 package server
 
-// FuzzRequests sends every request the broker serves, at every version it
-// advertises, to the real handlers of a real single-node server (logs,
-// replica manager, group and transaction coordinators, controller), the
-// way internal/network does: the frame is parsed by wire.ParseRequest
-// and handed to the broker's Handle with a connection of a real client
-// listener. An input is (API key, version, body bytes); a key or version
-// the broker does not serve is mapped onto the version table, so the
-// fuzzer mutates mostly the body and a new API is covered as soon as it
-// is in the table.
+// FuzzRequests and FuzzRequestFields send every request the broker
+// serves, at every version it advertises (the broker's own version
+// table, so a new API is covered as soon as it has a row), to the real
+// handlers of a real single-node server (logs, replica manager, group and
+// transaction coordinators, controller), the way internal/network does:
+// the frame is parsed by wire.ParseRequest and handed to the broker's
+// Handle with a *network.Conn of a client listener served by the network
+// layer (captured from its first request; no hook in the production
+// code), so handlers see the same header and context values.
+//
+// An input is (API key, version, bytes); a key or version the broker does
+// not serve is mapped onto the table, so the fuzzer spends its effort on
+// the request. FuzzRequests' bytes are the request body, mutated as
+// bytes; FuzzRequestFields' bytes are the choices of the randomizer
+// (fuzz_random_test.go) that fills the kmsg request's fields, so each of
+// its inputs decodes and the fuzzer mutates field values.
 //
 // Checked per input: no panic; Handle returns either an error (the
 // network layer closes that connection only) or a response of the
 // request's key and version that encodes and decodes again (nil only for
-// Produce with acks=0); no request takes much longer than its context
-// allows. Every healthEvery inputs the server must still answer
-// ApiVersions and Metadata, and its goroutines and memory must stay under
-// a generous bound.
+// Produce with acks=0); no handler runs much past its context's
+// deadline. Every healthEvery inputs the server must still answer
+// ApiVersions and Metadata (the fuzz topics are created again if an input
+// deleted them), and the process's goroutines and RSS must stay under
+// generous bounds.
 //
-// The seed corpus in testdata/fuzz/FuzzRequests is kmsg requests with
-// random field values per API and version (fuzz_random_test.go), some of
-// them plausible (a topic that exists, partition 0, short timeouts);
-// regenerate it after adding an API with
+// The seed corpora in testdata/fuzz are kmsg requests with random field
+// values, some plausible (a topic that exists, partition 0 or -1, short
+// timeouts), for every API and version; regenerate them after adding an
+// API (TestFuzzRequestsCorpus fails until then) with
 //
-//	go test -run=TestFuzzRequestsCorpus -fuzz.rewrite ./internal/server
+//	go test -run=TestFuzzRequestsCorpus ./internal/server -fuzz.rewrite
 //
-// `go test` runs the corpus (and the crashers kept there as regressions).
-// Fuzz longer with
+// `go test` runs the corpora and the crashers kept there as regressions
+// (a few seconds). Fuzz longer with
 //
+//	go test -run='^$' -fuzz=FuzzRequestFields -fuzztime=10m -parallel=1 ./internal/server
 //	go test -run='^$' -fuzz=FuzzRequests -fuzztime=10m -parallel=1 ./internal/server
 //
-// and set SAMSA_FUZZ_STATS=/some/file to have each fuzz worker append its
-// RSS, heap and goroutine count there every statsEvery inputs.
+// SAMSA_FUZZ_STATS=/some/file has each fuzz worker append its RSS, heap,
+// goroutines, topics, groups and transactions there every statsEvery
+// inputs, and every slow request; SAMSA_FUZZ_DEBUG=1 logs each input's
+// outcome (with -v, for the corpus).
+//
+// What a long run keeps is what Kafka keeps too: topics an input created
+// (each CreateTopics is bounded by controller.MaxRecordsPerUserOp, the
+// count of topics is not, as in Kafka), classic groups with committed
+// offsets, transactional ids and producer state until their expiration.
 
 import (
 	"context"
