@@ -95,26 +95,15 @@ func FuzzRecover(f *testing.F) {
 // keys (random order, 100 records a batch, 64 MiB segments), then cleans
 // the log once. It reports the cleaner's throughput (MB of log read per
 // second) and the disk used after cleaning against the live data (one
-// record per key). Run with -benchtime=1x.
+// record per key). Run with -benchtime=1x. TestCompactionDiskTarget
+// (cleaner_test.go) checks the same target on a smaller log in every
+// go test run.
 func BenchmarkCompaction(b *testing.B) {
-	const keys, updates, perBatch = 1000, 1_000_000, 100
+	const keys, updates = 1000, 1_000_000
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		dir := filepath.Join(b.TempDir(), "bench-0")
-		l := openLog(b, dir, LogConfig{SegmentBytes: 64 << 20, CleanupPolicy: CleanupCompact, FileDeleteDelayMs: 1})
-		rng := rand.New(rand.NewPCG(1, uint64(i)))
-		value := bytes.Repeat([]byte("v"), 100)
-		recs := make([]record.Record, perBatch)
-		ts := time.Now().UnixMilli()
-		for n := 0; n < updates; n += perBatch {
-			for j := range recs {
-				recs[j] = record.Record{Timestamp: ts, Key: fmt.Appendf(nil, "key-%04d", rng.IntN(keys)), Value: value}
-			}
-			if _, err := l.Append(record.Build(record.BuildOptions{}, recs)); err != nil {
-				b.Fatal(err)
-			}
-		}
-		forceRoll(b, l)
+		l, ts := writeCompactionLog(b, dir, keys, updates, 64<<20, uint64(i))
 		c := newCleaner(DefaultCleanerDedupeBufferSize, nil)
 		b.StartTimer()
 		st, err := c.clean(l, -1)
@@ -122,26 +111,73 @@ func BenchmarkCompaction(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		l.deletes.Wait()
-		// Disk use is allocated blocks: the empty active segment's
-		// preallocated indexes are sparse files of segment.index.bytes.
-		var disk int64
-		for _, name := range filesIn(b, dir) {
-			st, err := os.Stat(filepath.Join(dir, name))
-			if err != nil {
-				b.Fatal(err)
-			}
-			disk += st.Sys().(*syscall.Stat_t).Blocks * 512
-		}
-		live := int64(keys * len(record.Build(record.BuildOptions{}, []record.Record{{Timestamp: ts, Key: []byte("key-0000"), Value: value}})))
+		disk, live := compactionDiskUse(b, l, dir, keys, ts)
 		b.ReportMetric(st.MBPerSec(), "MB/s")
 		b.ReportMetric(float64(st.BytesRead)/1e6, "MB-before")
 		b.ReportMetric(float64(disk)/1e3, "kB-disk-after")
 		b.ReportMetric(float64(disk)/float64(live), "disk/live")
-		if st.RecordsKept != keys || disk >= 2*live {
-			b.Fatalf("kept %d records in %d bytes on disk; want %d records, under 2x live data (%d)", st.RecordsKept, disk, keys, live)
-		}
+		checkCompactionTarget(b, st, keys, disk, live)
 		l.Close()
+	}
+}
+
+// compactionValueSize and compactionPerBatch are the compaction target's
+// workload (issue 6): 100-byte values, 100 records a batch.
+const compactionValueSize, compactionPerBatch = 100, 100
+
+// writeCompactionLog opens a compacted log in dir with segmentBytes
+// segments, appends updates records with keys drawn at random (seeded) out
+// of keys, compactionPerBatch records a batch, no compression, and rolls
+// the active segment so that all of it can be cleaned. It returns the log
+// and the records' timestamp.
+func writeCompactionLog(tb testing.TB, dir string, keys, updates int, segmentBytes int64, seed uint64) (*Log, int64) {
+	tb.Helper()
+	l := openLog(tb, dir, LogConfig{SegmentBytes: segmentBytes, CleanupPolicy: CleanupCompact, FileDeleteDelayMs: 1})
+	rng := rand.New(rand.NewPCG(1, seed))
+	value := bytes.Repeat([]byte("v"), compactionValueSize)
+	recs := make([]record.Record, compactionPerBatch)
+	ts := time.Now().UnixMilli()
+	for n := 0; n < updates; n += compactionPerBatch {
+		for j := range recs {
+			recs[j] = record.Record{Timestamp: ts, Key: fmt.Appendf(nil, "key-%04d", rng.IntN(keys)), Value: value}
+		}
+		if _, err := l.Append(record.Build(record.BuildOptions{}, recs)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	forceRoll(tb, l)
+	return l, ts
+}
+
+// compactionDiskUse waits for the cleaned log's replaced files to be
+// deleted and returns the disk dir uses and the live data: keys records of
+// one key each, every one as its own batch. Disk use is allocated blocks:
+// the empty active segment's preallocated indexes are sparse files of
+// segment.index.bytes.
+func compactionDiskUse(tb testing.TB, l *Log, dir string, keys int, ts int64) (disk, live int64) {
+	tb.Helper()
+	l.deletes.Wait()
+	for _, name := range filesIn(tb, dir) {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		disk += st.Sys().(*syscall.Stat_t).Blocks * 512
+	}
+	one := record.Build(record.BuildOptions{}, []record.Record{{Timestamp: ts, Key: []byte("key-0000"), Value: bytes.Repeat([]byte("v"), compactionValueSize)}})
+	return disk, int64(keys * len(one))
+}
+
+// checkCompactionTarget fails tb unless the cleaner kept exactly one record
+// per key and the log uses under 2x its live data on disk (issue 6's
+// target, docs/benchmarks.md "Log compaction").
+func checkCompactionTarget(tb testing.TB, st CleanStats, keys int, disk, live int64) {
+	tb.Helper()
+	if st.RecordsKept != int64(keys) {
+		tb.Errorf("cleaner kept %d records, want one per key (%d)", st.RecordsKept, keys)
+	}
+	if disk >= 2*live {
+		tb.Errorf("%d bytes on disk after cleaning, %.2fx the live data (%d bytes); target: under 2x", disk, float64(disk)/float64(live), live)
 	}
 }
 

@@ -524,3 +524,28 @@ func TestOffsetMapSizedPerPass(t *testing.T) {
 		t.Fatalf("capacity %d beyond the budget", m.capacity)
 	}
 }
+
+// TestCompactionDiskTarget checks issue 6's compaction target in every go
+// test run, not only under -bench (BenchmarkCompaction): after one cleaner
+// pass, a compacted log of 1,000 keys uses under 2x its live data on disk.
+// The log is smaller than the benchmark's (50,000 updates, about 6 MB, in
+// 1 MiB segments, so the pass cleans several segments) to stay fast.
+func TestCompactionDiskTarget(t *testing.T) {
+	const keys, updates = 1000, 50_000
+	dir := filepath.Join(t.TempDir(), "target-0")
+	l, ts := writeCompactionLog(t, dir, keys, updates, 1<<20, 1)
+	if n := len(l.Segments()); n < 3 {
+		t.Fatalf("%d segments before cleaning, want several", n)
+	}
+	st, err := newCleaner(DefaultCleanerDedupeBufferSize, nil).clean(l, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disk, live := compactionDiskUse(t, l, dir, keys, ts)
+	t.Logf("cleaned %.1f MB (%d records) to %d kB on disk; live data %d kB (%.2fx)",
+		float64(st.BytesRead)/1e6, st.RecordsRead, disk/1e3, live/1e3, float64(disk)/float64(live))
+	if st.RecordsRead != updates {
+		t.Errorf("cleaner read %d records, want all %d", st.RecordsRead, updates)
+	}
+	checkCompactionTarget(t, st, keys, disk, live)
+}
