@@ -152,7 +152,19 @@ func (r *runner) inject(s step) (heal func() error, err error) {
 		if err != nil {
 			return nil, err
 		}
-		return func() error { return freeDisk(dir) }, nil
+		// A log that failed a write stays offline until its node
+		// restarts (internal/storage Log.fail), and the node keeps
+		// running; Kafka would halt a broker whose only log directory
+		// failed. The nemesis frees the disk and then kills and
+		// restarts the node, as a supervisor would after Kafka's halt.
+		return func() error {
+			if err := freeDisk(dir); err != nil {
+				return err
+			}
+			r.logf("node %d's disk freed; restarting it (its failed logs stay offline until a restart)", x)
+			r.c.Node(x).Kill()
+			return r.c.Node(x).Start()
+		}, nil
 	}
 	return nil, fmt.Errorf("unknown fault %q", s.Kind)
 }
