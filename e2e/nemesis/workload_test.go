@@ -190,17 +190,26 @@ func startTxnProducer(ctx context.Context, nc newClient, stop *atomic.Bool, wg *
 			set(n, txnAborted)
 			err := cl.BeginTransaction()
 			if err == nil {
+				var failed atomic.Int32
 				for part := range int32(partitions) {
-					cl.Produce(ctx, &kgo.Record{Topic: txnTopic, Partition: part, Value: fmt.Appendf(nil, "%d/%d", n, part)}, nil)
+					cl.Produce(ctx, &kgo.Record{Topic: txnTopic, Partition: part, Value: fmt.Appendf(nil, "%d/%d", n, part)},
+						func(_ *kgo.Record, err error) {
+							if err != nil {
+								failed.Add(1)
+							}
+						})
 				}
 				fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 				err = cl.Flush(fctx)
 				cancel()
 				if err == nil {
-					// A produce that failed fails the flush only
-					// sometimes; EndTransaction with commit fails on it.
+					// Flush does not report failed records, and
+					// EndTransaction(TryCommit) after produces that all
+					// failed returns nil without committing anything
+					// (no partition was added): count a commit only
+					// when every record was acknowledged.
 					how := kgo.TryAbort
-					if commit {
+					if commit && failed.Load() == 0 {
 						how = kgo.TryCommit
 						set(n, txnUnknown)
 					}
