@@ -55,6 +55,15 @@ type Config struct {
 	// can cut, to isolate a node from the quorum while clients still
 	// reach it. Nil: every node dials addr.
 	VoterAddr func(from, to int32, addr string) string
+	// Host, when set, gives node id's listener host in place of
+	// 127.0.0.1. Tests that run each node in a network namespace of its
+	// own give each its address there.
+	Host func(id int32) string
+	// Wrap, when set, returns the command prefix that runs node id's
+	// process (e.g. "ip netns exec <ns>"). The prefix must exec the
+	// server in place, keeping the process id, so that Pause, Kill and
+	// Stop reach the server itself.
+	Wrap func(id int32) []string
 }
 
 // Cluster is a running set of nodes.
@@ -156,7 +165,7 @@ func (c *Cluster) configure() error {
 			if c.role(to) == "broker" {
 				continue
 			}
-			addr := fmt.Sprintf("127.0.0.1:%d", ports[2*i+1])
+			addr := fmt.Sprintf("%s:%d", c.host(to), ports[2*i+1])
 			if c.cfg.VoterAddr != nil && to != from {
 				addr = c.cfg.VoterAddr(from, to, addr)
 			}
@@ -173,11 +182,11 @@ func (c *Cluster) configure() error {
 		}
 		var listeners []string
 		if n.Roles != "controller" {
-			n.ClientAddr = fmt.Sprintf("127.0.0.1:%d", ports[2*i])
+			n.ClientAddr = fmt.Sprintf("%s:%d", c.host(id), ports[2*i])
 			listeners = append(listeners, "PLAINTEXT://"+n.ClientAddr)
 		}
 		if n.Roles != "broker" {
-			n.ControllerAddr = fmt.Sprintf("127.0.0.1:%d", ports[2*i+1])
+			n.ControllerAddr = fmt.Sprintf("%s:%d", c.host(id), ports[2*i+1])
 			listeners = append(listeners, "CONTROLLER://"+n.ControllerAddr)
 		}
 		if _, err := os.Stat(n.ConfigPath); err != nil {
@@ -200,6 +209,14 @@ func (c *Cluster) configure() error {
 		c.Nodes = append(c.Nodes, n)
 	}
 	return nil
+}
+
+// host is node id's listener host.
+func (c *Cluster) host(id int32) string {
+	if c.cfg.Host != nil {
+		return c.cfg.Host(id)
+	}
+	return "127.0.0.1"
 }
 
 // role is node id's process.roles.
@@ -311,7 +328,11 @@ func (n *Node) Start() error {
 		n.mu.Unlock()
 		return err
 	}
-	cmd := exec.Command(n.cl.cfg.Binary, "server", "--config", n.ConfigPath, "--cluster-id", n.cl.ClusterID)
+	args := []string{n.cl.cfg.Binary, "server", "--config", n.ConfigPath, "--cluster-id", n.cl.ClusterID}
+	if n.cl.cfg.Wrap != nil {
+		args = append(n.cl.cfg.Wrap(n.ID), args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
 	pr, pw := io.Pipe()
 	cmd.Stdout = logf
 	cmd.Stderr = pw
