@@ -488,3 +488,174 @@ func sortedKeys(m map[int64]string) []int64 {
 	slices.Sort(keys)
 	return keys
 }
+
+// rawRecord is one record of a read_uncommitted read that keeps control
+// records: a transaction marker has control set, commit its type and
+// coordEpoch the coordinator epoch it carries.
+type rawRecord struct {
+	offset     int64
+	value      string
+	pid        int64
+	epoch      int16
+	control    bool
+	commit     bool
+	coordEpoch int32
+}
+
+// readRaw reads every partition of topic read_uncommitted, transaction
+// markers included, up to the high watermark: what a read_committed reader
+// filters, for explaining a transaction it does not see.
+func readRaw(ctx context.Context, nc newClient, topic string) ([partitions][]rawRecord, error) {
+	var out [partitions][]rawRecord
+	cl, err := nc(
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.KeepControlRecords(),
+	)
+	if err != nil {
+		return out, err
+	}
+	defer cl.Close()
+	lo, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		return out, err
+	}
+	ends := map[int32]int64{}
+	lo.Each(func(o kadm.ListedOffset) { ends[o.Partition] = o.Offset })
+	// Offsets are not dense here (nothing is compacted, but a read may
+	// start above the log start), so progress is the next offset to read.
+	next := map[int32]int64{}
+	for {
+		done := true
+		for p := range int32(partitions) {
+			if next[p] < ends[p] {
+				done = false
+			}
+		}
+		if done {
+			return out, nil
+		}
+		if ctx.Err() != nil {
+			return out, fmt.Errorf("reading %s back with markers: %w", topic, ctx.Err())
+		}
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) {
+			rr := rawRecord{offset: r.Offset, value: string(r.Value), pid: r.ProducerID, epoch: r.ProducerEpoch, control: r.Attrs.IsControl()}
+			if rr.control {
+				// Key: version int16, type int16 (0 abort, 1 commit);
+				// value: version int16, coordinator epoch int32.
+				if len(r.Key) >= 4 {
+					rr.commit = r.Key[3] == 1 && r.Key[2] == 0
+				}
+				rr.coordEpoch = -1
+				if len(r.Value) >= 6 {
+					rr.coordEpoch = int32(uint32(r.Value[2])<<24 | uint32(r.Value[3])<<16 | uint32(r.Value[4])<<8 | uint32(r.Value[5]))
+				}
+				rr.value = ""
+			}
+			out[r.Partition] = append(out[r.Partition], rr)
+			next[r.Partition] = max(next[r.Partition], r.Offset+1)
+		})
+	}
+}
+
+// lostTxns lists the transactions the producer saw commit of which the
+// read_committed log has no record (checkTxns reports each as an anomaly).
+func lostTxns(final [partitions]map[int64]string, tp *txnProducer) []int {
+	present := map[int]bool{}
+	for p := range partitions {
+		for _, v := range final[p] {
+			if n, _, ok := strings.Cut(v, "/"); ok {
+				if txn, err := strconv.Atoi(n); err == nil {
+					present[txn] = true
+				}
+			}
+		}
+	}
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	var lost []int
+	for txn, o := range tp.outcomes {
+		if o == txnCommitted && !present[txn] {
+			lost = append(lost, txn)
+		}
+	}
+	slices.Sort(lost)
+	return lost
+}
+
+// explainLostTxns says, for each lost transaction and partition, whether
+// its record is in the read_uncommitted log and which markers of its
+// producer surround it: absent (never written, or truncated), covered by
+// an ABORT (a commit decided but aborted on the partitions), followed by a
+// COMMIT (present and committed, yet hidden from read_committed: the LSO or
+// the aborted-transactions index is wrong), or followed by no marker (left
+// open).
+func explainLostTxns(raw [partitions][]rawRecord, final [partitions]map[int64]string, lost []int) []string {
+	var out []string
+	for _, txn := range lost {
+		var parts []string
+		for p := range partitions {
+			want := fmt.Sprintf("%d/%d", txn, p)
+			i := slices.IndexFunc(raw[p], func(r rawRecord) bool { return !r.control && r.value == want })
+			if i < 0 {
+				parts = append(parts, fmt.Sprintf("p%d: absent", p))
+				continue
+			}
+			r := raw[p][i]
+			s := fmt.Sprintf("p%d: at offset %d (producer %d epoch %d)", p, r.offset, r.pid, r.epoch)
+			if j := lastMarker(raw[p][:i], r.pid); j >= 0 {
+				m := raw[p][j]
+				s += fmt.Sprintf("; previous marker %s", describeMarker(m))
+			}
+			if j := slices.IndexFunc(raw[p][i+1:], func(m rawRecord) bool { return m.control && m.pid == r.pid }); j >= 0 {
+				m := raw[p][i+1+j]
+				s += fmt.Sprintf("; ended by %s", describeMarker(m))
+				// Records of the same producer between the two: a marker
+				// that was skipped makes two transactions one.
+				others := 0
+				for _, o := range raw[p][i+1 : i+1+j] {
+					if !o.control && o.pid == r.pid {
+						others++
+					}
+				}
+				if others > 0 {
+					s += fmt.Sprintf(" after %d more records of the producer", others)
+				}
+			} else {
+				s += "; no marker after it (transaction open)"
+			}
+			later := 0
+			for o := range final[p] {
+				if o > r.offset {
+					later++
+				}
+			}
+			s += fmt.Sprintf("; %d read_committed records after it", later)
+			parts = append(parts, s)
+		}
+		out = append(out, fmt.Sprintf("lost transaction %d: %s", txn, strings.Join(parts, " | ")))
+	}
+	return out
+}
+
+// lastMarker is the index of the last marker of pid in rs, or -1.
+func lastMarker(rs []rawRecord, pid int64) int {
+	for i := len(rs) - 1; i >= 0; i-- {
+		if rs[i].control && rs[i].pid == pid {
+			return i
+		}
+	}
+	return -1
+}
+
+func describeMarker(m rawRecord) string {
+	typ := "ABORT"
+	if m.commit {
+		typ = "COMMIT"
+	}
+	return fmt.Sprintf("%s at offset %d (epoch %d, coordinator epoch %d)", typ, m.offset, m.epoch, m.coordEpoch)
+}
