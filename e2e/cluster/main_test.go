@@ -5,19 +5,16 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/samsa-io/samsa/e2e/clustertest"
 	"github.com/samsa-io/samsa/internal/devcluster"
 )
 
@@ -25,26 +22,15 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "samsa-cluster-test")
+	var cleanup func()
+	var err error
+	binary, cleanup, err = clustertest.BuildBinary("samsa-cluster-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "samsa")
-	build := exec.Command("go", "build", "-o", binary, "github.com/samsa-io/samsa/cmd/samsa")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building samsa:", err)
-		os.Exit(1)
-	}
-	// go test caches results by the files a test opens; it cannot see the
-	// sources `go build` just read. Opening the fresh binary (a new path
-	// every run) keeps a stale result from being reused.
-	if f, err := os.Open(binary); err == nil {
-		f.Close()
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 
@@ -90,26 +76,7 @@ func startClusterWith(t *testing.T, cfg devcluster.Config) *devcluster.Cluster {
 	return c
 }
 
-func dumpLogs(t *testing.T, dir string, n int) {
-	for id := 1; id <= n; id++ {
-		path := filepath.Join(dir, fmt.Sprintf("node-%d.log", id))
-		f, err := os.Open(path)
-		if err != nil {
-			continue
-		}
-		var lines []string
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			lines = append(lines, sc.Text())
-		}
-		f.Close()
-		if len(lines) > 40 {
-			lines = lines[len(lines)-40:]
-		}
-		t.Logf("---- node %d log (last %d lines) ----\n%s", id, len(lines), strings.Join(lines, "\n"))
-	}
-}
+func dumpLogs(t *testing.T, dir string, n int) { clustertest.DumpLogs(t, dir, n, 40) }
 
 func client(t *testing.T, c *devcluster.Cluster, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()

@@ -1,13 +1,11 @@
 package nemesis
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/samsa-io/samsa/e2e/clustertest"
 )
 
 // binary is the samsa executable built once for all tests.
@@ -19,25 +17,15 @@ func TestMain(m *testing.M) {
 		// test needs no binary.
 		os.Exit(m.Run())
 	}
-	dir, err := os.MkdirTemp("", "samsa-nemesis")
+	var cleanup func()
+	var err error
+	binary, cleanup, err = clustertest.BuildBinary("samsa-nemesis")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "samsa")
-	build := exec.Command("go", "build", "-o", binary, "github.com/samsa-io/samsa/cmd/samsa")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building samsa:", err)
-		os.Exit(1)
-	}
-	// A fresh path every run keeps go test from reusing a cached result
-	// built from older sources.
-	if f, err := os.Open(binary); err == nil {
-		f.Close()
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 
@@ -57,22 +45,4 @@ var fastFailover = []string{
 }
 
 // dumpLogs prints the end of every node's log.
-func dumpLogs(t *testing.T, dir string, n int) {
-	for id := 1; id <= n; id++ {
-		f, err := os.Open(filepath.Join(dir, fmt.Sprintf("node-%d.log", id)))
-		if err != nil {
-			continue
-		}
-		var lines []string
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			lines = append(lines, sc.Text())
-		}
-		f.Close()
-		if len(lines) > 60 {
-			lines = lines[len(lines)-60:]
-		}
-		t.Logf("---- node %d log (last %d lines) ----\n%s", id, len(lines), strings.Join(lines, "\n"))
-	}
-}
+func dumpLogs(t *testing.T, dir string, n int) { clustertest.DumpLogs(t, dir, n, 60) }
