@@ -423,7 +423,19 @@ func TestNemesis(t *testing.T) {
 	allProd.mu.Unlock()
 	checkedOne := checkSeq(oneTopic, finalOne, nil, oneSeen, an)
 	checkedTxn, committed, aborted, unknown := checkTxns(finalTxn, txns, txnSeen, an)
-	if lost := lostTxns(finalTxn, txns); len(lost) > 0 {
+	lost := lostTxns(finalTxn, txns)
+	for _, txn := range lost {
+		msg := fmt.Sprintf("transaction %d was committed but none of its records are in the log", txn)
+		if set.Strict {
+			an.add("%s", msg)
+		} else {
+			// The open anomaly: strict in the long form
+			// (SAMSA_NEMESIS_FAULTS=all), reported here so that CI
+			// fails only on news.
+			t.Logf("known open anomaly (docs/reliability.md): %s", msg)
+		}
+	}
+	if len(lost) > 0 {
 		// Diagnosis of the open anomaly (docs/reliability.md): absent,
 		// aborted, or committed but hidden from read_committed?
 		if raw, err := readRaw(fctx, nc, txnTopic); err != nil {
@@ -446,10 +458,10 @@ func TestNemesis(t *testing.T) {
 	restarts := r.restarts
 	r.mu.Unlock()
 	found := an.all()
-	t.Logf("NEMESIS RESULT seed=%d duration=%v fault-phase=%v faults=%d (%s) unplanned-restarts=%d "+
+	t.Logf("NEMESIS RESULT seed=%d duration=%v fault-phase=%v faults=%d (%s) unplanned-restarts=%d lost-committed-txns=%d "+
 		"records-checked=%d (acks=all %d [%d failed sends], acks=1 %d, txn %d: %d committed, %d aborted, %d unknown) "+
 		"group-commits=%d group-offset-fetches=%d anomalies=%d",
-		set.Seed, set.Duration, faultPhase.Round(time.Second), total, strings.Join(kinds, " "), restarts,
+		set.Seed, set.Duration, faultPhase.Round(time.Second), total, strings.Join(kinds, " "), restarts, len(lost),
 		checkedAll+checkedOne+checkedTxn, checkedAll, allProd.failed.Load(), checkedOne, checkedTxn, committed, aborted, unknown,
 		gw.commits.Load(), gw.fetches.Load(), len(found))
 	if checkedAll == 0 || committed == 0 {

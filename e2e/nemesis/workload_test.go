@@ -455,13 +455,13 @@ func checkTxns(final [partitions]map[int64]string, tp *txnProducer, seen *watche
 			an.add("transaction %d was never committed (outcome %v, known %v) but %d of its records are read_committed", txn, o, ok, c)
 		}
 	}
-	for txn, o := range tp.outcomes {
+	for _, o := range tp.outcomes {
 		switch o {
 		case txnCommitted:
 			committed++
-			if count[txn] == 0 {
-				an.add("transaction %d was committed but none of its records are in the log", txn)
-			}
+			// A committed transaction missing whole is the open anomaly
+			// (docs/reliability.md): lostTxns reports it, and the caller
+			// decides whether it fails the run.
 		case txnAborted:
 			aborted++
 		case txnUnknown:
