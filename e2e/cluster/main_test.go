@@ -22,16 +22,7 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	var cleanup func()
-	var err error
-	binary, cleanup, err = clustertest.BuildBinary("samsa-cluster-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
+	os.Exit(clustertest.Main(m, "samsa-cluster-test", &binary))
 }
 
 // fastFailover makes a killed broker's session expire in seconds rather

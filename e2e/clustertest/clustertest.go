@@ -36,6 +36,19 @@ func BuildBinary(prefix string) (path string, cleanup func(), err error) {
 	return path, func() { os.RemoveAll(dir) }, nil
 }
 
+// Main is a TestMain body: it builds the binary into *binary, runs the
+// tests and removes the binary, and returns the exit code.
+func Main(m *testing.M, prefix string, binary *string) int {
+	path, cleanup, err := BuildBinary(prefix)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cleanup()
+	*binary = path
+	return m.Run()
+}
+
 // DumpLogs logs the last lines of each of the n nodes' logs in dir
 // (devcluster's node-<id>.log).
 func DumpLogs(t testing.TB, dir string, n, lines int) {

@@ -1,7 +1,6 @@
 package nemesis
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -17,16 +16,7 @@ func TestMain(m *testing.M) {
 		// test needs no binary.
 		os.Exit(m.Run())
 	}
-	var cleanup func()
-	var err error
-	binary, cleanup, err = clustertest.BuildBinary("samsa-nemesis")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
+	os.Exit(clustertest.Main(m, "samsa-nemesis", &binary))
 }
 
 // fastFailover makes a lost broker's session expire in seconds, so a run
