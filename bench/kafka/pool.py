@@ -6,8 +6,8 @@
 
 Reads the "every run" tables that run.sh prints inside <details> and prints
 the throughput, end-to-end latency and memory tables with each cell the
-median over all sessions of all files (docs/benchmarks.md "Samsa vs Apache
-Kafka" pools two runs this way). It assumes the default SIZES,
+median over all sessions of all files, for when one run's spread is too
+wide to read. It assumes the default SIZES,
 PARTITION_CASES, ACKS_CASES and CLIENTS.
 """
 import sys, statistics
