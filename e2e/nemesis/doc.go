@@ -27,14 +27,14 @@
 // nothing a reader saw disappears), an acks=1 producer with a consumer
 // (what was read, below the high watermark, never disappears),
 // transactions across partitions committed and aborted (committed ones
-// all-or-nothing, aborted ones never read under read_committed), and a
+// all there, each record at the offset it was acknowledged at; aborted
+// ones never read under read_committed), and a
 // consumer group committing offsets (committed offsets never go
 // backwards).
 //
 // The tests need root (namespaces, tc, tmpfs) and skip without it.
 // SAMSA_NEMESIS_SEED picks the seed (default: from the clock) and
 // SAMSA_NEMESIS_DURATION the length of the fault phase (default 45s, the
-// short form CI runs); SAMSA_NEMESIS_FAULTS=all adds the disk-full fault,
-// left out by default while the anomaly it exposes is open. A failure
-// prints the seed and the schedule. See docs/reliability.md.
+// short form CI runs). A failure prints the seed and the schedule. See
+// docs/reliability.md.
 package nemesis

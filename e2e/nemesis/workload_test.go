@@ -154,10 +154,21 @@ const (
 type txnProducer struct {
 	mu       sync.Mutex
 	outcomes map[int]txnOutcome
+	// acks holds, per transaction, where each partition's record was
+	// acknowledged, for explaining a transaction that goes missing.
+	acks map[int]*[partitions]txnAck
+}
+
+// txnAck is a transactional record's acknowledgement: offset and the
+// producer id and epoch it was written with (offset -1: not acknowledged).
+type txnAck struct {
+	offset int64
+	pid    int64
+	epoch  int16
 }
 
 func startTxnProducer(ctx context.Context, nc newClient, stop *atomic.Bool, wg *sync.WaitGroup, logf func(string, ...any)) *txnProducer {
-	tp := &txnProducer{outcomes: map[int]txnOutcome{}}
+	tp := &txnProducer{outcomes: map[int]txnOutcome{}, acks: map[int]*[partitions]txnAck{}}
 	set := func(n int, o txnOutcome) { tp.mu.Lock(); tp.outcomes[n] = o; tp.mu.Unlock() }
 	wg.Add(1)
 	go func() {
@@ -191,12 +202,20 @@ func startTxnProducer(ctx context.Context, nc newClient, stop *atomic.Bool, wg *
 			err := cl.BeginTransaction()
 			if err == nil {
 				var failed atomic.Int32
+				acks := &[partitions]txnAck{{offset: -1}, {offset: -1}, {offset: -1}}
+				tp.mu.Lock()
+				tp.acks[n] = acks
+				tp.mu.Unlock()
 				for part := range int32(partitions) {
 					cl.Produce(ctx, &kgo.Record{Topic: txnTopic, Partition: part, Value: fmt.Appendf(nil, "%d/%d", n, part)},
-						func(_ *kgo.Record, err error) {
+						func(r *kgo.Record, err error) {
 							if err != nil {
 								failed.Add(1)
+								return
 							}
+							tp.mu.Lock()
+							acks[r.Partition] = txnAck{r.Offset, r.ProducerID, r.ProducerEpoch}
+							tp.mu.Unlock()
 						})
 				}
 				fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -216,7 +235,7 @@ func startTxnProducer(ctx context.Context, nc newClient, stop *atomic.Bool, wg *
 					ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
 					err = cl.EndTransaction(ectx, how)
 					cancel()
-					if err == nil && commit {
+					if err == nil && how == kgo.TryCommit {
 						set(n, txnCommitted)
 					}
 				}
@@ -455,13 +474,23 @@ func checkTxns(final [partitions]map[int64]string, tp *txnProducer, seen *watche
 			an.add("transaction %d was never committed (outcome %v, known %v) but %d of its records are read_committed", txn, o, ok, c)
 		}
 	}
-	for _, o := range tp.outcomes {
+	for txn, o := range tp.outcomes {
 		switch o {
 		case txnCommitted:
 			committed++
-			// A committed transaction missing whole is the open anomaly
-			// (docs/reliability.md): lostTxns reports it, and the caller
-			// decides whether it fails the run.
+			// Each record where it was acknowledged: a committed
+			// transaction is never lost, moved or partly there.
+			acks := tp.acks[txn]
+			for p := range partitions {
+				want := fmt.Sprintf("%d/%d", txn, p)
+				if acks == nil || acks[p].offset < 0 {
+					an.add("transaction %d: counted committed but %s was never acknowledged (workload bug)", txn, want)
+					continue
+				}
+				if got, ok := final[p][acks[p].offset]; !ok || got != want {
+					an.add("transaction %d: committed %s acknowledged at offset %d of %s-%d is lost (found %q, present %v)", txn, want, acks[p].offset, txnTopic, p, got, ok)
+				}
+			}
 		case txnAborted:
 			aborted++
 		case txnUnknown:
@@ -594,15 +623,23 @@ func lostTxns(final [partitions]map[int64]string, tp *txnProducer) []int {
 // COMMIT (present and committed, yet hidden from read_committed: the LSO or
 // the aborted-transactions index is wrong), or followed by no marker (left
 // open).
-func explainLostTxns(raw [partitions][]rawRecord, final [partitions]map[int64]string, lost []int) []string {
+func explainLostTxns(raw [partitions][]rawRecord, final [partitions]map[int64]string, lost []int, tp *txnProducer) []string {
 	var out []string
 	for _, txn := range lost {
 		var parts []string
+		tp.mu.Lock()
+		acks := tp.acks[txn]
+		tp.mu.Unlock()
 		for p := range partitions {
 			want := fmt.Sprintf("%d/%d", txn, p)
 			i := slices.IndexFunc(raw[p], func(r rawRecord) bool { return !r.control && r.value == want })
 			if i < 0 {
-				parts = append(parts, fmt.Sprintf("p%d: absent", p))
+				s := fmt.Sprintf("p%d: absent", p)
+				if acks != nil {
+					a := acks[p]
+					s += fmt.Sprintf(" (acknowledged at offset %d, producer %d epoch %d; the log there: %s)", a.offset, a.pid, a.epoch, describeAt(raw[p], a.offset))
+				}
+				parts = append(parts, s)
 				continue
 			}
 			r := raw[p][i]
@@ -640,6 +677,24 @@ func explainLostTxns(raw [partitions][]rawRecord, final [partitions]map[int64]st
 		out = append(out, fmt.Sprintf("lost transaction %d: %s", txn, strings.Join(parts, " | ")))
 	}
 	return out
+}
+
+// describeAt says what the log holds at offset: a record and its
+// producer, a marker, or nothing.
+func describeAt(rs []rawRecord, offset int64) string {
+	i := slices.IndexFunc(rs, func(r rawRecord) bool { return r.offset == offset })
+	if i < 0 {
+		return "nothing"
+	}
+	r := rs[i]
+	if r.control {
+		return describeMarker(r)
+	}
+	s := fmt.Sprintf("%q (producer %d epoch %d)", r.value, r.pid, r.epoch)
+	if j := lastMarker(rs[:i], r.pid); j >= 0 {
+		s += "; previous marker of its producer " + describeMarker(rs[j])
+	}
+	return s
 }
 
 // lastMarker is the index of the last marker of pid in rs, or -1.
