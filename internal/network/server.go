@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/security"
 	"github.com/samsa-io/samsa/internal/wire"
 )
 
@@ -50,7 +51,14 @@ type Conn struct {
 	srv *Server
 	nc  net.Conn
 	out chan []byte
+	// principal is who the client authenticated as; only the reader
+	// goroutine, which runs the handshakes and the handlers, touches it.
+	principal security.Principal
 }
+
+// Principal is who the client authenticated as (security.Anonymous
+// when it did not).
+func (c *Conn) Principal() security.Principal { return c.principal }
 
 // Listener names the listener the connection arrived on.
 func (c *Conn) Listener() string { return c.srv.cfg.Listener }
@@ -97,7 +105,7 @@ func (s *Server) accept() {
 			}
 			return
 		}
-		c := &Conn{srv: s, nc: nc, out: make(chan []byte, 64)}
+		c := &Conn{srv: s, nc: nc, out: make(chan []byte, 64), principal: security.Anonymous}
 		s.mu.Lock()
 		if s.ctx.Err() != nil {
 			s.mu.Unlock()
