@@ -67,7 +67,7 @@ var brokerKeyList = []*Key{
 	k("num.replica.fetchers", Int, "1", nil, High, ClusterWide, "Fetcher threads per source broker for replication."),
 	k("num.recovery.threads.per.data.dir", Int, "2", atLeast(1), High, ClusterWide, "Threads per log directory for recovery at start-up and flushing at shut-down."),
 	k("queued.max.requests", Int, "500", atLeast(1), High, ReadOnly, "Requests queued for the I/O threads before network threads stop reading."),
-	k("queued.max.request.bytes", Long, "-1", nil, Medium, ReadOnly, "Bytes of queued requests before no more are read; -1 means no limit. Samsa also bounds the memory that decompressing produced batches holds at once by this many bytes (256 MiB when -1)."),
+	k("queued.max.request.bytes", Long, "-1", nil, Medium, ReadOnly, "Bytes of requests read and not yet answered before no more are read from sockets (requests of up to 64 KiB are not counted); -1: 256 MiB, or socket.request.max.bytes if larger. Samsa also bounds the memory that decompressing produced batches holds at once by this many bytes (256 MiB when -1)."),
 	k("socket.send.buffer.bytes", Int, "102400", nil, High, ReadOnly, "SO_SNDBUF of server sockets; -1 uses the OS default."),
 	k("socket.receive.buffer.bytes", Int, "102400", nil, High, ReadOnly, "SO_RCVBUF of server sockets; -1 uses the OS default."),
 	k("socket.request.max.bytes", Int, "104857600", atLeast(1), High, ReadOnly, "Largest request accepted; protects against memory exhaustion."),

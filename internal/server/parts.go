@@ -467,10 +467,12 @@ func (s *Server) shutdown() error {
 
 // serveClients starts answering clients on the bound listeners.
 func (s *Server) serveClients(context.Context) error {
+	budget := record.NewBudget(requestBudget(s.cfg.QueuedMaxRequestBytes, s.cfg.SocketRequestMaxBytes))
 	for name, ln := range s.bound {
 		s.listeners = append(s.listeners, network.Serve(ln, network.Config{
 			Listener:       name,
 			MaxRequestSize: s.cfg.SocketRequestMaxBytes,
+			RequestBudget:  budget,
 			Handler:        s.broker,
 			Versions:       s.broker.Versions(),
 			Logger:         s.logger,
