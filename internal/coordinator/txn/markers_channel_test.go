@@ -18,9 +18,9 @@ import (
 	"github.com/samsa-io/samsa/internal/coordinator"
 	"github.com/samsa-io/samsa/internal/coordinator/txn"
 	"github.com/samsa-io/samsa/internal/metadata"
-	"github.com/samsa-io/samsa/internal/storage"
 	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/replica"
+	"github.com/samsa-io/samsa/internal/storage"
 )
 
 // Transaction markers across two brokers: the marker channel of broker 1
