@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/samsa-io/samsa/internal/devcluster"
 )
 
 // TestMinInsyncReplicas: with min.insync.replicas=3 on a topic of three
@@ -33,29 +35,8 @@ func TestMinInsyncReplicas(t *testing.T) {
 		t.Fatalf("acks=all with the full ISR: %v", err)
 	}
 
-	// Kill a follower (not the controller, so the quorum keeps deciding).
-	md, err := adm.BrokerMetadata(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var victim int32 = -1
-	for _, id := range parts[0].Replicas {
-		if id != parts[0].Leader && id != md.Controller {
-			victim = id
-		}
-	}
-	if victim < 0 {
-		t.Skipf("leader and controller cover both followers of %+v", parts[0])
-	}
-	c.Node(victim).Kill()
-	waitFor(t, 30*time.Second, "ISR shrinks to two", func() (bool, string) {
-		p, _, err := describe(ctx, adm, topic)
-		if err != nil {
-			return false, err.Error()
-		}
-		return len(p[0].ISR) == 2, fmt.Sprintf("%+v", p[0])
-	})
-	err = all.ProduceSync(ctx, &kgo.Record{Value: []byte("too few")}).FirstErr()
+	victim := killFollower(ctx, t, c, adm, topic, parts[0])
+	err := all.ProduceSync(ctx, &kgo.Record{Value: []byte("too few")}).FirstErr()
 	if !errors.Is(err, kerr.NotEnoughReplicas) {
 		t.Fatalf("acks=all with ISR 2 < min.insync.replicas 3: got %v, want NOT_ENOUGH_REPLICAS", err)
 	}
@@ -122,27 +103,7 @@ func TestTransactionStateMinISR(t *testing.T) {
 	}
 
 	parts := waitFullISR(t, adm, "__transaction_state", 30*time.Second)
-	md, err := adm.BrokerMetadata(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var victim int32 = -1
-	for _, id := range parts[0].Replicas {
-		if id != parts[0].Leader && id != md.Controller {
-			victim = id
-		}
-	}
-	if victim < 0 {
-		t.Skipf("leader and controller cover both followers of %+v", parts[0])
-	}
-	c.Node(victim).Kill()
-	waitFor(t, 30*time.Second, "the ISR of __transaction_state shrinks to two", func() (bool, string) {
-		p, _, err := describe(ctx, adm, "__transaction_state")
-		if err != nil {
-			return false, err.Error()
-		}
-		return len(p[0].ISR) == 2, fmt.Sprintf("%+v", p[0])
-	})
+	victim := killFollower(ctx, t, c, adm, "__transaction_state", parts[0])
 	if err := commitOne("second", 5*time.Second); !errors.Is(err, kerr.CoordinatorNotAvailable) {
 		t.Fatalf("transaction with ISR 2 < transaction.state.log.min.isr 3: %v, want COORDINATOR_NOT_AVAILABLE", err)
 	}
@@ -154,4 +115,33 @@ func TestTransactionStateMinISR(t *testing.T) {
 	if err := commitOne("third", time.Minute); err != nil {
 		t.Fatalf("transaction after the broker returned: %v", err)
 	}
+}
+
+// killFollower kills a follower of partition 0 of topic (not the
+// controller, so the quorum keeps deciding) and waits for its ISR to
+// shrink to two; it returns the node killed.
+func killFollower(ctx context.Context, t *testing.T, c *devcluster.Cluster, adm *kadm.Client, topic string, p partitionInfo) int32 {
+	t.Helper()
+	md, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim int32 = -1
+	for _, id := range p.Replicas {
+		if id != p.Leader && id != md.Controller {
+			victim = id
+		}
+	}
+	if victim < 0 {
+		t.Skipf("leader and controller cover both followers of %+v", p)
+	}
+	c.Node(victim).Kill()
+	waitFor(t, 30*time.Second, "the ISR of "+topic+" shrinks to two", func() (bool, string) {
+		parts, _, err := describe(ctx, adm, topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(parts[0].ISR) == 2, fmt.Sprintf("%+v", parts[0])
+	})
+	return victim
 }
