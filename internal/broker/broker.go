@@ -131,6 +131,8 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.DeleteRecords:           {0, 2, handleDeleteRecords},
 		kmsg.DescribeProducers:       {0, 0, handleDescribeProducers},
 		kmsg.DescribeLogDirs:         {1, 4, handleDescribeLogDirs},
+		kmsg.SASLHandshake:           {0, 1, handleSASLHandshake},
+		kmsg.SASLAuthenticate:        {0, 2, handleSASLAuthenticate},
 		// Transactions, version 1 only: the versions that imply KIP-890's
 		// transaction version 2 (AddPartitionsToTxn v4+ is inter-broker,
 		// EndTxn v5, TxnOffsetCommit v5) are not served.

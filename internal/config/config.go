@@ -55,6 +55,15 @@ type Config struct {
 	// AuthorizerClassName is authorizer.class.name; empty disables
 	// authorization.
 	AuthorizerClassName string
+	// ConnectionFailedAuthenticationDelayMs is
+	// connection.failed.authentication.delay.ms: how long a connection
+	// that failed authentication stays open (answered, but not read)
+	// before it is closed. The rest of the SASL keys are per listener:
+	// SASLListener.
+	ConnectionFailedAuthenticationDelayMs int32
+	// SASLMechanismInterBrokerProtocol is
+	// sasl.mechanism.inter.broker.protocol.
+	SASLMechanismInterBrokerProtocol string
 	// ClusterID is not a property: `samsa server --cluster-id` sets it to
 	// format fresh data directories with a cluster id shared by every node
 	// (Kafka's `kafka-storage format -t`). Empty: generate one, which only
@@ -365,6 +374,8 @@ func (c *Config) fill() error {
 	}
 	c.BrokerRack = c.str("broker.rack")
 	c.AuthorizerClassName = strings.TrimSpace(c.str("authorizer.class.name"))
+	c.ConnectionFailedAuthenticationDelayMs = c.i32("connection.failed.authentication.delay.ms")
+	c.SASLMechanismInterBrokerProtocol = strings.TrimSpace(c.str("sasl.mechanism.inter.broker.protocol"))
 
 	c.LogDirs = splitList(c.str("log.dir"))
 	if d, ok := c.values["log.dirs"]; ok {

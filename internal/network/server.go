@@ -33,9 +33,13 @@ type Config struct {
 	// answered, across every connection sharing it
 	// (queued.max.request.bytes); see serveOne. Nil: unbounded.
 	RequestBudget *record.Budget
-	Handler       Handler
-	Versions      *wire.VersionTable
-	Logger        *slog.Logger
+	// SASL, when set, makes every client authenticate with SASL before
+	// its first request reaches Handler (sasl.go); nil serves clients as
+	// they connect, as ANONYMOUS.
+	SASL     *SASLConfig
+	Handler  Handler
+	Versions *wire.VersionTable
+	Logger   *slog.Logger
 }
 
 // Server serves one listener.
@@ -56,9 +60,11 @@ type Conn struct {
 	srv *Server
 	nc  net.Conn
 	out chan []byte
-	// principal is who the client authenticated as; only the reader
-	// goroutine, which runs the handshakes and the handlers, touches it.
+	// principal is who the client authenticated as, and sasl its SASL
+	// session; only the reader goroutine, which runs the handshakes and
+	// the handlers, touches them.
 	principal security.Principal
+	sasl      saslSession
 }
 
 // Principal is who the client authenticated as (security.Anonymous
@@ -138,6 +144,12 @@ func (c *Conn) read() {
 	}()
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
+	if s.cfg.SASL != nil {
+		if err := c.authenticate(ctx, nil); err != nil {
+			c.logClose(ctx, err)
+			return
+		}
+	}
 	for c.serveOne(ctx) {
 	}
 }
@@ -179,6 +191,18 @@ func (c *Conn) serveOne(ctx context.Context) bool {
 		s.cfg.Logger.Info("closing connection", "remote", c.nc.RemoteAddr(), "err", err)
 		return false
 	}
+	if s.cfg.SASL != nil {
+		if kmsg.Key(req.Header.APIKey) == kmsg.SASLHandshake && c.mayReauthenticate() {
+			err := c.authenticate(ctx, &req)
+			c.logClose(ctx, err)
+			return err == nil
+		}
+		if c.sessionExpired() {
+			s.cfg.Logger.Info("closing connection: its SASL session expired (connections.max.reauth.ms)", "remote", c.nc.RemoteAddr(),
+				"principal", c.principal.String(), "api", kmsg.NameForKey(req.Header.APIKey))
+			return false
+		}
+	}
 	resp, err := s.cfg.Handler.Handle(ctx, c, req)
 	if err != nil && ctx.Err() != nil {
 		return false // shutting down
@@ -192,6 +216,17 @@ func (c *Conn) serveOne(ctx context.Context) bool {
 		c.out <- wire.AppendResponse(getBuf(wire.SizeHint(resp)), req.Header.CorrelationID, resp)
 	}
 	return true
+}
+
+// logClose logs why a connection is closed, unless it simply ended, the
+// server is shutting down, or err is nil. A failed authentication was
+// logged already.
+func (c *Conn) logClose(ctx context.Context, err error) {
+	var failed *authFailure
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || ctx.Err() != nil || errors.As(err, &failed) {
+		return
+	}
+	c.srv.cfg.Logger.Info("closing connection", "remote", c.nc.RemoteAddr(), "err", err)
 }
 
 // write owns the socket's write side. On a write error it closes the socket,

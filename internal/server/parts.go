@@ -407,6 +407,9 @@ func (s *Server) bindClients(ctx context.Context) error {
 		return fmt.Errorf("bootstrap metadata: %w", err)
 	}
 	var err error
+	if s.sasl, err = s.saslListeners(); err != nil {
+		return err
+	}
 	s.bound, s.endpoints, err = s.bind()
 	return err
 }
@@ -473,6 +476,7 @@ func (s *Server) serveClients(context.Context) error {
 			Listener:       name,
 			MaxRequestSize: s.cfg.SocketRequestMaxBytes,
 			RequestBudget:  budget,
+			SASL:           s.sasl[name],
 			Handler:        s.broker,
 			Versions:       s.broker.Versions(),
 			Logger:         s.logger,

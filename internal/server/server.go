@@ -66,6 +66,8 @@ type Server struct {
 	// broker is unfenced; endpoints are what it registers.
 	bound     map[string]net.Listener
 	endpoints []metadata.Endpoint
+	// sasl are the authenticators of the SASL client listeners, by name.
+	sasl      map[string]*network.SASLConfig
 	listeners []*network.Server
 	lifecycle *controllerchannel.Lifecycle
 	// readyBy bounds the waits between bootstrap and unfencing.
@@ -394,6 +396,10 @@ func checkSecurity(cfg *config.Config) error {
 	for _, l := range cfg.Listeners {
 		switch p := cfg.ListenerSecurityProtocolMap[l.Name]; p {
 		case "PLAINTEXT":
+		case "SASL_PLAINTEXT":
+			if err := checkSASL(cfg, l.Name); err != nil {
+				return err
+			}
 		default:
 			return fmt.Errorf("listener %s (listeners) has security protocol %s (listener.security.protocol.map), which Samsa does not serve yet: it would be served without TLS or authentication; use PLAINTEXT for now", l.Name, p)
 		}
