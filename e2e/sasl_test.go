@@ -107,3 +107,76 @@ func TestSASLNoCredentials(t *testing.T) {
 	saslRefused(t, ctx, addr, scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism(), kerr.UnsupportedSaslMechanism)
 	saslRoundTrip(t, ctx, addr, plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism(), "plain-only")
 }
+
+// scramUsers creates SCRAM credentials through addr as kadm does (the
+// client salts the password) and fails the test on any error.
+func scramUsers(t *testing.T, ctx context.Context, adm *kadm.Client, del []kadm.DeleteSCRAM, ups ...kadm.UpsertSCRAM) {
+	t.Helper()
+	res, err := adm.AlterUserSCRAMs(ctx, del, ups)
+	if err != nil {
+		t.Fatalf("AlterUserSCRAMs: %v", err)
+	}
+	for _, r := range res.Sorted() {
+		if r.Err != nil {
+			t.Fatalf("AlterUserSCRAMs %s: %v %s", r.User, r.Err, r.ErrMessage)
+		}
+	}
+}
+
+func TestSASLScramFranz(t *testing.T) {
+	ctx := testContext(t)
+	srv := startSASL(t)
+	addr := srv.Addr("SASL_PLAINTEXT")
+	// Users are created over the SASL listener by a PLAIN admin, as an
+	// operator bootstraps SCRAM (the request goes to the controller).
+	adm := kadm.NewClient(newKgo(t, addr, kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism())))
+	scramUsers(t, ctx, adm, nil,
+		kadm.UpsertSCRAM{User: "sha256", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "pw-256"},
+		kadm.UpsertSCRAM{User: "sha512", Mechanism: kadm.ScramSha512, Iterations: 8192, Password: "pw-512"},
+		kadm.UpsertSCRAM{User: "both=,", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "pw-both"})
+
+	desc, err := adm.DescribeUserSCRAMs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(desc) != 3 || len(desc["sha512"].CredInfos) != 1 || desc["sha512"].CredInfos[0].Iterations != 8192 ||
+		desc["sha512"].CredInfos[0].Mechanism != kadm.ScramSha512 {
+		t.Fatalf("described %+v", desc)
+	}
+	desc, err = adm.DescribeUserSCRAMs(ctx, "sha256", "nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if desc["sha256"].Err != nil || !errors.Is(desc["nobody"].Err, kerr.ResourceNotFound) {
+		t.Fatalf("described %+v", desc)
+	}
+
+	saslRoundTrip(t, ctx, addr, scram.Auth{User: "sha256", Pass: "pw-256"}.AsSha256Mechanism(), "scram256")
+	saslRoundTrip(t, ctx, addr, scram.Auth{User: "sha512", Pass: "pw-512"}.AsSha512Mechanism(), "scram512")
+	saslRoundTrip(t, ctx, addr, scram.Auth{User: "both=,", Pass: "pw-both"}.AsSha512Mechanism(), "scram-escaped")
+
+	// Wrong password, wrong mechanism for the user, unknown user.
+	err = saslRefused(t, ctx, addr, scram.Auth{User: "sha256", Pass: "wrong"}.AsSha256Mechanism(), kerr.SaslAuthenticationFailed)
+	if !strings.Contains(err.Error(), "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256") {
+		t.Fatalf("error %q does not carry Kafka's message", err)
+	}
+	saslRefused(t, ctx, addr, scram.Auth{User: "sha256", Pass: "pw-256"}.AsSha512Mechanism(), kerr.SaslAuthenticationFailed)
+	saslRefused(t, ctx, addr, scram.Auth{User: "nobody", Pass: "x"}.AsSha256Mechanism(), kerr.SaslAuthenticationFailed)
+
+	// A changed password applies at once; a deleted user is refused.
+	scramUsers(t, ctx, adm, []kadm.DeleteSCRAM{{User: "sha512", Mechanism: kadm.ScramSha512}},
+		kadm.UpsertSCRAM{User: "sha256", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "new-pw"})
+	saslRefused(t, ctx, addr, scram.Auth{User: "sha512", Pass: "pw-512"}.AsSha512Mechanism(), kerr.SaslAuthenticationFailed)
+	saslRefused(t, ctx, addr, scram.Auth{User: "sha256", Pass: "pw-256"}.AsSha256Mechanism(), kerr.SaslAuthenticationFailed)
+	saslRoundTrip(t, ctx, addr, scram.Auth{User: "sha256", Pass: "new-pw"}.AsSha256Mechanism(), "scram256-new")
+
+	// The controller's refusals reach the client with Kafka's codes.
+	res, err := adm.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: "sha512", Mechanism: kadm.ScramSha512}},
+		[]kadm.UpsertSCRAM{{User: "few", Mechanism: kadm.ScramSha256, Iterations: 1000, Salt: []byte("s"), SaltedPassword: []byte("sp")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(res["sha512"].Err, kerr.ResourceNotFound) || !errors.Is(res["few"].Err, kerr.UnacceptableCredential) {
+		t.Fatalf("results %+v", res)
+	}
+}

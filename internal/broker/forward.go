@@ -3,8 +3,8 @@ package broker
 // Forwarded admin requests: every request of the controller's API table
 // marked Forwarded (controller.API) that has no handler of its own in
 // handlers() — DeleteTopics, CreatePartitions, ElectLeaders,
-// AlterPartitionReassignments, ListPartitionReassignments, DescribeQuorum —
-// at the versions the table lists.
+// AlterPartitionReassignments, ListPartitionReassignments, DescribeQuorum,
+// AlterUserScramCredentials — at the versions the table lists.
 //
 // Behavior: the request goes as it is, in the client's version, to the
 // active controller (Kafka's ForwardingManager), which decides and commits;

@@ -30,6 +30,8 @@ type Delta struct {
 	// FeaturesChanged and ProducerIDsChanged flag those parts.
 	FeaturesChanged    bool
 	ProducerIDsChanged bool
+	// ChangedScram are the SCRAM credentials set or removed, sorted.
+	ChangedScram []ScramKey
 }
 
 // builder applies records to a copy-on-write successor of prev.
@@ -48,6 +50,7 @@ type builder struct {
 	brokers  map[int32]bool
 	features bool
 	pids     bool
+	scram    map[ScramKey]bool
 }
 
 func newBuilder(prev *Image) *builder {
@@ -56,7 +59,7 @@ func newBuilder(prev *Image) *builder {
 		prev: prev, next: &next, owned: map[string]bool{}, ownTopic: map[Uuid]bool{},
 		created: map[Uuid]bool{}, deleted: map[Uuid]*TopicImage{},
 		parts: map[Uuid]map[int32]bool{}, configs: map[ConfigResource]bool{},
-		brokers: map[int32]bool{},
+		brokers: map[int32]bool{}, scram: map[ScramKey]bool{},
 	}
 }
 
@@ -76,6 +79,8 @@ func (b *builder) own(name string) {
 		b.next.configs = maps.Clone(b.next.configs)
 	case "features":
 		b.next.features = maps.Clone(b.next.features)
+	case "scram":
+		b.next.scram = maps.Clone(b.next.scram)
 	}
 }
 
@@ -138,6 +143,23 @@ func (b *builder) apply(r Record) error {
 		}
 		b.next.nextProducerID = r.NextProducerID
 		b.pids = true
+	case *UserScramCredentialRecord:
+		if r.Name == "" || r.Mechanism <= 0 {
+			return fmt.Errorf("SCRAM credential with user %q and mechanism %d", r.Name, r.Mechanism)
+		}
+		k := ScramKey{r.Name, r.Mechanism}
+		b.own("scram")
+		b.next.scram[k] = ScramCredential{Salt: slices.Clone(r.Salt), StoredKey: slices.Clone(r.StoredKey),
+			ServerKey: slices.Clone(r.ServerKey), Iterations: r.Iterations}
+		b.scram[k] = true
+	case *RemoveUserScramCredentialRecord:
+		k := ScramKey{r.Name, r.Mechanism}
+		if _, ok := b.next.scram[k]; !ok {
+			return fmt.Errorf("no SCRAM credential of user %q for mechanism %d to remove", r.Name, r.Mechanism)
+		}
+		b.own("scram")
+		delete(b.next.scram, k)
+		b.scram[k] = true
 	default:
 		return fmt.Errorf("cannot replay %T", r)
 	}
@@ -306,6 +328,7 @@ func (b *builder) delta() *Delta {
 		return cmp.Or(cmp.Compare(a.Type, c.Type), cmp.Compare(a.Name, c.Name))
 	})
 	d.ChangedBrokers = slices.Sorted(maps.Keys(b.brokers))
+	d.ChangedScram = slices.SortedFunc(maps.Keys(b.scram), compareScramKeys)
 	return d
 }
 

@@ -46,8 +46,16 @@ func dump(w *strings.Builder, d *Delta, img *Image) {
 		}
 		parts[name] = ps
 	}
-	fmt.Fprintf(w, "delta full=%v created=%v deleted=%v partitions=%v configs=%v brokers=%v features=%v pids=%v\n",
+	for _, k := range img.ScramKeys() {
+		c, _ := img.ScramCredential(k.Name, k.Mechanism)
+		fmt.Fprintf(w, "  scram %s mechanism=%d iterations=%d salt=%q stored=%q server=%q\n", k.Name, k.Mechanism, c.Iterations, c.Salt, c.StoredKey, c.ServerKey)
+	}
+	fmt.Fprintf(w, "delta full=%v created=%v deleted=%v partitions=%v configs=%v brokers=%v features=%v pids=%v",
 		d.Full, created, deleted, parts, d.ChangedConfigs, d.ChangedBrokers, d.FeaturesChanged, d.ProducerIDsChanged)
+	if len(d.ChangedScram) > 0 {
+		fmt.Fprintf(w, " scram=%v", d.ChangedScram)
+	}
+	fmt.Fprintln(w)
 }
 
 type recorder struct {
@@ -86,6 +94,13 @@ func TestApplyGolden(t *testing.T) {
 		{"recreate foo with a new id", []Record{&TopicRecord{Name: "foo", TopicID: uuidN(3)},
 			&PartitionRecord{PartitionID: 0, TopicID: uuidN(3), Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}}},
 		{"producer ids", []Record{&ProducerIdsRecord{BrokerID: 1, BrokerEpoch: 2, NextProducerID: 1000}}},
+		{"SCRAM credentials", []Record{
+			&UserScramCredentialRecord{Name: "alice", Mechanism: 1, Salt: []byte("s1"), StoredKey: []byte("k1"), ServerKey: []byte("v1"), Iterations: 4096},
+			&UserScramCredentialRecord{Name: "alice", Mechanism: 2, Salt: []byte("s2"), StoredKey: []byte("k2"), ServerKey: []byte("v2"), Iterations: 8192},
+			&UserScramCredentialRecord{Name: "bob", Mechanism: 1, Salt: []byte("s3"), StoredKey: []byte("k3"), ServerKey: []byte("v3"), Iterations: 4096}}},
+		{"change one SCRAM credential, remove another", []Record{
+			&UserScramCredentialRecord{Name: "bob", Mechanism: 1, Salt: []byte("s4"), StoredKey: []byte("k4"), ServerKey: []byte("v4"), Iterations: 5000},
+			&RemoveUserScramCredentialRecord{Name: "alice", Mechanism: 1}}},
 	}
 	for i, s := range steps {
 		fmt.Fprintf(&out, "\n# %s\n", s.name)
@@ -106,6 +121,7 @@ func TestApplyGolden(t *testing.T) {
 		{"partition gap", []Record{&PartitionRecord{PartitionID: 5, TopicID: bar}}},
 		{"half-valid batch", []Record{&TopicRecord{Name: "baz", TopicID: uuidN(8)}, &RemoveTopicRecord{TopicID: uuidN(99)}}},
 		{"producer ids going back", []Record{&ProducerIdsRecord{NextProducerID: 1000}}},
+		{"removing a SCRAM credential that does not exist", []Record{&RemoveUserScramCredentialRecord{Name: "alice", Mechanism: 1}}},
 	}
 	before := l.Image()
 	for i, s := range bad {
@@ -119,8 +135,8 @@ func TestApplyGolden(t *testing.T) {
 	if _, ok := l.Image().Topic("baz"); ok || len(l.Image().Topics()) != len(before.Topics()) {
 		t.Fatal("rejected batch changed the image")
 	}
-	if l.Image().Offset != 103 {
-		t.Fatalf("offset %d, want 103 (rejected entries still advance it)", l.Image().Offset)
+	if l.Image().Offset != 104 {
+		t.Fatalf("offset %d, want 104 (rejected entries still advance it)", l.Image().Offset)
 	}
 	checkGolden(t, "apply.golden", out.String())
 }
@@ -188,7 +204,8 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		&PartitionRecord{PartitionID: 0, TopicID: foo, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 3, PartitionEpoch: 7},
 		&ConfigRecord{ResourceType: ResourceTopic, ResourceName: "foo", Name: "retention.ms", Value: ptr("5")},
 		&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "", Name: "log.retention.ms", Value: ptr("9")},
-		&ProducerIdsRecord{BrokerID: 1, BrokerEpoch: 4, NextProducerID: 2000})
+		&ProducerIdsRecord{BrokerID: 1, BrokerEpoch: 4, NextProducerID: 2000},
+		&UserScramCredentialRecord{Name: "alice", Mechanism: 2, Salt: []byte("salt"), StoredKey: []byte("sk"), ServerKey: []byte("vk"), Iterations: 4096})
 	snap, err := l.Snapshot()
 	if err != nil {
 		t.Fatal(err)

@@ -114,6 +114,7 @@ func checkSASL(cfg *config.Config, listener string) error {
 // exchange on every node.
 func (s *Server) scramCredentials() security.ScramCredentials {
 	return func(m security.ScramMechanism, user string) (security.ScramCredential, bool) {
-		return security.ScramCredential{}, false
+		c, ok := s.loader.Image().ScramCredential(user, int8(m))
+		return security.ScramCredential{Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: c.Iterations}, ok
 	}
 }
