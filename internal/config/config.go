@@ -69,6 +69,11 @@ type Config struct {
 	// (Kafka's `kafka-storage format -t`). Empty: generate one, which only
 	// a single-voter cluster can do.
 	ClusterID string
+	// AddScram is not a property either: `samsa server --add-scram`
+	// arguments (Kafka's `kafka-storage format --add-scram`), SCRAM
+	// credentials written into the metadata log when it is bootstrapped,
+	// in security.ParseScramArg's form. Ignored once the log exists.
+	AddScram []string
 
 	LogDirs        []string // log.dirs, or log.dir when unset
 	MetadataLogDir string   // metadata.log.dir, or LogDirs[0] when unset

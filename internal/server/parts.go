@@ -211,6 +211,10 @@ func (s *Server) openRaft(context.Context) error {
 
 func (s *Server) startController(context.Context) error {
 	cfg := s.cfg
+	boot, err := scramBootstrapRecords(cfg.AddScram)
+	if err != nil {
+		return err
+	}
 	c, err := controller.New(controller.Config{
 		NodeID:                       cfg.NodeID,
 		Raft:                         s.raft,
@@ -225,6 +229,7 @@ func (s *Server) startController(context.Context) error {
 		AutoLeaderRebalance:          cfg.AutoLeaderRebalanceEnable,
 		LeaderImbalanceCheckInterval: time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
 		Voters:                       voterEndpoints(cfg),
+		BootstrapRecords:             boot,
 	})
 	if err != nil {
 		return err

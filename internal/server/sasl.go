@@ -1,11 +1,13 @@
 package server
 
 import (
+	"crypto/rand"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/samsa-io/samsa/internal/config"
+	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/security"
 )
@@ -117,4 +119,20 @@ func (s *Server) scramCredentials() security.ScramCredentials {
 		c, ok := s.loader.Image().ScramCredential(user, int8(m))
 		return security.ScramCredential{Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: c.Iterations}, ok
 	}
+}
+
+// scramBootstrapRecords turns --add-scram arguments into the records the
+// controller writes when it bootstraps the metadata log.
+func scramBootstrapRecords(args []string) ([]metadata.Record, error) {
+	var recs []metadata.Record
+	for i, arg := range args {
+		a, err := security.ParseScramArg(arg, rand.Reader)
+		if err != nil {
+			return nil, fmt.Errorf("--add-scram #%d: %w", i+1, err)
+		}
+		c := a.Credential
+		recs = append(recs, &metadata.UserScramCredentialRecord{Name: a.Name, Mechanism: int8(a.Mechanism),
+			Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: c.Iterations})
+	}
+	return recs, nil
 }

@@ -1,10 +1,18 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/samsa-io/samsa/internal/config"
 )
@@ -93,5 +101,56 @@ func TestSASLListenerSettings(t *testing.T) {
 	}
 	if sc.MaxReceiveSize != 1000 || sc.FailedAuthenticationDelay != 7*time.Millisecond || len(warnings) != 0 {
 		t.Errorf("max receive %d, delay %v, warnings %v", sc.MaxReceiveSize, sc.FailedAuthenticationDelay, warnings)
+	}
+}
+
+// --add-scram writes credentials into the metadata log a new node
+// bootstraps; a restart with other arguments changes nothing.
+func TestAddScramAtBootstrap(t *testing.T) {
+	dir := t.TempDir()
+	load := func(addScram ...string) *config.Config {
+		cfg, _, err := config.Load("", []string{"log.dirs=" + dir,
+			"listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+			"sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.AddScram = addScram
+		return cfg
+	}
+	login := func(s *Server, m sasl.Mechanism) error {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr("SASL_PLAINTEXT")), kgo.SASL(m), kgo.RetryTimeout(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err = kadm.NewClient(cl).ListTopics(ctx)
+		return err
+	}
+	s := start(t, load("SCRAM-SHA-256=[name=alice,password=alice-secret]",
+		"SCRAM-SHA-512=[name=alice,iterations=8192,password=other]"))
+	if err := login(s, scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()); err != nil {
+		t.Fatalf("alice with SCRAM-SHA-256: %v", err)
+	}
+	if err := login(s, scram.Auth{User: "alice", Pass: "other"}.AsSha512Mechanism()); err != nil {
+		t.Fatalf("alice with SCRAM-SHA-512: %v", err)
+	}
+	if err := login(s, scram.Auth{User: "alice", Pass: "other"}.AsSha256Mechanism()); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("alice's SCRAM-SHA-512 password for SCRAM-SHA-256: %v", err)
+	}
+	if c, _ := s.loader.Image().ScramCredential("alice", 2); c.Iterations != 8192 {
+		t.Fatalf("iterations %d", c.Iterations)
+	}
+	s.Close()
+
+	s = start(t, load("SCRAM-SHA-256=[name=bob,password=bob-secret]"))
+	defer s.Close()
+	if err := login(s, scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()); err != nil {
+		t.Fatalf("alice after restart: %v", err)
+	}
+	if err := login(s, scram.Auth{User: "bob", Pass: "bob-secret"}.AsSha256Mechanism()); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("bob, added after bootstrap: %v", err)
 	}
 }

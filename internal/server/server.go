@@ -370,6 +370,9 @@ func checkSupported(cfg *config.Config) error {
 	if !broker && !ctrl {
 		return errors.New("process.roles is required: want broker, controller or broker,controller")
 	}
+	if len(cfg.AddScram) > 0 && !ctrl {
+		return errors.New("--add-scram needs process.roles to contain controller: the controllers bootstrap the metadata log")
+	}
 	if (!broker || !ctrl) && len(cfg.ControllerQuorumVoters) == 0 {
 		return fmt.Errorf("process.roles=%s needs controller.quorum.voters: Samsa does not discover a dynamic quorum through controller.quorum.bootstrap.servers yet", strings.Join(cfg.ProcessRoles, ","))
 	}
