@@ -8,14 +8,17 @@
 SAMSA_PID=""
 SAMSA_ADDR=""
 
-# start_samsa DATA_DIR: starts a server on a kernel-chosen port and sets
-# SAMSA_ADDR from its "serving Kafka clients" log line (log in DATA_DIR.log).
+# start_samsa DATA_DIR [SERVER_ARGS...]: starts a server on a kernel-chosen
+# port and sets SAMSA_ADDR from its "serving Kafka clients" log line (log in
+# DATA_DIR.log). SERVER_ARGS go to `samsa server` after the defaults, so an
+# --override there wins.
 start_samsa() {
 	local dir=$1
+	shift
 	mkdir -p "$dir"
 	"$SAMSA_BIN" server --override "log.dirs=$dir" \
 		--override 'listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0' \
-		>/dev/null 2>"$dir.log" &
+		"$@" >/dev/null 2>"$dir.log" &
 	SAMSA_PID=$!
 	local i
 	for i in $(seq 1 300); do
@@ -27,6 +30,12 @@ start_samsa() {
 	echo "samsa did not start:" >&2
 	cat "$dir.log" >&2
 	return 1
+}
+
+# listener_addr DATA_DIR LISTENER: the address a server started by
+# start_samsa serves LISTENER on.
+listener_addr() {
+	sed -n "s/.*msg=\"serving Kafka clients\" listener=$2 addr=\([^ ]*\).*/\1/p" "$1.log" | head -1
 }
 
 # stop_samsa: SIGTERM (clean shutdown), SIGKILL after 20 s. Returns the exit code.

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // The server side of a SCRAM exchange, as Kafka's ScramSaslServer:
@@ -117,7 +118,10 @@ func (s *scramServer) clientFinal(token []byte) ([]byte, error) {
 	if string(final.ChannelBinding) != s.first.GS2Header {
 		return nil, fmt.Errorf("invalid channel binding in the final client message")
 	}
-	if final.Nonce != s.combinedNonce() {
+	// Kafka accepts a nonce that ends with the one it sent
+	// (ScramSaslServer: endsWith): librdkafka before 2.x sent its own
+	// part twice. The proof covers the message as sent either way.
+	if !strings.HasSuffix(final.Nonce, s.combinedNonce()) {
 		return nil, fmt.Errorf("invalid client nonce in the final client message")
 	}
 	authMessage := []byte(s.first.Bare + "," + s.serverFirst + "," + final.WithoutProof)

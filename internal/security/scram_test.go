@@ -95,6 +95,33 @@ func TestScramRefusals(t *testing.T) {
 	}
 }
 
+// librdkafka 2.0 repeats its own nonce in client-final ("r=" + client
+// nonce + the whole server nonce); Kafka accepts a nonce that ends with
+// the server's, and so does Samsa, as long as the proof is right.
+func TestScramLibrdkafkaNonce(t *testing.T) {
+	cred := ScramSHA256.NewCredential("pencil", []byte("salt"), 4096)
+	s := NewScramServer(ScramSHA256, func(ScramMechanism, string) (ScramCredential, bool) { return cred, true }).(*scramServer)
+	s.nonce = func() string { return "SERVER" }
+	first := "n,,n=user,r=CLIENT"
+	serverFirst, _, err := s.Step([]byte(first))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withoutProof := "c=biws,r=CLIENT" + "CLIENTSERVER"
+	auth := first[3:] + "," + string(serverFirst) + "," + withoutProof
+	salted := ScramSHA256.SaltedPassword("pencil", []byte("salt"), 4096)
+	clientKey := ScramSHA256.hmac(salted, []byte("Client Key"))
+	sig := ScramSHA256.hmac(ScramSHA256.digest(clientKey), []byte(auth))
+	proof := make([]byte, len(sig))
+	for i := range proof {
+		proof[i] = clientKey[i] ^ sig[i]
+	}
+	final := withoutProof + ",p=" + base64.StdEncoding.EncodeToString(proof)
+	if _, done, err := s.Step([]byte(final)); err != nil || !done {
+		t.Fatalf("librdkafka's client-final refused: %v", err)
+	}
+}
+
 func TestScramTooFewIterations(t *testing.T) {
 	cred := ScramSHA512.NewCredential("pw", []byte("salt"), 4095)
 	s := NewScramServer(ScramSHA512, func(ScramMechanism, string) (ScramCredential, bool) { return cred, true })

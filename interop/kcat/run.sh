@@ -77,3 +77,35 @@ expect_eq "$C" "group resumes from committed offset (-G)" "g4" "$got" 3
 # reports no lag.
 got=$("$SAMSA_BIN" group describe kcat-group --bootstrap "$B" 2>&1 | awk '$1 == "TOTAL-LAG" {print $2}')
 expect_eq "$C" "samsa group describe shows zero lag after -G" "0" "$got" 3
+
+# SASL: a second node whose SASL_PLAINTEXT listener takes SCRAM-SHA-512
+# (its user written at bootstrap by --add-scram) and PLAIN.
+stop_samsa
+start_samsa "$work/sasl" \
+	--override 'listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0' \
+	--override 'sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN' \
+	--override 'listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_plain="plain-secret";' \
+	--add-scram 'SCRAM-SHA-512=[name=kcat,password=kcat-secret]' ||
+	{ record "$C" "SASL: start samsa" fail "server did not start"; exit 1; }
+S=$(listener_addr "$work/sasl" SASL_PLAINTEXT)
+# ks MECHANISM USER PASSWORD ARGS...: kcat authenticating on the SASL listener.
+ks() {
+	local m=$1 u=$2 p=$3
+	shift 3
+	timeout 30 kcat -b "$S" -X socket.timeout.ms=10000 -X security.protocol=sasl_plaintext \
+		-X sasl.mechanisms="$m" -X sasl.username="$u" -X sasl.password="$p" "$@"
+}
+printf 's1\ns2\ns3\n' | ks SCRAM-SHA-512 kcat kcat-secret -P -t sasl -p 0
+got=$(ks SCRAM-SHA-512 kcat kcat-secret -C -t sasl -p 0 -o beginning -c 3 -q -f '%o:%s ')
+expect_eq "$C" "SASL_PLAINTEXT SCRAM-SHA-512 produce+consume" "0:s1 1:s2 2:s3 " "$got"
+printf 'p1\n' | ks PLAIN plain plain-secret -P -t sasl -p 0
+got=$(ks PLAIN plain plain-secret -C -t sasl -p 0 -o 3 -c 1 -q -f '%o:%s')
+expect_eq "$C" "SASL_PLAINTEXT PLAIN produce+consume" "3:p1" "$got"
+# A wrong password: librdkafka reports Kafka's authentication failure.
+err=$(timeout 20 kcat -b "$S" -X security.protocol=sasl_plaintext -X sasl.mechanisms=SCRAM-SHA-512 \
+	-X sasl.username=kcat -X sasl.password=wrong -L -m 5 2>&1 >/dev/null)
+if grep -q 'invalid credentials with SASL mechanism SCRAM-SHA-512' <<<"$err"; then
+	record "$C" "SASL wrong password refused" pass
+else
+	record "$C" "SASL wrong password refused" fail "$(head -c 150 <<<"$err")"
+fi
