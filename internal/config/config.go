@@ -61,9 +61,6 @@ type Config struct {
 	// before it is closed. The rest of the SASL keys are per listener:
 	// SASLListener.
 	ConnectionFailedAuthenticationDelayMs int32
-	// SASLMechanismInterBrokerProtocol is
-	// sasl.mechanism.inter.broker.protocol.
-	SASLMechanismInterBrokerProtocol string
 	// ClusterID is not a property: `samsa server --cluster-id` sets it to
 	// format fresh data directories with a cluster id shared by every node
 	// (Kafka's `kafka-storage format -t`). Empty: generate one, which only
@@ -380,7 +377,6 @@ func (c *Config) fill() error {
 	c.BrokerRack = c.str("broker.rack")
 	c.AuthorizerClassName = strings.TrimSpace(c.str("authorizer.class.name"))
 	c.ConnectionFailedAuthenticationDelayMs = c.i32("connection.failed.authentication.delay.ms")
-	c.SASLMechanismInterBrokerProtocol = strings.TrimSpace(c.str("sasl.mechanism.inter.broker.protocol"))
 
 	c.LogDirs = splitList(c.str("log.dir"))
 	if d, ok := c.values["log.dirs"]; ok {

@@ -8,4 +8,11 @@
 // side, so reading the next request overlaps writing the previous response.
 // A frame larger than socket.request.max.bytes, or one that cannot be parsed,
 // closes only that connection.
+//
+// On a SASL listener (Config.SASL) the reader first runs the client's SASL
+// exchange (sasl.go, Kafka's SaslServerAuthenticator): nothing but
+// ApiVersions reaches the Handler until the client has authenticated, and
+// the connection's Principal is then who it authenticated as. The reader
+// also takes KIP-368 re-authentications and closes a connection whose
+// session expired.
 package network

@@ -2,4 +2,11 @@
 // principals, TLS and SASL credentials, the authorizer over the ACL image
 // and quota accounting. The network layer runs the handshakes with it; the
 // broker's handlers ask it before acting.
+//
+// SASL: a mechanism is a SASLServer, one per exchange (plain.go for PLAIN
+// with users from a JAAS config, jaas.go; scram_server.go for
+// SCRAM-SHA-256/512 with credentials looked up through ScramCredentials,
+// which a node answers from its metadata image). The package keeps no
+// state of its own: the network layer drives the exchange and owns the
+// connection's principal.
 package security
