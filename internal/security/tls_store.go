@@ -270,7 +270,9 @@ var pemPatterns = map[string]*regexp.Regexp{
 
 func pemPattern(name string) *regexp.Regexp {
 	spaced := strings.ReplaceAll(name, " ", `\s+`)
-	begin := `-+BEGIN\s*(.*` + spaced + `)[^-]*-+\s+`
+	// Lazy where Kafka's is greedy: on one line (line breaks lost), a
+	// greedy .* would run on to the last entry and drop the others.
+	begin := `-+BEGIN\s*(.*?` + spaced + `)[^-]*-+\s+`
 	end := `-+END\s*.*` + spaced + `[^-]*-+\s+`
 	params := `(?:\s*[^\r\n]*:[^\r\n]*[\r\n]+)*`
 	return regexp.MustCompile(begin + params + `([a-zA-Z0-9/+=\s]*)` + end)
