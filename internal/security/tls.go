@@ -60,18 +60,15 @@ func (s *TLSSettings) key(base string) string {
 
 // equal reports whether two settings configure the same thing.
 func (s *TLSSettings) equal(o *TLSSettings) bool {
-	type flat struct {
-		TLSSettings
-		protocols, suites string
-	}
-	f := func(x *TLSSettings) flat {
-		c := *x
-		c.KeyName, c.EnabledProtocols, c.CipherSuites = nil, nil, nil
-		return flat{c, strings.Join(x.EnabledProtocols, ","), strings.Join(x.CipherSuites, ",")}
-	}
-	a, b := f(s), f(o)
-	return a.TLSSettings.KeystoreType == b.TLSSettings.KeystoreType && a.protocols == b.protocols && a.suites == b.suites &&
-		fmt.Sprintf("%+v", a.TLSSettings) == fmt.Sprintf("%+v", b.TLSSettings)
+	a, b := s, o
+	return slices.Equal(s.EnabledProtocols, o.EnabledProtocols) && slices.Equal(s.CipherSuites, o.CipherSuites) &&
+		a.KeystoreType == b.KeystoreType && a.KeystoreLocation == b.KeystoreLocation && a.KeystorePassword == b.KeystorePassword &&
+		a.KeyPassword == b.KeyPassword && a.KeystoreKey == b.KeystoreKey && a.KeystoreCertificateChain == b.KeystoreCertificateChain &&
+		a.TruststoreType == b.TruststoreType && a.TruststoreLocation == b.TruststoreLocation &&
+		a.TruststorePassword == b.TruststorePassword && a.TruststoreCertificates == b.TruststoreCertificates &&
+		a.ClientAuth == b.ClientAuth && a.Protocol == b.Protocol &&
+		a.EndpointIdentificationAlgorithm == b.EndpointIdentificationAlgorithm && a.PrincipalMappingRules == b.PrincipalMappingRules &&
+		a.AllowDNChanges == b.AllowDNChanges && a.AllowSANChanges == b.AllowSANChanges
 }
 
 // versions resolves ssl.enabled.protocols, capped by ssl.protocol, into
