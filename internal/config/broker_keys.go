@@ -66,6 +66,8 @@ var brokerKeyList = []*Key{
 	k("num.io.threads", Int, "8", atLeast(1), High, ClusterWide, "Threads that process requests, including disk I/O."),
 	k("num.replica.fetchers", Int, "1", nil, High, ClusterWide, "Fetcher threads per source broker for replication."),
 	k("num.recovery.threads.per.data.dir", Int, "2", atLeast(1), High, ClusterWide, "Threads per log directory for recovery at start-up and flushing at shut-down."),
+	k("quota.window.num", Int, "11", atLeast(1), Low, ReadOnly, "Samples kept in memory for client quotas."),
+	k("quota.window.size.seconds", Int, "1", atLeast(1), Low, ReadOnly, "Time span of each sample for client quotas."),
 	k("queued.max.requests", Int, "500", atLeast(1), High, ReadOnly, "Requests queued for the I/O threads before network threads stop reading."),
 	k("queued.max.request.bytes", Long, "-1", nil, Medium, ReadOnly, "Bytes of requests read and not yet answered before no more are read from sockets (requests of up to 64 KiB are not counted); -1: 256 MiB, or socket.request.max.bytes if larger. Samsa also bounds the memory that decompressing produced batches holds at once by this many bytes (256 MiB when -1)."),
 	k("socket.send.buffer.bytes", Int, "102400", nil, High, ReadOnly, "SO_SNDBUF of server sockets; -1 uses the OS default."),

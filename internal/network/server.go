@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -188,8 +189,22 @@ func (c *Conn) serveOne(ctx context.Context) bool {
 			"api", kmsg.NameForKey(req.Header.APIKey), "version", req.Header.APIVersion, "err", err)
 		return false
 	}
-	if resp != nil {
-		c.out <- wire.AppendResponse(getBuf(wire.SizeHint(resp)), req.Header.CorrelationID, resp)
+	if resp == nil {
+		return true
+	}
+	c.out <- wire.AppendResponse(getBuf(wire.SizeHint(resp)), req.Header.CorrelationID, resp)
+	if tr, ok := resp.(kmsg.ThrottleResponse); ok {
+		if ms, _ := tr.Throttle(); ms > 0 {
+			// Throttled for its quota: as Kafka mutes the channel, read
+			// nothing more from this client until the time is over.
+			t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+				return false
+			case <-t.C:
+			}
+		}
 	}
 	return true
 }

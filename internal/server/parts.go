@@ -19,6 +19,7 @@ import (
 	"github.com/samsa-io/samsa/internal/raft"
 	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/replica"
+	"github.com/samsa-io/samsa/internal/security"
 	"github.com/samsa-io/samsa/internal/storage"
 )
 
@@ -382,6 +383,7 @@ func (s *Server) startBroker(context.Context) error {
 		Fetchers:         s.fetchers,
 		Groups:           s.groups,
 		Txns:             s.txns,
+		Quotas:           security.NewQuotaManager(s.cfg.QuotaWindowSize, s.cfg.QuotaWindowNum),
 		Logger:           s.logger,
 		ActiveController: activeController,
 	})
