@@ -268,7 +268,7 @@ type typeIndex struct {
 type entry struct {
 	name    string
 	literal bool
-	// principal split at its first ':' as Kafka's StandardAcl does; ok is
+	// principal split at its first ':' as Kafka's StandardAcl does; pOK is
 	// false when there is no ':' (Kafka fails the request there;
 	// creation rejects such ACLs, so none should exist).
 	pType, pName string
