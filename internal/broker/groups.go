@@ -46,12 +46,15 @@ type GroupCoordinator interface {
 // when the first FindCoordinator for a group arrives.
 func (b *Broker) ensureOffsetsTopic(ctx context.Context) (*metadata.TopicImage, error) {
 	st := b.cfg.Static
-	return b.ensureInternalTopic(ctx, offsetsTopic, st.OffsetsTopicNumPartitions, st.OffsetsTopicReplicationFactor, st.OffsetsTopicSegmentBytes)
+	return b.ensureInternalTopic(ctx, offsetsTopic, st.OffsetsTopicNumPartitions, st.OffsetsTopicReplicationFactor, map[string]string{
+		"compression.type": "producer",
+		"segment.bytes":    strconv.Itoa(int(st.OffsetsTopicSegmentBytes)),
+	})
 }
 
 // ensureInternalTopic creates a compacted internal topic (the state of a
-// coordinator) unless it exists, and returns it.
-func (b *Broker) ensureInternalTopic(ctx context.Context, name string, partitions int32, rf int16, segmentBytes int32) (*metadata.TopicImage, error) {
+// coordinator) with configs unless it exists, and returns it.
+func (b *Broker) ensureInternalTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string) (*metadata.TopicImage, error) {
 	if t, ok := b.cfg.Image().Topic(name); ok {
 		return t, nil
 	}
@@ -62,11 +65,8 @@ func (b *Broker) ensureInternalTopic(ctx context.Context, name string, partition
 	ct.Topic = name
 	ct.NumPartitions = partitions
 	ct.ReplicationFactor = rf
-	for k, v := range map[string]string{
-		"cleanup.policy":   "compact",
-		"compression.type": "producer",
-		"segment.bytes":    strconv.Itoa(int(segmentBytes)),
-	} {
+	configs["cleanup.policy"] = "compact"
+	for k, v := range configs {
 		c := kmsg.NewCreateTopicsRequestTopicConfig()
 		c.Name, c.Value = k, kmsg.StringPtr(v)
 		ct.Configs = append(ct.Configs, c)

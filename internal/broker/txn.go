@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -30,11 +31,21 @@ type TxnCoordinator interface {
 }
 
 // ensureTxnTopic creates __transaction_state on first use, as Kafka does
-// when the first FindCoordinator for a transactional id arrives.
+// when the first FindCoordinator for a transactional id arrives, with
+// Kafka's configs for it: uncompressed, no unclean election, and
+// min.insync.replicas from transaction.state.log.min.isr, so a transaction
+// state write counts only once that many replicas have it. Unlike Kafka,
+// min.insync.replicas never exceeds the replication factor (Kafka would
+// leave a one-replica log unwritable for ever).
 func (b *Broker) ensureTxnTopic(ctx context.Context) (*metadata.TopicImage, error) {
 	st := b.cfg.Static
-	return b.ensureInternalTopic(ctx, txnStateTopic, st.TransactionStateLogNumPartitions,
-		st.TransactionStateLogReplicationFactor, st.TransactionStateLogSegmentBytes)
+	minISR := min(st.TransactionStateLogMinISR, int(st.TransactionStateLogReplicationFactor))
+	return b.ensureInternalTopic(ctx, txnStateTopic, st.TransactionStateLogNumPartitions, st.TransactionStateLogReplicationFactor, map[string]string{
+		"compression.type":               "uncompressed",
+		"segment.bytes":                  strconv.Itoa(int(st.TransactionStateLogSegmentBytes)),
+		"min.insync.replicas":            strconv.Itoa(minISR),
+		"unclean.leader.election.enable": "false",
+	})
 }
 
 // publishTxnTopic loads the partitions of __transaction_state this node

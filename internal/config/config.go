@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 )
 
 // EmbeddedDefaults is the server.properties that `samsa server` runs when it
@@ -69,10 +70,17 @@ type Config struct {
 	NumRecoveryThreadsPerDataDir int
 	QueuedMaxRequests            int
 	QueuedMaxRequestBytes        int64
-	SocketSendBufferBytes        int // -1: OS default
-	SocketReceiveBufferBytes     int // -1: OS default
-	SocketRequestMaxBytes        int32
-	ConnectionsMaxIdleMs         int64
+
+	// QuotaWindowNum and QuotaWindowSize are quota.window.num and
+	// quota.window.size.seconds: client quota rates are measured over
+	// that many samples of that length.
+	QuotaWindowNum  int
+	QuotaWindowSize time.Duration
+
+	SocketSendBufferBytes    int // -1: OS default
+	SocketReceiveBufferBytes int // -1: OS default
+	SocketRequestMaxBytes    int32
+	ConnectionsMaxIdleMs     int64
 
 	NumPartitions               int32
 	DefaultReplicationFactor    int16
@@ -385,6 +393,8 @@ func (c *Config) fill() error {
 	c.NumRecoveryThreadsPerDataDir = int(c.i32("num.recovery.threads.per.data.dir"))
 	c.QueuedMaxRequests = int(c.i32("queued.max.requests"))
 	c.QueuedMaxRequestBytes = c.i64("queued.max.request.bytes")
+	c.QuotaWindowNum = int(c.i32("quota.window.num"))
+	c.QuotaWindowSize = time.Duration(c.i32("quota.window.size.seconds")) * time.Second
 	c.SocketSendBufferBytes = int(c.i32("socket.send.buffer.bytes"))
 	c.SocketReceiveBufferBytes = int(c.i32("socket.receive.buffer.bytes"))
 	c.SocketRequestMaxBytes = c.i32("socket.request.max.bytes")

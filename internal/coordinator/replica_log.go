@@ -28,7 +28,12 @@ type ReplicaLog struct {
 }
 
 // Append writes kvs as one uncompressed batch and returns once committed.
+// Like Kafka's coordinators (acks=-1), it refuses to append while the ISR
+// is smaller than min.insync.replicas, so a refused write is not in the log.
 func (l *ReplicaLog) Append(ctx context.Context, kvs []KV) error {
+	if err := l.P.CheckEnoughReplicas(); err != nil {
+		return logError(err)
+	}
 	res, err := l.P.Append(buildBatch(l.Now(), nil, kvs))
 	if err == nil {
 		err = l.waitCommitted(ctx, res.BaseOffset+int64(len(kvs))-1)
@@ -40,6 +45,9 @@ func (l *ReplicaLog) Append(ctx context.Context, kvs []KV) error {
 // with no sequence (Kafka writes TxnOffsetCommit batches with NO_SEQUENCE):
 // the partition fences stale epochs but checks no sequence.
 func (l *ReplicaLog) AppendTransactional(ctx context.Context, producerID int64, epoch int16, kvs []KV) error {
+	if err := l.P.CheckEnoughReplicas(); err != nil {
+		return logError(err)
+	}
 	prod := &record.ProducerInfo{ID: producerID, Epoch: epoch, BaseSequence: -1}
 	res, err := l.P.AppendAsCoordinator(buildBatch(l.Now(), prod, kvs))
 	if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) {

@@ -19,6 +19,7 @@ const (
 	TypePartitionChange RecordType = 5
 	TypeRemoveTopic     RecordType = 9
 	TypeFeatureLevel    RecordType = 12
+	TypeClientQuota     RecordType = 14
 	TypeProducerIds     RecordType = 15
 	// TypeBrokerRegistrationChange fences, unfences or marks a broker in
 	// controlled shutdown.
@@ -83,6 +84,23 @@ type RemoveTopicRecord struct {
 	TopicID Uuid
 }
 
+// ClientQuotaRecord sets one quota (Key, e.g. producer_byte_rate, to
+// Value) of a client quota entity, or removes it (Remove).
+type ClientQuotaRecord struct {
+	Entity []QuotaEntityPart
+	Key    string
+	Value  float64 `json:",omitempty"`
+	Remove bool    `json:",omitempty"`
+}
+
+// QuotaEntityPart is one part of a quota entity as Kafka's record has
+// it: a type (user, client-id or ip) and a name, nil for the default
+// entity of that type.
+type QuotaEntityPart struct {
+	Type string
+	Name *string
+}
+
 // ConfigRecord sets (Value non-nil) or deletes (nil) one config of a
 // resource. ResourceName "" with ResourceBroker is the cluster default.
 type ConfigRecord struct {
@@ -141,6 +159,7 @@ func (*ConfigRecord) Type() RecordType          { return TypeConfig }
 func (*RegisterBrokerRecord) Type() RecordType  { return TypeRegisterBroker }
 func (*FeatureLevelRecord) Type() RecordType    { return TypeFeatureLevel }
 func (*ProducerIdsRecord) Type() RecordType     { return TypeProducerIds }
+func (*ClientQuotaRecord) Type() RecordType     { return TypeClientQuota }
 func (*BrokerRegistrationChangeRecord) Type() RecordType {
 	return TypeBrokerRegistrationChange
 }
@@ -165,6 +184,8 @@ func newRecord(t RecordType) (Record, error) {
 		return &FeatureLevelRecord{}, nil
 	case TypeProducerIds:
 		return &ProducerIdsRecord{}, nil
+	case TypeClientQuota:
+		return &ClientQuotaRecord{}, nil
 	case TypeBrokerRegistrationChange:
 		return &BrokerRegistrationChangeRecord{}, nil
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/security"
 	"github.com/samsa-io/samsa/internal/wire"
 )
@@ -31,9 +32,13 @@ type Config struct {
 	// MaxRequestSize is socket.request.max.bytes: a larger frame closes the
 	// connection before anything is allocated for it.
 	MaxRequestSize int32
-	Handler        Handler
-	Versions       *wire.VersionTable
-	Logger         *slog.Logger
+	// RequestBudget bounds the bytes of requests read and not yet
+	// answered, across every connection sharing it
+	// (queued.max.request.bytes); see serveOne. Nil: unbounded.
+	RequestBudget *record.Budget
+	Handler       Handler
+	Versions      *wire.VersionTable
+	Logger        *slog.Logger
 
 	// TLS, when set, makes this an SSL listener: a connection's first
 	// bytes must be a TLS handshake, which runs on the connection's own
@@ -176,35 +181,74 @@ func (c *Conn) read() {
 		}
 		return
 	}
-	for {
+	for c.serveOne(ctx) {
+	}
+}
+
+// uncountedFrameBytes is the frame size up to which a request does not
+// draw on the request budget. Each connection has one request in flight,
+// so small ones are bounded by the connection count; and the requests a
+// full budget's holders wait on (followers' fetches, heartbeats, the
+// controller's answers) are small, so they can never be shut out by them.
+const uncountedFrameBytes = 64 << 10
+
+// serveOne reads, handles and queues the answer of one request; false
+// ends the connection. A frame above uncountedFrameBytes first waits for
+// its size in the request budget, before its body is allocated or read,
+// and holds it until the handler returns: like Kafka's memory pool, a full
+// budget stops reading from sockets rather than growing the heap.
+func (c *Conn) serveOne(ctx context.Context) bool {
+	s := c.srv
+	n, err := wire.ReadFrameSize(c.nc, s.cfg.MaxRequestSize)
+	if err == nil && n > uncountedFrameBytes {
+		var charge int64
+		charge, err = s.cfg.RequestBudget.Acquire(ctx, int64(n))
+		defer s.cfg.RequestBudget.Release(charge)
+	}
+	var frame []byte
+	if err == nil {
 		// Each request gets its own buffer: decoded bodies alias it, and a
 		// handler may keep what it decoded (a group member's metadata).
-		frame, err := wire.ReadFrame(c.nc, s.cfg.MaxRequestSize, nil)
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
-				s.cfg.Logger.Info("closing connection", "remote", c.nc.RemoteAddr(), "err", err)
-			}
-			return
-		}
-		req, err := wire.ParseRequest(frame, s.cfg.Versions)
-		if err != nil {
-			s.cfg.Logger.Info("closing connection", "remote", c.nc.RemoteAddr(), "err", err)
-			return
-		}
-		resp, err := s.cfg.Handler.Handle(ctx, c, req)
-		if err != nil && ctx.Err() != nil {
-			return // shutting down
-		}
-		if err != nil {
-			s.cfg.Logger.Info("closing connection", "remote", c.nc.RemoteAddr(),
-				"api", kmsg.NameForKey(req.Header.APIKey), "version", req.Header.APIVersion, "err", err)
-			return
-		}
-		if resp == nil {
-			continue
-		}
-		c.out <- wire.AppendResponse(getBuf(wire.SizeHint(resp)), req.Header.CorrelationID, resp)
+		frame, err = wire.ReadFrameBody(c.nc, n, nil)
 	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
+			s.cfg.Logger.Info("closing connection", "remote", c.nc.RemoteAddr(), "err", err)
+		}
+		return false
+	}
+	req, err := wire.ParseRequest(frame, s.cfg.Versions)
+	if err != nil {
+		s.cfg.Logger.Info("closing connection", "remote", c.nc.RemoteAddr(), "err", err)
+		return false
+	}
+	resp, err := s.cfg.Handler.Handle(ctx, c, req)
+	if err != nil && ctx.Err() != nil {
+		return false // shutting down
+	}
+	if err != nil {
+		s.cfg.Logger.Info("closing connection", "remote", c.nc.RemoteAddr(),
+			"api", kmsg.NameForKey(req.Header.APIKey), "version", req.Header.APIVersion, "err", err)
+		return false
+	}
+	if resp == nil {
+		return true
+	}
+	c.out <- wire.AppendResponse(getBuf(wire.SizeHint(resp)), req.Header.CorrelationID, resp)
+	if tr, ok := resp.(kmsg.ThrottleResponse); ok {
+		if ms, _ := tr.Throttle(); ms > 0 {
+			// Throttled for its quota: as Kafka mutes the channel, read
+			// nothing more from this client until the time is over.
+			t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+				return false
+			case <-t.C:
+			}
+		}
+	}
+	return true
 }
 
 // write owns the socket's write side. On a write error it closes the socket,

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/wire"
 )
 
@@ -29,6 +30,8 @@ import (
 type fakeHandler struct {
 	handled  atomic.Int32
 	fetching chan struct{}
+	// unblock, closed, ends the Fetch handlers early.
+	unblock chan struct{}
 }
 
 const bigAnswer = 1000
@@ -62,31 +65,42 @@ func (h *fakeHandler) Handle(ctx context.Context, _ *Conn, req wire.Request) (km
 		case h.fetching <- struct{}{}:
 		default:
 		}
-		<-ctx.Done()
-		return nil, ctx.Err()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-h.unblock:
+			resp := body.ResponseKind().(*kmsg.FetchResponse)
+			resp.Version = body.Version
+			return resp, nil
+		}
 	}
 	return nil, errors.New("unserved")
 }
 
 func startServer(t *testing.T, maxRequest int32) (*Server, *fakeHandler) {
 	t.Helper()
+	return startServerWith(t, Config{MaxRequestSize: maxRequest})
+}
+
+// startServerWith serves the fake handler with cfg, filling in what the
+// tests share.
+func startServerWith(t *testing.T, cfg Config) (*Server, *fakeHandler) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &fakeHandler{fetching: make(chan struct{}, 16)}
-	s := Serve(ln, Config{
-		Listener:       "PLAINTEXT",
-		MaxRequestSize: maxRequest,
-		Handler:        h,
-		Versions: wire.NewVersionTable(
-			wire.VersionRange{Key: kmsg.ApiVersions, Min: 0, Max: 4},
-			wire.VersionRange{Key: kmsg.Metadata, Min: 0, Max: 13},
-			wire.VersionRange{Key: kmsg.Produce, Min: 3, Max: 12},
-			wire.VersionRange{Key: kmsg.Fetch, Min: 4, Max: 17},
-		),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	h := &fakeHandler{fetching: make(chan struct{}, 16), unblock: make(chan struct{})}
+	cfg.Listener = "PLAINTEXT"
+	cfg.Handler = h
+	cfg.Versions = wire.NewVersionTable(
+		wire.VersionRange{Key: kmsg.ApiVersions, Min: 0, Max: 4},
+		wire.VersionRange{Key: kmsg.Metadata, Min: 0, Max: 13},
+		wire.VersionRange{Key: kmsg.Produce, Min: 3, Max: 12},
+		wire.VersionRange{Key: kmsg.Fetch, Min: 4, Max: 17},
+	)
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	s := Serve(ln, cfg)
 	t.Cleanup(func() {
 		// Bounded, so that a stuck Close fails the test with its message
 		// instead of hanging the binary.
@@ -363,5 +377,113 @@ func TestConnectionsAreIndependent(t *testing.T) {
 	}
 	if cid, _ := readResponse(t, good); cid != 9 {
 		t.Fatalf("correlation id %d", cid)
+	}
+}
+
+// bigFetch is a Fetch request whose frame is larger than
+// uncountedFrameBytes.
+func bigFetch() *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 12
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "t"
+	for p := range int32(4000) {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = p
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// TestRequestBudget: while large requests in flight hold the whole request
+// budget, the next large one is not read (it waits, unhandled), small ones
+// are still served, and the waiting one is served once the budget is
+// returned.
+func TestRequestBudget(t *testing.T) {
+	f := frame(bigFetch(), 1)
+	if len(f) <= uncountedFrameBytes {
+		t.Fatalf("test frame of %d bytes is not above %d", len(f), uncountedFrameBytes)
+	}
+	budget := record.NewBudget(int64(len(f)) + 1000) // room for one
+	s, h := startServerWith(t, Config{MaxRequestSize: 1 << 20, RequestBudget: budget})
+
+	holder := dial(t, s)
+	if _, err := holder.Write(f); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.fetching:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first fetch was not handled")
+	}
+	if got := budget.InUse(); got != int64(len(f)-4) {
+		t.Fatalf("budget in use %d, want the held frame's %d bytes", got, len(f)-4)
+	}
+
+	waiter := dial(t, s)
+	if _, err := waiter.Write(frame(bigFetch(), 2)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for budget.Waiting() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the second large request never waited for the budget (waiting %d)", budget.Waiting())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	small := dial(t, s)
+	if _, err := small.Write(frame(metadataReq(1), 3)); err != nil {
+		t.Fatal(err)
+	}
+	if cid, _ := readResponse(t, small); cid != 3 {
+		t.Fatalf("small request: correlation id %d, want 3", cid)
+	}
+	if got := h.handled.Load(); got != 2 {
+		t.Fatalf("%d requests handled while the budget was full, want 2 (the holder and the small one)", got)
+	}
+
+	close(h.unblock)
+	if cid, _ := readResponse(t, holder); cid != 1 {
+		t.Fatalf("holder: correlation id %d, want 1", cid)
+	}
+	if cid, _ := readResponse(t, waiter); cid != 2 {
+		t.Fatalf("waiter: correlation id %d, want 2", cid)
+	}
+	for budget.InUse() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("budget still holds %d bytes after every request was answered", budget.InUse())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRequestBudgetWaiterLeavesOnClose: a request waiting for the budget
+// gives up when the server closes, charging nothing.
+func TestRequestBudgetWaiterLeavesOnClose(t *testing.T) {
+	f := frame(bigFetch(), 1)
+	budget := record.NewBudget(int64(len(f)) + 1000)
+	s, h := startServerWith(t, Config{MaxRequestSize: 1 << 20, RequestBudget: budget})
+	holder, waiter := dial(t, s), dial(t, s)
+	if _, err := holder.Write(f); err != nil {
+		t.Fatal(err)
+	}
+	<-h.fetching
+	if _, err := waiter.Write(frame(bigFetch(), 2)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for budget.Waiting() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the second large request never waited for the budget")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if budget.InUse() != 0 || budget.Waiting() != 0 {
+		t.Fatalf("after Close: %d bytes in use, %d waiting; want none", budget.InUse(), budget.Waiting())
 	}
 }

@@ -1,6 +1,10 @@
 package record
 
-import "sync"
+import (
+	"context"
+	"slices"
+	"sync"
+)
 
 // Budget bounds the memory that decompression holds at once across every
 // batch validated against it. Validation streams a compressed batch
@@ -22,6 +26,9 @@ import "sync"
 // deadlock. The budget must not be shared with anything that holds its
 // charge while validating (a budget for request bytes, say), or the two
 // could wait on each other.
+//
+// The network layer uses a Budget of its own for request bytes
+// (queued.max.request.bytes) through Acquire and Release.
 type Budget struct {
 	size int64
 
@@ -77,22 +84,47 @@ func (b *Budget) Waiting() int {
 // acquire charges n bytes, waiting until they fit, and returns the charge
 // to pass to release (n, or the whole budget when n exceeds it).
 func (b *Budget) acquire(n int64) int64 {
+	charge, _ := b.Acquire(context.Background(), n)
+	return charge
+}
+
+// Acquire is acquire that gives up when ctx ends: it then returns 0 and
+// ctx's error, having charged nothing.
+func (b *Budget) Acquire(ctx context.Context, n int64) (int64, error) {
 	if b == nil || n <= 0 {
-		return 0
+		return 0, nil
 	}
 	n = min(n, b.size)
 	b.mu.Lock()
 	if len(b.mu.waiters) == 0 && b.mu.used+n <= b.size {
 		b.mu.used += n
 		b.mu.Unlock()
-		return n
+		return n, nil
 	}
 	w := &budgetWaiter{n: n, ready: make(chan struct{})}
 	b.mu.waiters = append(b.mu.waiters, w)
 	b.mu.Unlock()
-	<-w.ready // release charged us before closing ready
-	return n
+	select {
+	case <-w.ready: // release charged us before closing ready
+		return n, nil
+	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if i := slices.Index(b.mu.waiters, w); i >= 0 {
+		b.mu.waiters = slices.Delete(b.mu.waiters, i, i+1)
+		// Those behind it may fit now.
+		b.grantLocked()
+		return 0, ctx.Err()
+	}
+	// Granted meanwhile: hand the charge back.
+	b.mu.used -= n
+	b.grantLocked()
+	return 0, ctx.Err()
 }
+
+// Release returns a charge that Acquire returned.
+func (b *Budget) Release(n int64) { b.release(n) }
 
 // release returns a charge that acquire returned.
 func (b *Budget) release(n int64) {

@@ -20,6 +20,7 @@ import (
 	"github.com/samsa-io/samsa/internal/raft"
 	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/replica"
+	"github.com/samsa-io/samsa/internal/security"
 	"github.com/samsa-io/samsa/internal/storage"
 )
 
@@ -414,6 +415,7 @@ func (s *Server) startBroker(context.Context) error {
 		Fetchers:         s.fetchers,
 		Groups:           s.groups,
 		Txns:             s.txns,
+		Quotas:           security.NewQuotaManager(s.cfg.QuotaWindowSize, s.cfg.QuotaWindowNum),
 		Logger:           s.logger,
 		ActiveController: activeController,
 	})
@@ -504,10 +506,12 @@ func (s *Server) shutdown() error {
 
 // serveClients starts answering clients on the bound listeners.
 func (s *Server) serveClients(context.Context) error {
+	budget := record.NewBudget(requestBudget(s.cfg.QueuedMaxRequestBytes, s.cfg.SocketRequestMaxBytes))
 	for name, ln := range s.bound {
 		ncfg := network.Config{
 			Listener:       name,
 			MaxRequestSize: s.cfg.SocketRequestMaxBytes,
+			RequestBudget:  budget,
 			Handler:        s.broker,
 			Versions:       s.broker.Versions(),
 			Logger:         s.logger,

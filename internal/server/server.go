@@ -552,6 +552,18 @@ func voterEndpoints(cfg *config.Config) map[int32]metadata.Endpoint {
 	return out
 }
 
+// requestBudget is the memory that requests read and not yet answered may
+// hold at once across the client listeners: queued.max.request.bytes when
+// set; otherwise (Kafka's -1, no limit) 256 MiB, or one request of
+// socket.request.max.bytes if that is larger, so that a bound holds by
+// default and the largest request still fits.
+func requestBudget(queuedMaxRequestBytes int64, socketRequestMaxBytes int32) int64 {
+	if queuedMaxRequestBytes > 0 {
+		return queuedMaxRequestBytes
+	}
+	return max(256<<20, int64(socketRequestMaxBytes))
+}
+
 // decompressionBudget is the memory that decompressing produced batches
 // may hold at once: queued.max.request.bytes when set, otherwise (Kafka's
 // -1, no limit on queued requests) MaxDecompressedSize, room for the

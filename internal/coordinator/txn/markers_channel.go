@@ -248,7 +248,11 @@ func (w *MarkerChannel) writeLocal(ctx context.Context, m Marker, tps []TopicPar
 	for i, err := range WriteLocalMarkers(ctx, w.cfg.Replicas, w.cfg.Groups, m, tps, WriteTimeout) {
 		tp := tps[i]
 		switch {
-		case err == nil, errors.Is(err, storage.ErrClosed): // deleted while we wrote
+		case err == nil:
+		case errors.Is(err, storage.ErrClosed) && w.deleted(tp):
+			// Deleted while we wrote. A log closed for another reason (its
+			// directory failed, leadership moved) is retried: skipping it
+			// would leave the transaction open on the partition for ever.
 		case staleMarkerError(err):
 			w.logStale(tp, m, err)
 		default:

@@ -20,6 +20,7 @@ import (
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/replica"
+	"github.com/samsa-io/samsa/internal/storage"
 )
 
 // Transaction markers across two brokers: the marker channel of broker 1
@@ -342,6 +343,28 @@ func TestTxnMarkersNoLeaderRetried(t *testing.T) {
 	// A deleted topic is skipped.
 	if err := w.WriteMarkers(markerCtx(t), 4003, 0, 0, true, []txn.TopicPartition{{Topic: "gone", Partition: 0}}); err != nil {
 		t.Errorf("partition of a deleted topic: %v, want it skipped", err)
+	}
+}
+
+// TestTxnMarkersClosedLogRetried: a partition this node leads whose log
+// was closed under the marker (its log directory failed) while the topic
+// still exists fails the call, so the coordinator retries it, rather than
+// being skipped like a deleted topic's.
+func TestTxnMarkersClosedLogRetried(t *testing.T) {
+	c, _ := newTxnCluster(t, nil)
+	const pid = 4004
+	c.produceTxn(2, "tx", pid, 0, 0, "a")
+	p, ok := c.nodes[2].replicas.Partition("tx", 0)
+	if !ok {
+		t.Fatal("tx-0 is not on node 2")
+	}
+	if err := p.Log().Close(); err != nil {
+		t.Fatal(err)
+	}
+	w := c.markerWriter(2, c.router.dial)
+	err := w.WriteMarkers(markerCtx(t), pid, 0, 0, true, []txn.TopicPartition{{Topic: "tx", Partition: 0}})
+	if !errors.Is(err, storage.ErrClosed) {
+		t.Errorf("marker to a closed log of an existing topic: err %v, want it reported (storage.ErrClosed)", err)
 	}
 }
 
