@@ -189,3 +189,29 @@ func TestConfigsSurviveRestart(t *testing.T) {
 		t.Fatalf("broker configs after restart %v", got)
 	}
 }
+
+// TestBrokerConfigUnchangedStillWritten: as Kafka (KAFKA-14136), setting a
+// broker config to the value it has writes a record, so that brokers
+// reload what it names (a key store rewritten in place); a topic config
+// set to its value writes nothing.
+func TestBrokerConfigUnchangedStillWritten(t *testing.T) {
+	h := startConfigs(t, t.TempDir(), 1)
+	broker := kmsg.ConfigResourceTypeBroker
+	rs := h.incr(t, false, incr(broker, "1", set("message.max.bytes", "5000")))
+	wantErr(t, rs[0].ErrorCode, rs[0].ErrorMessage, nil, "")
+	off := h.loader.Image().Offset
+	rs = h.incr(t, false, incr(broker, "1", set("message.max.bytes", "5000")))
+	wantErr(t, rs[0].ErrorCode, rs[0].ErrorMessage, nil, "")
+	if h.loader.Image().Offset == off {
+		t.Error("a broker config set to its value wrote nothing")
+	}
+	h.c.CreateTopics(ctx(t), createReq(topic("t", 1, 1)))
+	rs = h.incr(t, false, incr(kmsg.ConfigResourceTypeTopic, "t", set("retention.ms", "60000")))
+	wantErr(t, rs[0].ErrorCode, rs[0].ErrorMessage, nil, "")
+	off = h.loader.Image().Offset
+	rs = h.incr(t, false, incr(kmsg.ConfigResourceTypeTopic, "t", set("retention.ms", "60000")))
+	wantErr(t, rs[0].ErrorCode, rs[0].ErrorMessage, nil, "")
+	if h.loader.Image().Offset != off {
+		t.Error("a topic config set to its value wrote a record")
+	}
+}
