@@ -2,7 +2,11 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -24,6 +28,9 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	xdgscram "github.com/xdg-go/scram"
+
+	"github.com/samsa-io/samsa/internal/security/tlstest"
+	"github.com/samsa-io/samsa/internal/servertest"
 )
 
 // SASL with the other clients, each with its own SCRAM implementation:
@@ -334,4 +341,51 @@ func TestSASLHugeToken(t *testing.T) {
 		t.Fatalf("read %d bytes, %v: want the connection closed", n, err)
 	}
 	saslRoundTrip(t, ctx, addr, plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism(), "after-huge")
+}
+
+// TestSASLOverTLS: a SASL_SSL listener runs the TLS handshake with its
+// listener.name.sasl_ssl.ssl.* stores, then SCRAM inside it; the client
+// is who SCRAM says, and a client speaking plaintext gets nothing.
+func TestSASLOverTLS(t *testing.T) {
+	ctx := testContext(t)
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "Samsa e2e CA")
+	broker := ca.Server(t, pkix.Name{CommonName: "localhost"})
+	srv := servertest.Start(t,
+		"listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"sasl.enabled.mechanisms=SCRAM-SHA-512",
+		"listener.name.sasl_ssl.ssl.keystore.type=PEM",
+		"listener.name.sasl_ssl.ssl.keystore.location="+broker.WritePEM(t, dir, "broker.pem"))
+	scramUsers(t, ctx, kadm.NewClient(newKgo(t, srv.Addr("PLAINTEXT"))), nil,
+		kadm.UpsertSCRAM{User: "tls-user", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "tls-pw"})
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	tlsCfg := &tls.Config{RootCAs: roots, ServerName: "localhost"}
+	addr := srv.Addr("SASL_SSL")
+
+	topic := topicName("sasl", "ssl")
+	m := scram.Auth{User: "tls-user", Pass: "tls-pw"}.AsSha512Mechanism()
+	cl := newKgo(t, addr, kgo.DialTLSConfig(tlsCfg), kgo.SASL(m))
+	franzCreate(t, ctx, kadm.NewClient(cl), topic, 1, nil)
+	produced := franzProduce(t, ctx, cl, topic, genRecords(99, 50), true)
+	cons := newKgo(t, addr, kgo.DialTLSConfig(tlsCfg), kgo.SASL(m), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	var consumed []rec
+	for len(consumed) < len(produced) && ctx.Err() == nil {
+		cons.PollFetches(ctx).EachRecord(func(r *kgo.Record) { consumed = append(consumed, fromKgo(r)) })
+	}
+	checkConsumed(t, 1, produced, consumed, nil, checkOpts{})
+
+	bad := newKgo(t, addr, kgo.DialTLSConfig(tlsCfg), kgo.SASL(scram.Auth{User: "tls-user", Pass: "wrong"}.AsSha512Mechanism()),
+		kgo.RetryTimeout(2*time.Second))
+	if _, err := kadm.NewClient(bad).ListTopics(ctx); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("wrong password over TLS: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+	// SASL without TLS on the SASL_SSL port: the TLS handshake fails.
+	plainClient := newKgo(t, addr, kgo.SASL(m), kgo.RetryTimeout(2*time.Second), kgo.RequestRetries(1))
+	ctx2, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(plainClient).ListTopics(ctx2); err == nil {
+		t.Fatal("a client without TLS was served on the SASL_SSL listener")
+	}
 }

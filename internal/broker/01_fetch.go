@@ -57,10 +57,7 @@ func handleFetch(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Requ
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return resp, nil
 	}
-	replicaID := req.ReplicaID
-	if req.Version >= 15 {
-		replicaID = req.ReplicaState.ID
-	}
+	replicaID := fetchReplicaID(req)
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
 		resp, bytes, waitOn := b.fetchOnce(req, replicaID)
@@ -238,4 +235,13 @@ func waitForAppend(ctx context.Context, chans []<-chan struct{}, timeout time.Du
 	}
 	i, _, _ := reflect.Select(cases)
 	return i >= 2
+}
+
+// fetchReplicaID is the replica a Fetch comes from: a follower's node id,
+// or -1 for a consumer (v15+ carry it in ReplicaState).
+func fetchReplicaID(req *kmsg.FetchRequest) int32 {
+	if req.Version >= 15 {
+		return req.ReplicaState.ID
+	}
+	return req.ReplicaID
 }

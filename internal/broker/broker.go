@@ -16,6 +16,7 @@ import (
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/replica"
+	"github.com/samsa-io/samsa/internal/security"
 	"github.com/samsa-io/samsa/internal/wire"
 )
 
@@ -56,8 +57,11 @@ type Config struct {
 	// hosts (Unfollow). Required; the node owns it and closes it before
 	// the logs.
 	Fetchers *replica.FetcherManager
-	Logger   *slog.Logger
-	Now      func() time.Time
+	// Quotas measures clients against their byte-rate quotas (the
+	// publisher keeps its quotas current); nil enforces none.
+	Quotas *security.QuotaManager
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Broker dispatches requests to the handler of their API key.
@@ -131,6 +135,7 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.DeleteRecords:                {0, 2, handleDeleteRecords},
 		kmsg.DescribeProducers:            {0, 0, handleDescribeProducers},
 		kmsg.DescribeLogDirs:              {1, 4, handleDescribeLogDirs},
+		kmsg.DescribeClientQuotas:         {0, 1, handleDescribeClientQuotas},
 		kmsg.SASLHandshake:                {0, 1, handleSASLHandshake},
 		kmsg.SASLAuthenticate:             {0, 2, handleSASLAuthenticate},
 		kmsg.DescribeUserSCRAMCredentials: {0, 0, handleDescribeUserSCRAMCredentials},
@@ -177,7 +182,53 @@ func (b *Broker) Handle(ctx context.Context, c *network.Conn, req wire.Request) 
 		return nil, fmt.Errorf("unsupported API %s version %d", kmsg.NameForKey(int16(key)), req.Header.APIVersion)
 	}
 	h := b.handlers[key]
-	return h.fn(context.WithValue(ctx, headerKey{}, req.Header), b, c, req.Body)
+	resp, err := h.fn(context.WithValue(ctx, headerKey{}, req.Header), b, c, req.Body)
+	if err == nil {
+		b.throttle(c, req, resp)
+	}
+	return resp, err
+}
+
+// throttle records a produce or consumer fetch against the client's byte
+// rate quota and, over it, sets the response's throttle_time_ms; the
+// network layer then stops reading the connection for that long (Kafka
+// mutes the channel). A produce counts its request's size, a fetch its
+// response's. A throttled fetch still carries its records (Kafka answers
+// one empty): the delay that follows keeps the client to its quota
+// either way, and an incremental fetch session stays in step.
+func (b *Broker) throttle(c *network.Conn, req wire.Request, resp kmsg.Response) {
+	if b.cfg.Quotas == nil || resp == nil {
+		return
+	}
+	var typ security.QuotaType
+	var size int
+	switch body := req.Body.(type) {
+	case *kmsg.ProduceRequest:
+		typ, size = security.ProduceQuota, req.Size
+	case *kmsg.FetchRequest:
+		if fetchReplicaID(body) >= 0 {
+			return // a follower: replication is not a client's quota
+		}
+		// SizeHint is the response's size to within a few bytes per
+		// partition: the records dominate it.
+		typ, size = security.FetchQuota, wire.SizeHint(resp)
+	default:
+		return
+	}
+	clientID := ""
+	if req.Header.ClientID != nil {
+		clientID = *req.Header.ClientID
+	}
+	d := b.cfg.Quotas.Record(typ, c.Principal().Name, clientID, float64(size), b.cfg.Now())
+	tr, ok := resp.(interface {
+		kmsg.ThrottleResponse
+		kmsg.SetThrottleResponse
+	})
+	if ok && d > 0 {
+		if ms, _ := tr.Throttle(); int64(ms) < d.Milliseconds() {
+			tr.SetThrottle(int32(d.Milliseconds()))
+		}
+	}
 }
 
 // headerKey carries the request header in a handler's context, for the

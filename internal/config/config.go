@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 )
 
 // EmbeddedDefaults is the server.properties that `samsa server` runs when it
@@ -80,10 +81,17 @@ type Config struct {
 	NumRecoveryThreadsPerDataDir int
 	QueuedMaxRequests            int
 	QueuedMaxRequestBytes        int64
-	SocketSendBufferBytes        int // -1: OS default
-	SocketReceiveBufferBytes     int // -1: OS default
-	SocketRequestMaxBytes        int32
-	ConnectionsMaxIdleMs         int64
+
+	// QuotaWindowNum and QuotaWindowSize are quota.window.num and
+	// quota.window.size.seconds: client quota rates are measured over
+	// that many samples of that length.
+	QuotaWindowNum  int
+	QuotaWindowSize time.Duration
+
+	SocketSendBufferBytes    int // -1: OS default
+	SocketReceiveBufferBytes int // -1: OS default
+	SocketRequestMaxBytes    int32
+	ConnectionsMaxIdleMs     int64
 
 	NumPartitions               int32
 	DefaultReplicationFactor    int16
@@ -226,6 +234,9 @@ func FromProperties(props []Property) (*Config, []string, error) {
 	for _, name := range order {
 		key, ok := brokerKeys[name]
 		if !ok {
+			key, _, ok = listenerKey(name) // listener.name.<l>.<key> (ssl.go)
+		}
+		if !ok {
 			if w := unknownWarning(name); w != "" {
 				warnings = append(warnings, w)
 			}
@@ -256,7 +267,7 @@ func FromProperties(props []Property) (*Config, []string, error) {
 	if err := c.validate(); err != nil {
 		return nil, warnings, err
 	}
-	return c, warnings, nil
+	return c, append(warnings, c.listenerKeyWarnings()...), nil
 }
 
 func unknownWarning(name string) string {
@@ -394,6 +405,8 @@ func (c *Config) fill() error {
 	c.NumRecoveryThreadsPerDataDir = int(c.i32("num.recovery.threads.per.data.dir"))
 	c.QueuedMaxRequests = int(c.i32("queued.max.requests"))
 	c.QueuedMaxRequestBytes = c.i64("queued.max.request.bytes")
+	c.QuotaWindowNum = int(c.i32("quota.window.num"))
+	c.QuotaWindowSize = time.Duration(c.i32("quota.window.size.seconds")) * time.Second
 	c.SocketSendBufferBytes = int(c.i32("socket.send.buffer.bytes"))
 	c.SocketReceiveBufferBytes = int(c.i32("socket.receive.buffer.bytes"))
 	c.SocketRequestMaxBytes = c.i32("socket.request.max.bytes")

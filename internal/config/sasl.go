@@ -36,12 +36,6 @@ type SASLListener struct {
 	Warnings []string
 }
 
-// ListenerPrefix is the prefix of a listener's own keys:
-// "listener.name.<listener in lower case>.".
-func ListenerPrefix(listener string) string {
-	return "listener.name." + strings.ToLower(listener) + "."
-}
-
 // JAASKey is the key of a listener's JAAS configuration for a mechanism.
 func JAASKey(listener, mechanism string) string {
 	return ListenerPrefix(listener) + strings.ToLower(mechanism) + ".sasl.jaas.config"

@@ -28,6 +28,8 @@ func TestAPITable(t *testing.T) {
 			r.Resources = append(r.Resources, kmsg.NewIncrementalAlterConfigsRequestResource())
 		case *kmsg.AlterUserSCRAMCredentialsRequest:
 			r.Upsertions = append(r.Upsertions, kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion())
+		case *kmsg.AlterClientQuotasRequest:
+			r.Entries = append(r.Entries, kmsg.NewAlterClientQuotasRequestEntry())
 		}
 		return req
 	}

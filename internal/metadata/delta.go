@@ -27,9 +27,11 @@ type Delta struct {
 	// ChangedBrokers are ids of brokers (re)registered, fenced, unfenced
 	// or put in controlled shutdown.
 	ChangedBrokers []int32
-	// FeaturesChanged and ProducerIDsChanged flag those parts.
+	// FeaturesChanged, ProducerIDsChanged and QuotasChanged flag those
+	// parts.
 	FeaturesChanged    bool
 	ProducerIDsChanged bool
+	QuotasChanged      bool
 	// ChangedScram are the SCRAM credentials set or removed, sorted.
 	ChangedScram []ScramKey
 }
@@ -51,6 +53,7 @@ type builder struct {
 	features bool
 	pids     bool
 	scram    map[ScramKey]bool
+	quotas   bool
 }
 
 func newBuilder(prev *Image) *builder {
@@ -81,6 +84,8 @@ func (b *builder) own(name string) {
 		b.next.features = maps.Clone(b.next.features)
 	case "scram":
 		b.next.scram = maps.Clone(b.next.scram)
+	case "quotas":
+		b.next.quotas = maps.Clone(b.next.quotas)
 	}
 }
 
@@ -121,6 +126,8 @@ func (b *builder) apply(r Record) error {
 		return b.applyRemoveTopic(r)
 	case *ConfigRecord:
 		return b.applyConfig(r)
+	case *ClientQuotaRecord:
+		return b.applyClientQuota(r)
 	case *RegisterBrokerRecord:
 		b.own("brokers")
 		b.next.brokers[r.BrokerID] = BrokerImage{ID: r.BrokerID, Epoch: r.BrokerEpoch,
@@ -311,10 +318,34 @@ func (b *builder) applyConfig(r *ConfigRecord) error {
 	return nil
 }
 
+func (b *builder) applyClientQuota(r *ClientQuotaRecord) error {
+	e, ok := QuotaEntityOf(r.Entity)
+	if !ok {
+		return fmt.Errorf("client quota %s for an invalid entity %v", r.Key, r.Entity)
+	}
+	b.own("quotas")
+	q := maps.Clone(b.next.quotas[e])
+	if q == nil {
+		q = map[string]float64{}
+	}
+	if r.Remove {
+		delete(q, r.Key)
+	} else {
+		q[r.Key] = r.Value
+	}
+	if len(q) == 0 {
+		delete(b.next.quotas, e)
+	} else {
+		b.next.quotas[e] = q
+	}
+	b.quotas = true
+	return nil
+}
+
 // delta summarises what the applied records changed.
 func (b *builder) delta() *Delta {
 	d := &Delta{Prev: b.prev, ChangedPartitions: map[Uuid][]int32{},
-		FeaturesChanged: b.features, ProducerIDsChanged: b.pids}
+		FeaturesChanged: b.features, ProducerIDsChanged: b.pids, QuotasChanged: b.quotas}
 	byName := func(a, c *TopicImage) int { return cmp.Compare(a.Name, c.Name) }
 	for id := range b.created {
 		d.CreatedTopics = append(d.CreatedTopics, b.next.topicsByID[id])

@@ -21,7 +21,7 @@
 // type is Kafka's metadata record api key (RegisterBrokerRecord 0,
 // TopicRecord 2, PartitionRecord 3, ConfigRecord 4, PartitionChangeRecord 5,
 // RemoveTopicRecord 9, UserScramCredentialRecord 11, FeatureLevelRecord 12,
-// ProducerIdsRecord 15, BrokerRegistrationChangeRecord 17,
+// ClientQuotaRecord 14, ProducerIdsRecord 15, BrokerRegistrationChangeRecord 17,
 // RemoveUserScramCredentialRecord 22); version
 // is the version of our JSON body, 0 for all today. JSON keeps the format
 // readable while it settles; the framing lets a binary body replace it per

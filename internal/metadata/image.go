@@ -18,6 +18,7 @@ type Image struct {
 	brokers    map[int32]BrokerImage
 	configs    map[ConfigResource]map[string]string
 	features   map[string]int16
+	quotas     map[QuotaEntity]map[string]float64
 	// nextProducerID is the first producer id not yet handed out.
 	nextProducerID int64
 	// scram holds the SCRAM credentials by user and mechanism.
@@ -105,6 +106,97 @@ type ConfigResource struct {
 	Name string
 }
 
+// QuotaEntity is a client quota entity: each of user, client-id and ip is
+// absent (the zero QuotaName), the default entity of its type, or a name.
+type QuotaEntity struct {
+	User, ClientID, IP QuotaName
+}
+
+// QuotaName is one part of a QuotaEntity.
+type QuotaName struct {
+	// Present: the entity has this part.
+	Present bool
+	// Default: the part is its type's <default> entity (a null name).
+	Default bool
+	Name    string
+}
+
+// Quota entity types, as Kafka names them.
+const (
+	QuotaUser     = "user"
+	QuotaClientID = "client-id"
+	QuotaIP       = "ip"
+)
+
+// QuotaEntityOf builds the entity of a record's parts; false when a type
+// is unknown or repeated.
+func QuotaEntityOf(parts []QuotaEntityPart) (QuotaEntity, bool) {
+	var e QuotaEntity
+	for _, p := range parts {
+		var n *QuotaName
+		switch p.Type {
+		case QuotaUser:
+			n = &e.User
+		case QuotaClientID:
+			n = &e.ClientID
+		case QuotaIP:
+			n = &e.IP
+		default:
+			return e, false
+		}
+		if n.Present {
+			return e, false
+		}
+		n.Present = true
+		if p.Name == nil {
+			n.Default = true
+		} else {
+			n.Name = *p.Name
+		}
+	}
+	return e, true
+}
+
+// CompareQuotaEntities orders entities by user, then client id, then ip;
+// absent parts first, then defaults, then names.
+func CompareQuotaEntities(a, b QuotaEntity) int {
+	name := func(x, y QuotaName) int {
+		return cmp.Or(compareBool(x.Present, y.Present), compareBool(x.Default, y.Default), cmp.Compare(x.Name, y.Name))
+	}
+	return cmp.Or(name(a.User, b.User), name(a.ClientID, b.ClientID), name(a.IP, b.IP))
+}
+
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// Parts is the entity as a record's parts, in the order user, client-id,
+// ip.
+func (e QuotaEntity) Parts() []QuotaEntityPart {
+	var out []QuotaEntityPart
+	for _, p := range []struct {
+		typ string
+		n   QuotaName
+	}{{QuotaUser, e.User}, {QuotaClientID, e.ClientID}, {QuotaIP, e.IP}} {
+		if !p.n.Present {
+			continue
+		}
+		part := QuotaEntityPart{Type: p.typ}
+		if !p.n.Default {
+			name := p.n.Name
+			part.Name = &name
+		}
+		out = append(out, part)
+	}
+	return out
+}
+
 // NewImage returns the empty image of a cluster.
 func NewImage(clusterID string) *Image {
 	return &Image{
@@ -115,6 +207,7 @@ func NewImage(clusterID string) *Image {
 		configs:    map[ConfigResource]map[string]string{},
 		features:   map[string]int16{},
 		scram:      map[ScramKey]ScramCredential{},
+		quotas:     map[QuotaEntity]map[string]float64{},
 	}
 }
 
@@ -191,6 +284,10 @@ func (m *Image) Configs(resourceType int8, name string) map[string]string {
 // Features returns a copy of the finalized feature levels.
 func (m *Image) Features() map[string]int16 { return maps.Clone(m.features) }
 
+// ClientQuotas returns every client quota entity and its quotas; the
+// caller must not modify it.
+func (m *Image) ClientQuotas() map[QuotaEntity]map[string]float64 { return m.quotas }
+
 // ScramCredential looks up a user's SCRAM credential for a mechanism.
 func (m *Image) ScramCredential(name string, mechanism int8) (ScramCredential, bool) {
 	c, ok := m.scram[ScramKey{name, mechanism}]
@@ -253,6 +350,14 @@ func (m *Image) records() []Record {
 		c := m.scram[k]
 		recs = append(recs, &UserScramCredentialRecord{Name: k.Name, Mechanism: k.Mechanism,
 			Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: c.Iterations})
+	}
+	entities := slices.Collect(maps.Keys(m.quotas))
+	slices.SortFunc(entities, CompareQuotaEntities)
+	for _, e := range entities {
+		q := m.quotas[e]
+		for _, k := range slices.Sorted(maps.Keys(q)) {
+			recs = append(recs, &ClientQuotaRecord{Entity: e.Parts(), Key: k, Value: q[k]})
+		}
 	}
 	return recs
 }

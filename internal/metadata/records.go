@@ -22,6 +22,7 @@ const (
 	// removes a user's SCRAM credential for one mechanism.
 	TypeUserScramCredential RecordType = 11
 	TypeFeatureLevel        RecordType = 12
+	TypeClientQuota         RecordType = 14
 	TypeProducerIds         RecordType = 15
 	// TypeBrokerRegistrationChange fences, unfences or marks a broker in
 	// controlled shutdown.
@@ -85,6 +86,23 @@ type PartitionChangeRecord struct {
 // RemoveTopicRecord deletes a topic, its partitions and its configs.
 type RemoveTopicRecord struct {
 	TopicID Uuid
+}
+
+// ClientQuotaRecord sets one quota (Key, e.g. producer_byte_rate, to
+// Value) of a client quota entity, or removes it (Remove).
+type ClientQuotaRecord struct {
+	Entity []QuotaEntityPart
+	Key    string
+	Value  float64 `json:",omitempty"`
+	Remove bool    `json:",omitempty"`
+}
+
+// QuotaEntityPart is one part of a quota entity as Kafka's record has
+// it: a type (user, client-id or ip) and a name, nil for the default
+// entity of that type.
+type QuotaEntityPart struct {
+	Type string
+	Name *string
 }
 
 // ConfigRecord sets (Value non-nil) or deletes (nil) one config of a
@@ -165,6 +183,7 @@ func (*ConfigRecord) Type() RecordType          { return TypeConfig }
 func (*RegisterBrokerRecord) Type() RecordType  { return TypeRegisterBroker }
 func (*FeatureLevelRecord) Type() RecordType    { return TypeFeatureLevel }
 func (*ProducerIdsRecord) Type() RecordType     { return TypeProducerIds }
+func (*ClientQuotaRecord) Type() RecordType     { return TypeClientQuota }
 func (*BrokerRegistrationChangeRecord) Type() RecordType {
 	return TypeBrokerRegistrationChange
 }
@@ -193,6 +212,8 @@ func newRecord(t RecordType) (Record, error) {
 		return &FeatureLevelRecord{}, nil
 	case TypeProducerIds:
 		return &ProducerIdsRecord{}, nil
+	case TypeClientQuota:
+		return &ClientQuotaRecord{}, nil
 	case TypeBrokerRegistrationChange:
 		return &BrokerRegistrationChangeRecord{}, nil
 	case TypeUserScramCredential:

@@ -9,7 +9,13 @@
 // A frame larger than socket.request.max.bytes, or one that cannot be parsed,
 // closes only that connection.
 //
-// On a SASL listener (Config.SASL) the reader first runs the client's SASL
+// On an SSL listener (Config.TLS) the reader goroutine first runs the TLS
+// handshake, bounded by Config.HandshakeTimeout, and sets the connection's
+// principal from it (Config.TLSPrincipal): the accept loop never waits on a
+// client, and a connection whose handshake fails — plaintext bytes, a missing
+// or untrusted client certificate — is closed before any request is read.
+//
+// On a SASL listener (Config.SASL) the reader then runs the client's SASL
 // exchange (sasl.go, Kafka's SaslServerAuthenticator): nothing but
 // ApiVersions reaches the Handler until the client has authenticated, and
 // the connection's Principal is then who it authenticated as. The reader

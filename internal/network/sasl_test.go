@@ -44,16 +44,16 @@ func (m *testMechanism) Step(token []byte) ([]byte, bool, error) {
 
 func (m *testMechanism) Principal() security.Principal { return security.User(m.user) }
 
-// principalHandler answers ApiVersions and Metadata like fakeHandler and
+// saslHandler answers ApiVersions and Metadata like fakeHandler and
 // records the principal of every request it handles; it answers
 // SaslHandshake as the broker does after authentication.
-type principalHandler struct {
+type saslHandler struct {
 	fakeHandler
 	mu   sync.Mutex
 	seen []string
 }
 
-func (h *principalHandler) Handle(ctx context.Context, c *Conn, req wire.Request) (kmsg.Response, error) {
+func (h *saslHandler) Handle(ctx context.Context, c *Conn, req wire.Request) (kmsg.Response, error) {
 	h.mu.Lock()
 	h.seen = append(h.seen, c.Principal().String())
 	h.mu.Unlock()
@@ -66,7 +66,7 @@ func (h *principalHandler) Handle(ctx context.Context, c *Conn, req wire.Request
 	return h.fakeHandler.Handle(ctx, c, req)
 }
 
-func (h *principalHandler) principals() []string {
+func (h *saslHandler) principals() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]string(nil), h.seen...)
@@ -80,17 +80,17 @@ func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 const testDelay = 150 * time.Millisecond
 
-func startSASLServer(t *testing.T, lifetime time.Duration) (*Server, *principalHandler, *fakeClock) {
+func startSASLServer(t *testing.T, lifetime time.Duration) (*Server, *saslHandler, *fakeClock) {
 	return startSASLServerDelay(t, lifetime, testDelay)
 }
 
-func startSASLServerDelay(t *testing.T, lifetime, delay time.Duration) (*Server, *principalHandler, *fakeClock) {
+func startSASLServerDelay(t *testing.T, lifetime, delay time.Duration) (*Server, *saslHandler, *fakeClock) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &principalHandler{fakeHandler: fakeHandler{fetching: make(chan struct{}, 16)}}
+	h := &saslHandler{fakeHandler: fakeHandler{fetching: make(chan struct{}, 16)}}
 	clock := &fakeClock{}
 	clock.ns.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	s := Serve(ln, Config{

@@ -24,6 +24,8 @@ type RequestHeader struct {
 type Request struct {
 	Header RequestHeader
 	Body   kmsg.Request // nil when the key or version is not served
+	// Size is the frame's length in bytes (what a produce quota counts).
+	Size int
 }
 
 // ParseRequest decodes the header of frame and, when the API key and version
@@ -55,7 +57,7 @@ func ParseRequest(frame []byte, table *VersionTable) (Request, error) {
 	if err := body.ReadFrom(r.Src); err != nil {
 		return Request{Header: h}, fmt.Errorf("%w: %s v%d: %v", ErrMalformed, kmsg.NameForKey(h.APIKey), h.APIVersion, err)
 	}
-	return Request{Header: h, Body: body}, nil
+	return Request{Header: h, Body: body, Size: len(frame)}, nil
 }
 
 // skipTags skips a tagged-field section; request headers define no tags we

@@ -81,11 +81,11 @@ expect_eq "$C" "samsa group describe shows zero lag after -G" "0" "$got" 3
 # SASL: a second node whose SASL_PLAINTEXT listener takes SCRAM-SHA-512
 # (its user written at bootstrap by --add-scram) and PLAIN.
 stop_samsa
-start_samsa "$work/sasl" \
-	--override 'listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0' \
-	--override 'sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN' \
-	--override 'listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_plain="plain-secret";' \
-	--add-scram 'SCRAM-SHA-512=[name=kcat,password=kcat-secret]' ||
+start_samsa "$work/sasl" PLAINTEXT \
+	'listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0' \
+	'sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN' \
+	'listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_plain="plain-secret";' \
+	'--add-scram=SCRAM-SHA-512=[name=kcat,password=kcat-secret]' ||
 	{ record "$C" "SASL: start samsa" fail "server did not start"; exit 1; }
 S=$(listener_addr "$work/sasl" SASL_PLAINTEXT)
 # ks MECHANISM USER PASSWORD ARGS...: kcat authenticating on the SASL listener.
@@ -108,4 +108,61 @@ if grep -q 'invalid credentials with SASL mechanism SCRAM-SHA-512' <<<"$err"; th
 	record "$C" "SASL wrong password refused" pass
 else
 	record "$C" "SASL wrong password refused" fail "$(head -c 150 <<<"$err")"
+fi
+
+# TLS: an SSL listener (PEM key store, PEM trust store, client
+# certificates required), as kcat reaches it with -X security.protocol=ssl.
+stop_samsa
+if ! make_pki "$work/pki"; then
+	record "$C" "TLS: make certificates with openssl" fail "$(tail -3 "$work/pki.log")"
+	exit 0
+fi
+P=$work/pki
+if ! start_samsa "$work/ssl-data" SSL "ssl.keystore.type=PEM" "ssl.keystore.location=$P/server.pem" \
+	"ssl.truststore.type=PEM" "ssl.truststore.location=$P/ca.pem" "ssl.client.auth=required"; then
+	record "$C" "TLS: start an SSL listener" fail "server did not start"
+	exit 0
+fi
+S=$SAMSA_ADDR
+ks() { timeout 30 kcat -b "$S" -X socket.timeout.ms=10000 -X security.protocol=ssl -X ssl.ca.location="$P/ca.pem" \
+	-X ssl.certificate.location="$P/client.pem" -X ssl.key.location="$P/client.key" "$@"; }
+printf 't1\nt2\nt3\n' | ks -P -t tls -p 0
+got=$(ks -C -t tls -p 0 -o beginning -c 3 -q -f '%o:%s\n' | tr '\n' ' ')
+expect_eq "$C" "TLS with client certificate: produce+consume (security.protocol=ssl)" "0:t1 1:t2 2:t3 " "$got"
+got=$(ks -L -J -t tls | python3 -c 'import json,sys; m=json.load(sys.stdin); print(len(m["brokers"]), m["topics"][0]["topic"])')
+expect_eq "$C" "TLS metadata (-L)" "1 tls" "$got"
+# Without a client certificate the broker refuses the handshake.
+if timeout 15 kcat -b "$S" -X security.protocol=ssl -X ssl.ca.location="$P/ca.pem" -X socket.timeout.ms=3000 \
+	-X metadata.request.timeout.ms=3000 -m 5 -L >/dev/null 2>&1; then
+	record "$C" "TLS without a client certificate is refused" fail "kcat -L succeeded"
+else
+	record "$C" "TLS without a client certificate is refused" pass
+fi
+# Plaintext to the SSL port gets nothing.
+if timeout 15 kcat -b "$S" -X socket.timeout.ms=3000 -m 5 -L >/dev/null 2>&1; then
+	record "$C" "plaintext to an SSL listener is refused" fail "kcat -L succeeded"
+else
+	record "$C" "plaintext to an SSL listener is refused" pass
+fi
+
+# SASL_SSL: SCRAM over TLS (a server certificate; clients authenticate with
+# SASL), the usual production setup.
+stop_samsa
+if start_samsa "$work/sasl-ssl" PLAINTEXT \
+	'listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0' \
+	"listener.name.sasl_ssl.ssl.keystore.type=PEM" "listener.name.sasl_ssl.ssl.keystore.location=$P/server.pem" \
+	'sasl.enabled.mechanisms=SCRAM-SHA-256' '--add-scram=SCRAM-SHA-256=[name=kcat,password=kcat-secret]'; then
+	S=$(listener_addr "$work/sasl-ssl" SASL_SSL)
+	kss() { timeout 30 kcat -b "$S" -X socket.timeout.ms=10000 -X security.protocol=sasl_ssl -X ssl.ca.location="$P/ca.pem" \
+		-X sasl.mechanisms=SCRAM-SHA-256 -X sasl.username=kcat -X sasl.password="$1" "${@:2}"; }
+	printf 'x1\nx2\n' | kss kcat-secret -P -t sasl-ssl -p 0
+	got=$(kss kcat-secret -C -t sasl-ssl -p 0 -o beginning -c 2 -q -f '%o:%s ')
+	expect_eq "$C" "SASL_SSL SCRAM-SHA-256 produce+consume" "0:x1 1:x2 " "$got"
+	if kss wrong -L -m 5 >/dev/null 2>&1; then
+		record "$C" "SASL_SSL wrong password refused" fail "kcat -L succeeded"
+	else
+		record "$C" "SASL_SSL wrong password refused" pass
+	fi
+else
+	record "$C" "SASL_SSL: start samsa" fail "server did not start"
 fi

@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/samsa-io/samsa/internal/servertest"
+)
+
+// throttleHook counts the throttles brokers report to a franz-go client.
+type throttleHook struct{ n, maxMs atomic.Int64 }
+
+func (h *throttleHook) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ bool) {
+	h.n.Add(1)
+	if ms := d.Milliseconds(); ms > h.maxMs.Load() {
+		h.maxMs.Store(ms)
+	}
+}
+
+// TestClientQuotas: quotas set with AlterClientQuotas (franz-go's kadm)
+// are described back, survive a restart, and throttle: a producer whose
+// client id has a 256 KiB/s producer_byte_rate is told to back off
+// (throttle_time_ms) and takes at least as long as its quota allows,
+// while another client id is never throttled; a consumer under
+// consumer_byte_rate is throttled the same way.
+func TestClientQuotas(t *testing.T) {
+	dir := t.TempDir()
+	// Two samples of one second: the rate reacts within about two
+	// seconds, so the test can be short.
+	props := []string{"quota.window.num=2", "quota.window.size.seconds=1"}
+	srv := servertest.StartIn(t, dir, props...)
+	addr := servertest.Addr(srv)
+	ctx := testContext(t)
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	const rate = 256 << 10
+	slow, consumer := "slow-producer", "slow-consumer"
+	resp, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{
+		{Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: &slow}}, Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: rate}}},
+		{Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: &consumer}}, Ops: []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Value: rate}}},
+		{Entity: kadm.ClientQuotaEntity{{Type: "user"}}, Ops: []kadm.AlterClientQuotaOp{{Key: "request_percentage", Value: 200}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resp {
+		if r.Err != nil {
+			t.Fatalf("alter %v: %v %s", r.Entity, r.Err, r.ErrMessage)
+		}
+	}
+	describe := func(comps ...kadm.DescribeClientQuotaComponent) string {
+		t.Helper()
+		qs, err := adm.DescribeClientQuotas(ctx, false, comps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(qs)
+	}
+	want := "[{{client-id=slow-consumer} [consumer_byte_rate=262144.000000]} {{client-id=slow-producer} [producer_byte_rate=262144.000000]}]"
+	if got := describe(kadm.DescribeClientQuotaComponent{Type: "client-id", MatchType: 2}); got != want {
+		t.Fatalf("client-id quotas: %s, want %s", got, want)
+	}
+	if got := describe(kadm.DescribeClientQuotaComponent{Type: "user", MatchType: 1}); got != "[{{user=<default>} [request_percentage=200.000000]}]" {
+		t.Fatalf("default user quotas: %s", got)
+	}
+
+	topic := "quota-topic"
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	produce := func(clientID string) (time.Duration, *throttleHook) {
+		h := &throttleHook{}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(clientID), kgo.DefaultProduceTopic(topic),
+			kgo.WithHooks(h), kgo.ProducerBatchMaxBytes(64<<10), kgo.ProducerLinger(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		start := time.Now()
+		rng := rand.New(rand.NewPCG(1, 2))
+		for range 96 { // 1.5 MiB, incompressible: the quota counts bytes on the wire
+			cl.Produce(ctx, &kgo.Record{Value: randBytes(rng, 16<<10)}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("produce as %s: %v", clientID, err)
+				}
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(start), h
+	}
+	took, h := produce(slow)
+	// 1.5 MiB at 256 KiB/s, less what the two-second window lets through
+	// at once: at least about 4 s. (A lower bound: a slower machine only
+	// makes it longer.)
+	if h.n.Load() == 0 || took < 3*time.Second {
+		t.Errorf("1.5 MiB under a 256 KiB/s quota: %d throttles reported, took %v; want throttled, at least 3 s", h.n.Load(), took)
+	}
+	if _, h := produce("fast-producer"); h.n.Load() != 0 {
+		t.Errorf("a client id without a quota was throttled %d times (max %d ms)", h.n.Load(), h.maxMs.Load())
+	}
+
+	ch := &throttleHook{}
+	cons, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(consumer), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.WithHooks(ch), kgo.FetchMaxBytes(256<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	start, got := time.Now(), 0
+	for got < 96 {
+		fs := cons.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		got += fs.NumRecords()
+	}
+	if took := time.Since(start); ch.n.Load() == 0 || took < 3*time.Second {
+		t.Errorf("1.5 MiB fetched under a 256 KiB/s quota: %d throttles reported, took %v; want throttled, at least 3 s", ch.n.Load(), took)
+	}
+
+	// The quotas are metadata: a restart keeps them.
+	admCl.Close()
+	srv.Close()
+	srv = servertest.StartIn(t, dir, append(props, "listeners=PLAINTEXT://"+addr+",CONTROLLER://127.0.0.1:0")...)
+	admCl2, err := kgo.NewClient(kgo.SeedBrokers(servertest.Addr(srv)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl2.Close()
+	adm = kadm.NewClient(admCl2)
+	if got := describe(kadm.DescribeClientQuotaComponent{Type: "client-id", MatchType: 2}); got != want {
+		t.Fatalf("client-id quotas after a restart: %s, want %s", got, want)
+	}
+}
