@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"bytes"
 	"cmp"
 	"maps"
 	"slices"
@@ -19,6 +20,7 @@ type Image struct {
 	configs    map[ConfigResource]map[string]string
 	features   map[string]int16
 	quotas     map[QuotaEntity]map[string]float64
+	acls       map[Uuid]ACL
 	// nextProducerID is the first producer id not yet handed out.
 	nextProducerID int64
 }
@@ -190,6 +192,7 @@ func NewImage(clusterID string) *Image {
 		configs:    map[ConfigResource]map[string]string{},
 		features:   map[string]int16{},
 		quotas:     map[QuotaEntity]map[string]float64{},
+		acls:       map[Uuid]ACL{},
 	}
 }
 
@@ -270,12 +273,15 @@ func (m *Image) Features() map[string]int16 { return maps.Clone(m.features) }
 // caller must not modify it.
 func (m *Image) ClientQuotas() map[QuotaEntity]map[string]float64 { return m.quotas }
 
+// ACLs returns every ACL by its id; the caller must not modify it.
+func (m *Image) ACLs() map[Uuid]ACL { return m.acls }
+
 // NextProducerID is the first producer id not yet handed to any broker.
 func (m *Image) NextProducerID() int64 { return m.nextProducerID }
 
 // records returns records that rebuild m from an empty image, in an order
 // replay accepts (features, brokers, producer ids, topics with partitions,
-// configs), deterministic so snapshots of equal images are equal bytes.
+// configs, client quotas, ACLs), deterministic so snapshots of equal images are equal bytes.
 func (m *Image) records() []Record {
 	var recs []Record
 	for _, name := range slices.Sorted(maps.Keys(m.features)) {
@@ -319,6 +325,9 @@ func (m *Image) records() []Record {
 		for _, k := range slices.Sorted(maps.Keys(q)) {
 			recs = append(recs, &ClientQuotaRecord{Entity: e.Parts(), Key: k, Value: q[k]})
 		}
+	}
+	for _, id := range slices.SortedFunc(maps.Keys(m.acls), func(a, b Uuid) int { return bytes.Compare(a[:], b[:]) }) {
+		recs = append(recs, &AccessControlEntryRecord{ID: id, ACL: m.acls[id]})
 	}
 	return recs
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
+	"slices"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -31,6 +33,10 @@ func dump(w *strings.Builder, d *Delta, img *Image) {
 			fmt.Fprintf(w, "    p%d leader=%d epoch=%d pepoch=%d replicas=%v isr=%v\n", p.Partition, p.Leader, p.LeaderEpoch, p.PartitionEpoch, p.Replicas, p.ISR)
 		}
 	}
+	ids := slices.SortedFunc(maps.Keys(img.ACLs()), func(a, b Uuid) int { return bytes.Compare(a[:], b[:]) })
+	for _, id := range ids {
+		fmt.Fprintf(w, "  acl %s %+v\n", id, img.ACLs()[id])
+	}
 	var created, deleted []string
 	for _, t := range d.CreatedTopics {
 		created = append(created, t.Name)
@@ -46,8 +52,12 @@ func dump(w *strings.Builder, d *Delta, img *Image) {
 		}
 		parts[name] = ps
 	}
-	fmt.Fprintf(w, "delta full=%v created=%v deleted=%v partitions=%v configs=%v brokers=%v features=%v pids=%v\n",
+	fmt.Fprintf(w, "delta full=%v created=%v deleted=%v partitions=%v configs=%v brokers=%v features=%v pids=%v",
 		d.Full, created, deleted, parts, d.ChangedConfigs, d.ChangedBrokers, d.FeaturesChanged, d.ProducerIDsChanged)
+	if len(d.ChangedACLs) > 0 {
+		fmt.Fprintf(w, " acls=%v", d.ChangedACLs)
+	}
+	fmt.Fprintln(w)
 }
 
 type recorder struct {
@@ -86,6 +96,16 @@ func TestApplyGolden(t *testing.T) {
 		{"recreate foo with a new id", []Record{&TopicRecord{Name: "foo", TopicID: uuidN(3)},
 			&PartitionRecord{PartitionID: 0, TopicID: uuidN(3), Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}}},
 		{"producer ids", []Record{&ProducerIdsRecord{BrokerID: 1, BrokerEpoch: 2, NextProducerID: 1000}}},
+		{"two ACLs", []Record{
+			&AccessControlEntryRecord{ID: uuidN(20), ACL: ACL{ResourceType: 2, ResourceName: "foo", PatternType: 3,
+				Principal: "User:alice", Host: "*", Operation: 3, Permission: 3}},
+			&AccessControlEntryRecord{ID: uuidN(21), ACL: ACL{ResourceType: 4, ResourceName: "kafka-cluster", PatternType: 3,
+				Principal: "User:bob", Host: "10.0.0.1", Operation: 2, Permission: 2}}}},
+		{"remove one ACL, add and remove another in one batch", []Record{
+			&RemoveAccessControlEntryRecord{ID: uuidN(21)},
+			&AccessControlEntryRecord{ID: uuidN(22), ACL: ACL{ResourceType: 3, ResourceName: "g", PatternType: 4,
+				Principal: "User:*", Host: "*", Operation: 2, Permission: 3}},
+			&RemoveAccessControlEntryRecord{ID: uuidN(22)}}},
 	}
 	for i, s := range steps {
 		fmt.Fprintf(&out, "\n# %s\n", s.name)
@@ -106,6 +126,7 @@ func TestApplyGolden(t *testing.T) {
 		{"partition gap", []Record{&PartitionRecord{PartitionID: 5, TopicID: bar}}},
 		{"half-valid batch", []Record{&TopicRecord{Name: "baz", TopicID: uuidN(8)}, &RemoveTopicRecord{TopicID: uuidN(99)}}},
 		{"producer ids going back", []Record{&ProducerIdsRecord{NextProducerID: 1000}}},
+		{"removing an unknown ACL", []Record{&RemoveAccessControlEntryRecord{ID: uuidN(21)}}},
 	}
 	before := l.Image()
 	for i, s := range bad {
@@ -119,8 +140,8 @@ func TestApplyGolden(t *testing.T) {
 	if _, ok := l.Image().Topic("baz"); ok || len(l.Image().Topics()) != len(before.Topics()) {
 		t.Fatal("rejected batch changed the image")
 	}
-	if l.Image().Offset != 103 {
-		t.Fatalf("offset %d, want 103 (rejected entries still advance it)", l.Image().Offset)
+	if l.Image().Offset != 104 {
+		t.Fatalf("offset %d, want 104 (rejected entries still advance it)", l.Image().Offset)
 	}
 	checkGolden(t, "apply.golden", out.String())
 }
@@ -188,7 +209,9 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		&PartitionRecord{PartitionID: 0, TopicID: foo, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 3, PartitionEpoch: 7},
 		&ConfigRecord{ResourceType: ResourceTopic, ResourceName: "foo", Name: "retention.ms", Value: ptr("5")},
 		&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "", Name: "log.retention.ms", Value: ptr("9")},
-		&ProducerIdsRecord{BrokerID: 1, BrokerEpoch: 4, NextProducerID: 2000})
+		&ProducerIdsRecord{BrokerID: 1, BrokerEpoch: 4, NextProducerID: 2000},
+		&AccessControlEntryRecord{ID: uuidN(30), ACL: ACL{ResourceType: 2, ResourceName: "f", PatternType: 4,
+			Principal: "User:alice", Host: "*", Operation: 2, Permission: 3}})
 	snap, err := l.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -214,6 +237,9 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 	if !gotFull {
 		t.Fatal("restore should publish a full delta with the topic")
+	}
+	if a := img.ACLs()[uuidN(30)]; a.ResourceName != "f" || a.Principal != "User:alice" || len(img.ACLs()) != 1 {
+		t.Fatalf("restored ACLs %v", img.ACLs())
 	}
 	snap2, _ := l2.Snapshot()
 	if !bytes.Equal(snap, snap2) {
