@@ -137,6 +137,9 @@ func (a *Authorizer) Authorize(r Request) bool {
 
 var wildcardUser = Principal{Type: UserType, Name: Wildcard}
 
+// IsSuperUser reports whether p is in super.users.
+func (a *Authorizer) IsSuperUser(p Principal) bool { return a.isSuperUser(p) }
+
 func (a *Authorizer) isSuperUser(p Principal) bool {
 	if len(a.superUsers) == 0 {
 		return false

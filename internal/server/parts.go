@@ -370,6 +370,10 @@ func (s *Server) startBroker(context.Context) error {
 	if s.observer != nil {
 		activeController = s.observer.Known
 	}
+	authorizer, err := newAuthorizer(s.cfg)
+	if err != nil {
+		return err
+	}
 	fcfg := fetcherConfig(s.cfg, s.logger)
 	fcfg.BrokerEpoch = func() int64 { return s.broker.Epoch() }
 	fcfg.Image, fcfg.Replicas = s.loader.Image, s.replicas
@@ -384,6 +388,7 @@ func (s *Server) startBroker(context.Context) error {
 		Groups:           s.groups,
 		Txns:             s.txns,
 		Quotas:           security.NewQuotaManager(s.cfg.QuotaWindowSize, s.cfg.QuotaWindowNum),
+		Authorizer:       authorizer,
 		Logger:           s.logger,
 		ActiveController: activeController,
 	})
@@ -397,6 +402,15 @@ func (s *Server) startBroker(context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// newAuthorizer is the broker's authorizer (Kafka's StandardAuthorizer,
+// checkAuthorizer made sure), or nil when authorizer.class.name is unset.
+func newAuthorizer(cfg *config.Config) (*security.Authorizer, error) {
+	if cfg.AuthorizerClassName == "" {
+		return nil, nil
+	}
+	return security.NewAuthorizer(security.Config{SuperUsers: cfg.SuperUsers, AllowEveryoneIfNoACLFound: cfg.AllowEveryoneIfNoACLFound})
 }
 
 // bindClients waits for an active controller (bootstrapping the metadata
