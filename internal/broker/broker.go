@@ -65,7 +65,7 @@ type Config struct {
 	// authorization, and the ACL APIs answer SECURITY_DISABLED.
 	Authorizer *security.Authorizer
 	Logger     *slog.Logger
-	Now    func() time.Time
+	Now        func() time.Time
 }
 
 // Broker dispatches requests to the handler of their API key.
