@@ -149,3 +149,33 @@ func (z authz) clusterAuthorizedOps() int32 {
 // opsNotRequested is the schemas' default of authorized_operations: not
 // asked for.
 const opsNotRequested = -2147483648
+
+// splitTopics returns the topics of a request that allowed accepts, and
+// whether any was left out; name says a topic's name.
+func splitTopics[T any](topics []T, name func(T) string, allowed func(string) bool) (kept []T, cut bool) {
+	for _, t := range topics {
+		if allowed(name(t)) {
+			kept = append(kept, t)
+		} else {
+			cut = true
+		}
+	}
+	return kept, cut
+}
+
+// mergeTopics puts a response back in the request's topic order: the
+// answers got to the kept topics, in order, and denied's answer for each
+// topic left out.
+func mergeTopics[Req, Resp any](topics []Req, name func(Req) string, allowed func(string) bool, got []Resp, denied func(Req) Resp) []Resp {
+	out := make([]Resp, 0, len(topics))
+	for _, t := range topics {
+		switch {
+		case !allowed(name(t)):
+			out = append(out, denied(t))
+		case len(got) > 0:
+			out = append(out, got[0])
+			got = got[1:]
+		}
+	}
+	return out
+}

@@ -143,6 +143,9 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.DescribeProducers:       {0, 0, handleDescribeProducers},
 		kmsg.DescribeLogDirs:         {1, 4, handleDescribeLogDirs},
 		kmsg.DescribeClientQuotas:    {0, 1, handleDescribeClientQuotas},
+		kmsg.DescribeACLs:            {1, 3, handleDescribeACLs},
+		kmsg.CreateACLs:              {1, 3, handleCreateACLs},
+		kmsg.DeleteACLs:              {1, 3, handleDeleteACLs},
 		// Transactions, version 1 only: the versions that imply KIP-890's
 		// transaction version 2 (AddPartitionsToTxn v4+ is inter-broker,
 		// EndTxn v5, TxnOffsetCommit v5) are not served.
