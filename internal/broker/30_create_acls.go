@@ -55,5 +55,5 @@ func handleCreateACLs(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg
 		}
 		return resp, nil
 	}
-	return handleForward(ctx, b, c, req)
+	return b.forward(ctx, req), nil
 }

@@ -49,5 +49,5 @@ func handleDeleteACLs(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg
 		}
 		return resp, nil
 	}
-	return handleForward(ctx, b, c, req)
+	return b.forward(ctx, req), nil
 }

@@ -22,6 +22,7 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/network"
@@ -178,4 +179,21 @@ func mergeTopics[Req, Resp any](topics []Req, name func(Req) string, allowed fun
 		}
 	}
 	return out
+}
+
+// configResource says what a config resource is to the authorizer
+// (Kafka's ConfigHelper and ControllerApis): BROKER, BROKER_LOGGER and
+// CLIENT_METRICS resources are the cluster's, TOPIC and GROUP resources
+// their own. It returns whether op is allowed and the code of a refusal;
+// a type Kafka does not know is allowed here and refused by the handler.
+func (z authz) configResource(op kmsg.ACLOperation, rt kmsg.ConfigResourceType, name string) (bool, *kerr.Error) {
+	switch rt {
+	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger, kmsg.ConfigResourceTypeClientMetrics:
+		return z.cluster(op), kerr.ClusterAuthorizationFailed
+	case kmsg.ConfigResourceTypeTopic:
+		return z.topic(op, name), kerr.TopicAuthorizationFailed
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return z.group(op, name), kerr.GroupAuthorizationFailed
+	}
+	return true, nil
 }

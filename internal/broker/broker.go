@@ -146,6 +146,8 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.DescribeACLs:            {1, 3, handleDescribeACLs},
 		kmsg.CreateACLs:              {1, 3, handleCreateACLs},
 		kmsg.DeleteACLs:              {1, 3, handleDeleteACLs},
+		kmsg.DeleteTopics:            {1, 6, handleDeleteTopics},
+		kmsg.CreatePartitions:        {0, 3, handleCreatePartitions},
 		// Transactions, version 1 only: the versions that imply KIP-890's
 		// transaction version 2 (AddPartitionsToTxn v4+ is inter-broker,
 		// EndTxn v5, TxnOffsetCommit v5) are not served.
