@@ -358,3 +358,186 @@ func TestACLsTopicAccess(t *testing.T) {
 		t.Fatalf("ACLs left: %v", got)
 	}
 }
+
+// groupRequest sends req (a group API) to the group's coordinator.
+func groupRequest[R kmsg.Response](ctx context.Context, t *testing.T, cl *kgo.Client, req kmsg.Request) R {
+	t.Helper()
+	resp, err := cl.Request(ctx, req)
+	if err != nil {
+		t.Fatalf("%s: %v", kmsg.NameForKey(req.Key()), err)
+	}
+	return resp.(R)
+}
+
+// Group authorization: without READ on a group the user can neither
+// find its coordinator nor join, commit or fetch offsets
+// (GROUP_AUTHORIZATION_FAILED); with it a consumer group consumes and
+// commits; commits to a topic without READ are refused per topic;
+// ListGroups shows only the groups the user may describe; DescribeGroups
+// reports the user's operations on the group; deleting needs DELETE.
+func TestACLsGroups(t *testing.T) {
+	ctx := testContext(t)
+	srv, adm, user := startAuthz(t, t.TempDir())
+	addr := servertest.Addr(srv)
+	for _, topic := range []string{"gt", "secret"} {
+		if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produceAs(ctx, t, clientFrom(t, addr, adminHost), "gt", "a", "b", "c")
+	createACLs(ctx, t, adm, userGrant().Topics("gt").Operations(kadm.OpRead))
+	// A group of the admin's, which the user must not see.
+	if _, err := adm.CommitOffsets(ctx, "admin-group", kadm.OffsetsFromRecords(kgo.Record{Topic: "gt", Partition: 0, Offset: 0})); err != nil {
+		t.Fatal(err)
+	}
+
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKeys = []string{"g1"}
+	if r := groupRequest[*kmsg.FindCoordinatorResponse](ctx, t, user, fc); r.Coordinators[0].ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("FindCoordinator without DESCRIBE on the group: %+v", r.Coordinators[0])
+	}
+	commit := func(topics ...string) *kmsg.OffsetCommitResponse {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Group, req.Generation = "g1", -1
+		for _, topic := range topics {
+			rt := kmsg.NewOffsetCommitRequestTopic()
+			rt.Topic = topic
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Offset = 1
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+		}
+		// Straight to node 1, the only coordinator there is.
+		resp, err := req.RequestWith(ctx, user.Broker(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if r := commit("gt"); r.Topics[0].Partitions[0].ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("OffsetCommit without READ on the group: code %d", r.Topics[0].Partitions[0].ErrorCode)
+	}
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = "g1", "consumer", 10000, 10000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{}}}
+	if r, err := join.RequestWith(ctx, user.Broker(1)); err != nil || r.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("JoinGroup without READ on the group: %v %+v", err, r)
+	}
+
+	createACLs(ctx, t, adm, userGrant().Groups("g1").Operations(kadm.OpRead))
+	cons := clientFrom(t, addr, userHost, kgo.ConsumerGroup("g1"), kgo.ConsumeTopics("gt"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	var got []string
+	for len(got) < 3 {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("group consumer: %v", fs.Errors())
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	if err := cons.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("commit with READ on group and topic: %v", err)
+	}
+	cons.Close()
+	uadm := kadm.NewClient(user)
+	offs, err := uadm.FetchOffsets(ctx, "g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := offs.Lookup("gt", 0); !ok || o.At != 3 {
+		t.Fatalf("user's committed offset: %+v %v", o, ok)
+	}
+	// A commit naming a topic without READ: refused for that topic only.
+	r := commit("gt", "secret")
+	if c0, c1 := r.Topics[0].Partitions[0].ErrorCode, r.Topics[1].Partitions[0].ErrorCode; c0 != 0 || c1 != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("commit to gt and secret: codes %d %d, want 0 and TOPIC_AUTHORIZATION_FAILED", c0, c1)
+	}
+
+	listed, err := uadm.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gs := listed.Groups(); !slices.Equal(gs, []string{"g1"}) {
+		t.Fatalf("user lists groups %v, want only g1", gs)
+	}
+	if listed, err = adm.ListGroups(ctx); err != nil || len(listed.Groups()) != 2 {
+		t.Fatalf("admin lists groups %v %v, want both", listed.Groups(), err)
+	}
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups, dg.IncludeAuthorizedOperations = []string{"g1", "admin-group"}, true
+	dr, err := dg.RequestWith(ctx, user.Broker(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOps := int32(1<<kmsg.ACLOperationRead | 1<<kmsg.ACLOperationDescribe)
+	if g := dr.Groups[0]; g.ErrorCode != 0 || g.AuthorizedOperations != wantOps {
+		t.Fatalf("describe g1: code %d operations %b, want READ and DESCRIBE (%b)", g.ErrorCode, g.AuthorizedOperations, wantOps)
+	}
+	if g := dr.Groups[1]; g.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("describe admin-group: code %d", g.ErrorCode)
+	}
+	dels, err := uadm.DeleteGroups(ctx, "g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(dels["g1"].Err, kerr.GroupAuthorizationFailed) {
+		t.Fatalf("user deletes g1 without DELETE: %v", dels["g1"].Err)
+	}
+}
+
+// Transactional id authorization: without WRITE on its transactional id
+// a producer gets no producer id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+// and cannot find its coordinator; with it, and WRITE on the topic, it
+// commits a transaction the admin then reads. An idempotent producer
+// needs only WRITE on some topic.
+func TestACLsTransactions(t *testing.T) {
+	ctx := testContext(t)
+	srv, adm, user := startAuthz(t, t.TempDir())
+	addr := servertest.Addr(srv)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "tt"); err != nil {
+		t.Fatal(err)
+	}
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorType, fc.CoordinatorKeys = 1, []string{"tx-1"}
+	if r := groupRequest[*kmsg.FindCoordinatorResponse](ctx, t, user, fc); r.Coordinators[0].ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Fatalf("FindCoordinator without DESCRIBE on the transactional id: %+v", r.Coordinators[0])
+	}
+	ip := kmsg.NewPtrInitProducerIDRequest()
+	ip.TransactionalID, ip.TransactionTimeoutMillis = kmsg.StringPtr("tx-1"), 10000
+	if r, err := ip.RequestWith(ctx, user.Broker(1)); err != nil || r.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Fatalf("InitProducerId without WRITE on the transactional id: %v %+v", err, r)
+	}
+
+	// WRITE on the topic is enough for an idempotent producer.
+	createACLs(ctx, t, adm, userGrant().Topics("tt").Operations(kadm.OpWrite))
+	if err := user.ProduceSync(ctx, &kgo.Record{Topic: "tt", Value: []byte("idempotent")}).FirstErr(); err != nil {
+		t.Fatalf("idempotent produce with WRITE on the topic: %v", err)
+	}
+
+	createACLs(ctx, t, adm, userGrant().TransactionalIDs("tx-1").Operations(kadm.OpWrite))
+	txn := clientFrom(t, addr, userHost, kgo.TransactionalID("tx-1"), kgo.DefaultProduceTopic("tt"))
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, &kgo.Record{Value: []byte("in-txn")}).FirstErr(); err != nil {
+		t.Fatalf("transactional produce: %v", err)
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	got := consume(ctx, t, addr, adminHost, "tt", 2)
+	if !slices.Equal(got, []string{"idempotent", "in-txn"}) {
+		t.Fatalf("admin reads %v", got)
+	}
+	// Another transactional id stays refused: franz-go asks for its
+	// producer id when the transaction begins and reports the refusal as
+	// a fatal error of its own that names the code.
+	other := clientFrom(t, addr, userHost, kgo.TransactionalID("tx-2"), kgo.DefaultProduceTopic("tt"))
+	err := other.BeginTransaction()
+	if err == nil {
+		err = other.ProduceSync(ctx, &kgo.Record{Value: []byte("no")}).FirstErr()
+	}
+	if err == nil || !strings.Contains(err.Error(), kerr.TransactionalIDAuthorizationFailed.Message) {
+		t.Fatalf("transactional id tx-2: %v, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED", err)
+	}
+}
