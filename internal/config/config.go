@@ -231,6 +231,9 @@ func FromProperties(props []Property) (*Config, []string, error) {
 	for _, name := range order {
 		key, ok := brokerKeys[name]
 		if !ok {
+			key, _, ok = listenerKey(name) // listener.name.<l>.<key> (ssl.go)
+		}
+		if !ok {
 			if w := unknownWarning(name); w != "" {
 				warnings = append(warnings, w)
 			}
@@ -261,7 +264,7 @@ func FromProperties(props []Property) (*Config, []string, error) {
 	if err := c.validate(); err != nil {
 		return nil, warnings, err
 	}
-	return c, warnings, nil
+	return c, append(warnings, c.listenerKeyWarnings()...), nil
 }
 
 func unknownWarning(name string) string {

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"sort"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -54,6 +56,8 @@ func (c *Config) Describe() []Entry {
 		}
 		out = append(out, e)
 	}
+	out = append(out, c.describeListenerKeys()...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 

@@ -67,7 +67,17 @@ func (c *Config) DynamicBrokerConfigs() (perBroker, clusterDefault map[string]st
 func parseDynamic(name, value string, clusterDefault bool) (any, error) {
 	key, ok := brokerKeys[name]
 	if !ok {
-		return nil, fmt.Errorf("%w %s", ErrUnknownBrokerConfig, name)
+		lk, _, isListener := listenerKey(name)
+		if !isListener {
+			return nil, fmt.Errorf("%w %s", ErrUnknownBrokerConfig, name)
+		}
+		if lk.Dynamic == ReadOnly {
+			return nil, fmt.Errorf("%s cannot be updated dynamically", name)
+		}
+		if clusterDefault {
+			return nil, fmt.Errorf("%s can only be updated per broker", name)
+		}
+		return lk.parse(value)
 	}
 	if key.Dynamic == ReadOnly {
 		return nil, fmt.Errorf("%s cannot be updated dynamically", name)
@@ -84,15 +94,22 @@ func parseDynamic(name, value string, clusterDefault bool) (any, error) {
 // (resource name ""), and every value valid. The message names the keys in
 // Kafka's words, e.g. "Cannot update these configs dynamically: [node.id]".
 func ValidateDynamicBrokerConfigs(configs map[string]string, clusterDefault bool) error {
-	var unknown, readOnly, perBroker []string
+	var unknown, readOnly, unprefixed, perBroker []string
 	for _, name := range sortedNames(configs) {
 		key, ok := brokerKeys[name]
+		prefixed := false
+		if !ok {
+			key, _, ok = listenerKey(name)
+			prefixed = ok
+		}
 		switch {
 		case !ok:
 			unknown = append(unknown, name)
 		case key.Dynamic == ReadOnly:
 			readOnly = append(readOnly, name)
-		case clusterDefault && key.Dynamic == PerBroker:
+		case !prefixed && contains(listenerOnlySecurityKeys, name):
+			unprefixed = append(unprefixed, name)
+		case clusterDefault && (prefixed || key.Dynamic == PerBroker):
 			perBroker = append(perBroker, name)
 		}
 	}
@@ -103,12 +120,18 @@ func ValidateDynamicBrokerConfigs(configs map[string]string, clusterDefault bool
 		return fmt.Errorf("Unknown broker configs: %s", javaSet(unknown))
 	case len(readOnly) > 0:
 		return fmt.Errorf("Cannot update these configs dynamically: %s", javaSet(readOnly))
+	case len(unprefixed) > 0:
+		return fmt.Errorf("These security configs can be dynamically updated only per-listener using the listener prefix: %s", javaSet(unprefixed))
 	case len(perBroker) > 0:
 		return fmt.Errorf("Cannot update these configs at default cluster level, broker id must be specified: %s", javaSet(perBroker))
 	}
 	var errs []error
 	for _, name := range sortedNames(configs) {
-		if _, err := brokerKeys[name].parse(configs[name]); err != nil {
+		key, ok := brokerKeys[name]
+		if !ok {
+			key, _, _ = listenerKey(name)
+		}
+		if _, err := key.parse(configs[name]); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -183,10 +183,19 @@ func (c *Controller) decideConfigChange(img *metadata.Image, ch configChange) ([
 		}
 	}
 	slices.Sort(keys)
+	// As Kafka (KAFKA-14136), every key a request names on a broker gets a
+	// record even when its value is unchanged, so that brokers reload
+	// what it points at (a key store rewritten in place).
+	named := map[string]bool{}
+	if rtype == metadata.ResourceBroker {
+		for _, op := range ch.ops {
+			named[op.name] = true
+		}
+	}
 	for _, k := range keys {
 		old, had := current[k]
 		nv, has := next[k]
-		if had == has && old == nv {
+		if had == has && old == nv && !named[k] {
 			continue
 		}
 		rec := &metadata.ConfigRecord{ResourceType: rtype, ResourceName: ch.name, Name: k}

@@ -150,8 +150,8 @@ func TestAlterConfigsBrokerAndValidateOnly(t *testing.T) {
 	wantErr(t, rs[3].ErrorCode, rs[3].ErrorMessage, kerr.InvalidConfig, "Cannot update these configs dynamically: [node.id, num.partitions]")
 	wantErr(t, rs[4].ErrorCode, rs[4].ErrorMessage, kerr.InvalidRequest, "Invalid broker name x")
 	wantErr(t, rs[5].ErrorCode, rs[5].ErrorMessage, kerr.InvalidRequest, "")
-	rs = h.incr(t, false, incr(broker, "", set("ssl.keystore.location", "/k")))
-	wantErr(t, rs[0].ErrorCode, rs[0].ErrorMessage, kerr.InvalidConfig, "Cannot update these configs at default cluster level, broker id must be specified: [ssl.keystore.location]")
+	rs = h.incr(t, false, incr(broker, "", set("ssl.cipher.suites", "TLS_AES_128_GCM_SHA256")))
+	wantErr(t, rs[0].ErrorCode, rs[0].ErrorMessage, kerr.InvalidConfig, "Cannot update these configs at default cluster level, broker id must be specified: [ssl.cipher.suites]")
 	if got := h.configs(metadata.ResourceBroker, ""); !maps.Equal(got, map[string]string{"log.retention.ms": "1000"}) {
 		t.Fatalf("cluster default %v", got)
 	}
@@ -187,5 +187,31 @@ func TestConfigsSurviveRestart(t *testing.T) {
 	}
 	if got := h2.configs(metadata.ResourceBroker, "1"); !maps.Equal(got, map[string]string{"log.segment.bytes": "2097152"}) {
 		t.Fatalf("broker configs after restart %v", got)
+	}
+}
+
+// TestBrokerConfigUnchangedStillWritten: as Kafka (KAFKA-14136), setting a
+// broker config to the value it has writes a record, so that brokers
+// reload what it names (a key store rewritten in place); a topic config
+// set to its value writes nothing.
+func TestBrokerConfigUnchangedStillWritten(t *testing.T) {
+	h := startConfigs(t, t.TempDir(), 1)
+	broker := kmsg.ConfigResourceTypeBroker
+	rs := h.incr(t, false, incr(broker, "1", set("message.max.bytes", "5000")))
+	wantErr(t, rs[0].ErrorCode, rs[0].ErrorMessage, nil, "")
+	off := h.loader.Image().Offset
+	rs = h.incr(t, false, incr(broker, "1", set("message.max.bytes", "5000")))
+	wantErr(t, rs[0].ErrorCode, rs[0].ErrorMessage, nil, "")
+	if h.loader.Image().Offset == off {
+		t.Error("a broker config set to its value wrote nothing")
+	}
+	h.c.CreateTopics(ctx(t), createReq(topic("t", 1, 1)))
+	rs = h.incr(t, false, incr(kmsg.ConfigResourceTypeTopic, "t", set("retention.ms", "60000")))
+	wantErr(t, rs[0].ErrorCode, rs[0].ErrorMessage, nil, "")
+	off = h.loader.Image().Offset
+	rs = h.incr(t, false, incr(kmsg.ConfigResourceTypeTopic, "t", set("retention.ms", "60000")))
+	wantErr(t, rs[0].ErrorCode, rs[0].ErrorMessage, nil, "")
+	if h.loader.Image().Offset != off {
+		t.Error("a topic config set to its value wrote a record")
 	}
 }

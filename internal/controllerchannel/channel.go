@@ -31,6 +31,7 @@ type Channel struct {
 	local   *controller.Controller // nil on a broker-only node
 	leaders LeaderSource
 	voters  map[int32]string // node id → controller listener host:port
+	dialer  kclient.Dialer
 	logger  *slog.Logger
 
 	mu    sync.Mutex
@@ -65,12 +66,15 @@ type Config struct {
 	// Voters maps the ids of controller.quorum.voters to their controller
 	// listeners (host:port).
 	Voters map[int32]string
+	// Dialer dials the controller listener; its zero value is plain TCP
+	// (TLS when the controller listener is SSL).
+	Dialer kclient.Dialer
 	Logger *slog.Logger
 }
 
 // New returns a channel; it dials controllers as requests need them.
 func New(cfg Config) *Channel {
-	return &Channel{self: cfg.NodeID, local: cfg.Local, leaders: cfg.Leaders, voters: cfg.Voters, logger: cfg.Logger,
+	return &Channel{self: cfg.NodeID, local: cfg.Local, leaders: cfg.Leaders, voters: cfg.Voters, dialer: cfg.Dialer, logger: cfg.Logger,
 		conns: map[int32]*kclient.Conn{}}
 }
 
@@ -178,7 +182,7 @@ func (ch *Channel) conn(ctx context.Context, id int32) (*kclient.Conn, error) {
 	}
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	c, err := kclient.Dial(dctx, addr, fmt.Sprintf("samsa-broker-%d", ch.self))
+	c, err := ch.dialer.Dial(dctx, addr, fmt.Sprintf("samsa-broker-%d", ch.self))
 	if err != nil {
 		return nil, fmt.Errorf("dial controller %d at %s: %w", id, addr, err)
 	}

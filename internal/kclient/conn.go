@@ -10,6 +10,7 @@ package kclient
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -55,10 +56,32 @@ type call struct {
 	ch   chan error
 }
 
-// Dial connects to addr and learns the server's API versions.
+// Dial connects to addr over plain TCP and learns the server's API
+// versions.
 func Dial(ctx context.Context, addr, clientID string) (*Conn, error) {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	return Dialer{}.Dial(ctx, addr, clientID)
+}
+
+// Dialer dials node-to-node connections: plain TCP, or TLS when the
+// listener dialed is an SSL listener.
+type Dialer struct {
+	// TLS, when set, returns the TLS configuration for dialing addr
+	// (host:port); the connection is then TLS from its first byte, and
+	// the handshake is part of the dial.
+	TLS func(addr string) *tls.Config
+}
+
+// Dial connects to addr and learns the server's API versions.
+func (dl Dialer) Dial(ctx context.Context, addr, clientID string) (*Conn, error) {
+	var nc net.Conn
+	var err error
+	if dl.TLS != nil {
+		d := tls.Dialer{Config: dl.TLS(addr)}
+		nc, err = d.DialContext(ctx, "tcp", addr)
+	} else {
+		var d net.Dialer
+		nc, err = d.DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return nil, err
 	}

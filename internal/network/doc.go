@@ -8,4 +8,10 @@
 // side, so reading the next request overlaps writing the previous response.
 // A frame larger than socket.request.max.bytes, or one that cannot be parsed,
 // closes only that connection.
+//
+// On an SSL listener (Config.TLS) the reader goroutine first runs the TLS
+// handshake, bounded by Config.HandshakeTimeout, and sets the connection's
+// principal from it (Config.TLSPrincipal): the accept loop never waits on a
+// client, and a connection whose handshake fails — plaintext bytes, a missing
+// or untrusted client certificate — is closed before any request is read.
 package network

@@ -2,7 +2,9 @@ package network
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -37,7 +39,27 @@ type Config struct {
 	Handler       Handler
 	Versions      *wire.VersionTable
 	Logger        *slog.Logger
+
+	// TLS, when set, makes this an SSL listener: a connection's first
+	// bytes must be a TLS handshake, which runs on the connection's own
+	// goroutine (never the accept loop) within HandshakeTimeout. A
+	// failed handshake (plaintext bytes, an untrusted or missing client
+	// certificate) closes that connection only; nothing unencrypted
+	// reaches the Handler.
+	TLS *tls.Config
+	// HandshakeTimeout bounds the TLS handshake, so a client that
+	// connects and sends nothing holds nothing for long; 0 means 10 s.
+	HandshakeTimeout time.Duration
+	// TLSPrincipal, when set, turns the handshake's state into the
+	// connection's principal (the mapped subject of the client's
+	// certificate); its error closes the connection, as Kafka fails the
+	// authentication. It also applies to a listener whose connections
+	// arrive already under TLS (their net.Conn has ConnectionState).
+	TLSPrincipal func(tls.ConnectionState) (security.Principal, error)
 }
+
+// defaultHandshakeTimeout is Java clients' socket.connection.setup.timeout.ms.
+const defaultHandshakeTimeout = 10 * time.Second
 
 // Server serves one listener.
 type Server struct {
@@ -55,7 +77,8 @@ type Server struct {
 // Conn is one client connection, as handlers see it.
 type Conn struct {
 	srv *Server
-	nc  net.Conn
+	nc  net.Conn // a *tls.Conn on an SSL listener
+	raw net.Conn // the socket under nc, closed to stop the connection at once
 	out chan []byte
 	// principal is who the client authenticated as; only the reader
 	// goroutine, which runs the handshakes and the handlers, touches it.
@@ -68,6 +91,16 @@ func (c *Conn) Principal() security.Principal { return c.principal }
 
 // Listener names the listener the connection arrived on.
 func (c *Conn) Listener() string { return c.srv.cfg.Listener }
+
+// TLSState is the connection's TLS state once its handshake is done;
+// false on a plaintext connection.
+func (c *Conn) TLSState() (tls.ConnectionState, bool) {
+	if tc, ok := c.nc.(interface{ ConnectionState() tls.ConnectionState }); ok {
+		st := tc.ConnectionState()
+		return st, st.HandshakeComplete
+	}
+	return tls.ConnectionState{}, false
+}
 
 // RemoteAddr is the client's address.
 func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
@@ -94,7 +127,7 @@ func (s *Server) Close() error {
 	err := s.ln.Close()
 	s.mu.Lock()
 	for c := range s.conns {
-		c.nc.Close()
+		c.raw.Close()
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
@@ -111,7 +144,10 @@ func (s *Server) accept() {
 			}
 			return
 		}
-		c := &Conn{srv: s, nc: nc, out: make(chan []byte, 64), principal: security.Anonymous}
+		c := &Conn{srv: s, nc: nc, raw: nc, out: make(chan []byte, 64), principal: security.Anonymous}
+		if s.cfg.TLS != nil {
+			c.nc = tls.Server(nc, s.cfg.TLS) // no I/O until the reader's handshake
+		}
 		s.mu.Lock()
 		if s.ctx.Err() != nil {
 			s.mu.Unlock()
@@ -139,6 +175,12 @@ func (c *Conn) read() {
 	}()
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
+	if err := c.handshake(ctx); err != nil {
+		if ctx.Err() == nil {
+			s.cfg.Logger.Info("closing connection: authentication failed", "listener", s.cfg.Listener, "remote", c.nc.RemoteAddr(), "err", err)
+		}
+		return
+	}
 	for c.serveOne(ctx) {
 	}
 }
@@ -224,4 +266,31 @@ func (c *Conn) write() {
 			return
 		}
 	}
+}
+
+// handshake runs the TLS handshake of an SSL listener's connection, with
+// a deadline, and sets the connection's principal from it.
+func (c *Conn) handshake(ctx context.Context) error {
+	s := c.srv
+	if tc, ok := c.nc.(*tls.Conn); ok && s.cfg.TLS != nil {
+		timeout := s.cfg.HandshakeTimeout
+		if timeout <= 0 {
+			timeout = defaultHandshakeTimeout
+		}
+		hctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if err := tc.HandshakeContext(hctx); err != nil {
+			return fmt.Errorf("TLS handshake: %w", err)
+		}
+	}
+	st, ok := c.TLSState()
+	if !ok || s.cfg.TLSPrincipal == nil {
+		return nil
+	}
+	p, err := s.cfg.TLSPrincipal(st)
+	if err != nil {
+		return err
+	}
+	c.principal = p
+	return nil
 }

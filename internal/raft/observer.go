@@ -70,7 +70,10 @@ type ObserverConfig struct {
 	Ready func() bool
 	// MaxWait is the long-poll duration asked of the leader; 0 is 500ms.
 	MaxWait time.Duration
-	Logger  *slog.Logger
+	// Dialer dials the controller listener; its zero value is plain TCP
+	// (TLS when the controller listener is SSL).
+	Dialer kclient.Dialer
+	Logger *slog.Logger
 }
 
 // NewObserver returns an observer; Start starts it.
@@ -377,7 +380,7 @@ func (f *Observer) dial(ctx context.Context, id int32) (*kclient.Conn, error) {
 	}
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	c, err := kclient.Dial(dctx, addr, fmt.Sprintf("samsa-observer-%d", f.cfg.NodeID))
+	c, err := f.cfg.Dialer.Dial(dctx, addr, fmt.Sprintf("samsa-observer-%d", f.cfg.NodeID))
 	if err != nil {
 		return nil, fmt.Errorf("dial controller %d at %s: %w", id, addr, err)
 	}

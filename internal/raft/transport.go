@@ -81,6 +81,10 @@ type TCPConfig struct {
 	// Listener is already bound and accepts peers' connections. The
 	// transport owns it and closes it on Close.
 	Listener net.Listener
+	// Dial connects to a peer's controller listener; nil dials plain
+	// TCP. An SSL controller listener needs a TLS dial (and Listener
+	// then accepts connections whose TLS handshake is done).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// DialTimeout bounds a dial plus handshake; default 2s. WriteTimeout
@@ -347,8 +351,12 @@ func (t *TCPTransport) discardQueue(p *peer) {
 func (t *TCPTransport) dial(p *peer) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(t.ctx, t.cfg.DialTimeout)
 	defer cancel()
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", p.addr)
+	dial := t.cfg.Dial
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	c, err := dial(ctx, "tcp", p.addr)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -96,10 +97,14 @@ type splitListener struct {
 	raft   *chanListener
 	kafka  *chanListener
 	wg     sync.WaitGroup
+	// tls, when set (an SSL controller listener), is the TLS both
+	// protocols run under: each connection's handshake is done before
+	// its first bytes are peeked.
+	tls *tls.Config
 }
 
-func newSplitListener(ln net.Listener, logger *slog.Logger) *splitListener {
-	s := &splitListener{ln: ln, logger: logger,
+func newSplitListener(ln net.Listener, logger *slog.Logger, tlsCfg *tls.Config) *splitListener {
+	s := &splitListener{ln: ln, logger: logger, tls: tlsCfg,
 		raft: newChanListener(ln.Addr()), kafka: newChanListener(ln.Addr())}
 	s.wg.Add(1)
 	go s.acceptLoop()
@@ -120,10 +125,19 @@ func (s *splitListener) acceptLoop() {
 }
 
 func (s *splitListener) route(c net.Conn) {
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if s.tls != nil {
+		tc := tls.Server(c, s.tls)
+		if err := tc.Handshake(); err != nil {
+			s.logger.Info("controller listener: TLS handshake failed", "remote", c.RemoteAddr().String(), "err", err)
+			c.Close()
+			return
+		}
+		c = tc
+	}
 	br := bufio.NewReader(c)
 	head, err := br.Peek(len(raftMagic))
-	c.SetReadDeadline(time.Time{})
+	c.SetDeadline(time.Time{})
 	if err != nil {
 		if err != io.EOF {
 			s.logger.Debug("controller listener: connection closed before its first bytes", "remote", c.RemoteAddr().String(), "err", err)
@@ -131,13 +145,25 @@ func (s *splitListener) route(c net.Conn) {
 		c.Close()
 		return
 	}
-	pc := &peekedConn{Conn: c, r: br}
+	var pc net.Conn = &peekedConn{Conn: c, r: br}
+	if tc, ok := c.(*tls.Conn); ok {
+		pc = &peekedTLSConn{peekedConn{Conn: c, r: br}, tc}
+	}
 	if string(head) == raftMagic {
 		s.raft.deliver(pc)
 	} else {
 		s.kafka.deliver(pc)
 	}
 }
+
+// peekedTLSConn is a peekedConn under TLS; its ConnectionState lets the
+// network layer set the connection's principal.
+type peekedTLSConn struct {
+	peekedConn
+	tc *tls.Conn
+}
+
+func (c *peekedTLSConn) ConnectionState() tls.ConnectionState { return c.tc.ConnectionState() }
 
 // Close stops accepting; connections already handed out stay open.
 func (s *splitListener) Close() error {

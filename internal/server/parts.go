@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -158,7 +159,11 @@ func (s *Server) bindControllerListener(context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.ctrlLn = newSplitListener(ln, s.logger)
+	var tlsCfg *tls.Config
+	if srv := s.tls.servers[s.cfg.ControllerListenerNames[0]]; srv != nil {
+		tlsCfg = srv.Config()
+	}
+	s.ctrlLn = newSplitListener(ln, s.logger, tlsCfg)
 	return nil
 }
 
@@ -169,7 +174,7 @@ func (s *Server) startTransport(context.Context) error {
 	}
 	t, err := raft.NewTCPTransport(raft.TCPConfig{
 		ID: uint64(s.cfg.NodeID), ClusterID: s.clusterID, Peers: tpeers,
-		Listener: s.ctrlLn.raft, Logger: s.logger,
+		Listener: s.ctrlLn.raft, Logger: s.logger, Dial: rawDial(s.tls.controller),
 	})
 	if err != nil {
 		return err
@@ -239,13 +244,19 @@ func (s *Server) startController(context.Context) error {
 // (mux.go).
 func (s *Server) serveController(context.Context) error {
 	api := newControllerMux(s.ctrl, s.raft)
-	s.ctrlAPI = network.Serve(s.ctrlLn.kafka, network.Config{
+	ncfg := network.Config{
 		Listener:       s.cfg.ControllerListenerNames[0],
 		MaxRequestSize: s.cfg.SocketRequestMaxBytes,
 		Handler:        api,
 		Versions:       api.versions,
 		Logger:         s.logger,
-	})
+	}
+	if srv := s.tls.servers[ncfg.Listener]; srv != nil {
+		// The split listener ran the handshake; the connections arrive
+		// under TLS and only their principal is left to set.
+		ncfg.TLSPrincipal = srv.Principal
+	}
+	s.ctrlAPI = network.Serve(s.ctrlLn.kafka, ncfg)
 	s.logger.Info("serving the controller quorum", "listener", s.cfg.ControllerListenerNames[0], "addr", s.ctrlLn.ln.Addr().String(), "voters", len(s.cfg.ControllerQuorumVoters))
 	return nil
 }
@@ -267,7 +278,7 @@ func (s *Server) controllerReady(ctx context.Context) error {
 func (s *Server) observe(ctx context.Context) error {
 	voters := s.voters()
 	s.observer = raft.NewObserver(raft.ObserverConfig{
-		NodeID: s.cfg.NodeID, Voters: voters, Applier: s.loader, Logger: s.logger,
+		NodeID: s.cfg.NodeID, Voters: voters, Applier: s.loader, Logger: s.logger, Dialer: dialer(s.tls.controller),
 		Ready: func() bool {
 			_, ok := s.loader.Image().Features()[metadata.MetadataVersionFeature]
 			return ok
@@ -287,7 +298,7 @@ func (s *Server) observe(ctx context.Context) error {
 // openChannel opens the channel to the active controller: the local one
 // when it leads, on a voter; the leader the observer learns, otherwise.
 func (s *Server) openChannel(context.Context) error {
-	ccfg := controllerchannel.Config{NodeID: s.cfg.NodeID, Voters: s.voters(), Logger: s.logger}
+	ccfg := controllerchannel.Config{NodeID: s.cfg.NodeID, Voters: s.voters(), Logger: s.logger, Dialer: dialer(s.tls.controller)}
 	if s.ctrl != nil {
 		ccfg.Local, ccfg.Leaders = s.ctrl, controllerchannel.RaftLeaders{Node: s.raft}
 	} else {
@@ -339,10 +350,21 @@ func (s *Server) startGroups(context.Context) error {
 }
 
 func (s *Server) startMarkers(context.Context) error {
-	s.markers = txn.NewMarkerChannel(txn.MarkerChannelConfig{
+	mcfg := txn.MarkerChannelConfig{
 		NodeID: s.cfg.NodeID, Replicas: s.replicas, Image: s.loader.Image, Groups: s.groups,
 		Listener: s.cfg.InterBrokerListenerName, Logger: s.logger,
-	})
+	}
+	if s.tls.interBroker != nil {
+		d, clientID := dialer(s.tls.interBroker), fmt.Sprintf("samsa-txn-markers-%d", s.cfg.NodeID)
+		mcfg.Dial = func(ctx context.Context, addr string) (txn.PeerConn, error) {
+			c, err := d.Dial(ctx, addr, clientID)
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		}
+	}
+	s.markers = txn.NewMarkerChannel(mcfg)
 	return nil
 }
 
@@ -377,6 +399,16 @@ func (s *Server) startBroker(context.Context) error {
 	fcfg := fetcherConfig(s.cfg, s.logger)
 	fcfg.BrokerEpoch = func() int64 { return s.broker.Epoch() }
 	fcfg.Image, fcfg.Replicas = s.loader.Image, s.replicas
+	if s.tls.interBroker != nil {
+		d, clientID := dialer(s.tls.interBroker), fmt.Sprintf("samsa-replica-fetcher-%d", s.cfg.NodeID)
+		fcfg.Dial = func(ctx context.Context, addr string) (replica.PeerConn, error) {
+			c, err := d.Dial(ctx, addr, clientID)
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		}
+	}
 	s.fetchers = replica.NewFetcherManager(fcfg)
 	s.broker = broker.New(broker.Config{
 		NodeID:           s.cfg.NodeID,
@@ -398,6 +430,11 @@ func (s *Server) startBroker(context.Context) error {
 	// The broker's publisher opens and deletes logs as metadata changes;
 	// registered now, it first catches up on the replayed image.
 	if err := s.loader.Register(s.broker); err != nil {
+		s.fetchers.Close()
+		return err
+	}
+	// Dynamic listener.name.<l>.ssl.* changes reload the TLS material.
+	if err := s.loader.Register(&tlsReloader{static: s.cfg, nodeID: s.cfg.NodeID, tls: s.tls, logger: s.logger}); err != nil {
 		s.fetchers.Close()
 		return err
 	}
@@ -485,15 +522,20 @@ func (s *Server) shutdown() error {
 func (s *Server) serveClients(context.Context) error {
 	budget := record.NewBudget(requestBudget(s.cfg.QueuedMaxRequestBytes, s.cfg.SocketRequestMaxBytes))
 	for name, ln := range s.bound {
-		s.listeners = append(s.listeners, network.Serve(ln, network.Config{
+		ncfg := network.Config{
 			Listener:       name,
 			MaxRequestSize: s.cfg.SocketRequestMaxBytes,
 			RequestBudget:  budget,
 			Handler:        s.broker,
 			Versions:       s.broker.Versions(),
 			Logger:         s.logger,
-		}))
-		s.logger.Info("serving Kafka clients", "listener", name, "addr", ln.Addr().String())
+		}
+		protocol := "PLAINTEXT"
+		if srv := s.tls.servers[name]; srv != nil {
+			ncfg.TLS, ncfg.TLSPrincipal, protocol = srv.Config(), srv.Principal, "SSL"
+		}
+		s.listeners = append(s.listeners, network.Serve(ln, ncfg))
+		s.logger.Info("serving Kafka clients", "listener", name, "addr", ln.Addr().String(), "security.protocol", protocol)
 	}
 	return nil
 }

@@ -128,8 +128,13 @@ func TestCheckSupportedFailsClosed(t *testing.T) {
 		want  string // "" for accepted; else a substring of the error
 	}{
 		{[]string{"listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.quorum.voters=1@127.0.0.1:9093"}, ""},
+		// SSL is served; its key store is checked when the node starts
+		// (tls_test.go).
 		{[]string{"listeners=SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.quorum.voters=1@127.0.0.1:9093",
-			"inter.broker.listener.name=SSL"}, "listener SSL"},
+			"inter.broker.listener.name=SSL"}, ""},
+		// A broker-only node dialing a SASL controller listener.
+		{[]string{"process.roles=broker", "node.id=2", "listeners=PLAINTEXT://127.0.0.1:9092", "controller.quorum.voters=1@127.0.0.1:9093",
+			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"}, "listener CONTROLLER"},
 		{[]string{"listeners=PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9094,CONTROLLER://127.0.0.1:9093",
 			"controller.quorum.voters=1@127.0.0.1:9093"}, "security protocol SASL_PLAINTEXT"},
 		{[]string{"listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.quorum.voters=1@127.0.0.1:9093",

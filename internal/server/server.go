@@ -71,6 +71,9 @@ type Server struct {
 	// readyBy bounds the waits between bootstrap and unfencing.
 	readyBy time.Time
 	hooks   Hooks
+	// tls is the material of the SSL listeners and of the clients of
+	// other nodes' SSL listeners (tls.go).
+	tls *nodeTLS
 }
 
 // Hooks are a node's injection points for tests; production passes none.
@@ -116,7 +119,13 @@ func StartWithHooks(ctx context.Context, cfg *config.Config, logger *slog.Logger
 	if err := checkSupported(cfg); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, logger: logger, level: level, hooks: hooks, failed: make(chan struct{})}
+	// Before anything is written: missing or bad TLS material stops the
+	// node here, naming the key.
+	nodeTLS, err := newNodeTLS(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, logger: logger, level: level, hooks: hooks, failed: make(chan struct{}), tls: nodeTLS}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -389,13 +398,24 @@ func checkSupported(cfg *config.Config) error {
 
 // checkSecurity fails closed: a security setting Samsa cannot honour yet
 // stops start-up rather than leave the node less protected than its
-// configuration says.
+// configuration says. Each security protocol is one case: PLAINTEXT and
+// SSL are served (SSL's key and trust stores are loaded and checked by
+// newNodeTLS, tls.go); SASL_PLAINTEXT and SASL_SSL are not yet. The
+// controller listener a broker-only node dials counts too.
 func checkSecurity(cfg *config.Config) error {
+	listeners := make([]string, 0, len(cfg.Listeners)+1)
 	for _, l := range cfg.Listeners {
-		switch p := cfg.ListenerSecurityProtocolMap[l.Name]; p {
+		listeners = append(listeners, l.Name)
+	}
+	if len(cfg.ControllerListenerNames) > 0 && !slices.Contains(listeners, cfg.ControllerListenerNames[0]) {
+		listeners = append(listeners, cfg.ControllerListenerNames[0])
+	}
+	for _, name := range listeners {
+		switch p := cfg.ListenerSecurityProtocolMap[name]; p {
 		case "PLAINTEXT":
+		case "SSL":
 		default:
-			return fmt.Errorf("listener %s (listeners) has security protocol %s (listener.security.protocol.map), which Samsa does not serve yet: it would be served without TLS or authentication; use PLAINTEXT for now", l.Name, p)
+			return fmt.Errorf("listener %s (listeners) has security protocol %s (listener.security.protocol.map), which Samsa does not serve yet: it would be served without authentication; use PLAINTEXT or SSL for now", name, p)
 		}
 	}
 	return checkAuthorizer(cfg.AuthorizerClassName)

@@ -77,3 +77,38 @@ expect_eq "$C" "group resumes from committed offset (-G)" "g4" "$got" 3
 # reports no lag.
 got=$("$SAMSA_BIN" group describe kcat-group --bootstrap "$B" 2>&1 | awk '$1 == "TOTAL-LAG" {print $2}')
 expect_eq "$C" "samsa group describe shows zero lag after -G" "0" "$got" 3
+
+# TLS: an SSL listener (PEM key store, PEM trust store, client
+# certificates required), as kcat reaches it with -X security.protocol=ssl.
+stop_samsa
+if ! make_pki "$work/pki"; then
+	record "$C" "TLS: make certificates with openssl" fail "$(tail -3 "$work/pki.log")"
+	exit 0
+fi
+P=$work/pki
+if ! start_samsa "$work/ssl-data" SSL "ssl.keystore.type=PEM" "ssl.keystore.location=$P/server.pem" \
+	"ssl.truststore.type=PEM" "ssl.truststore.location=$P/ca.pem" "ssl.client.auth=required"; then
+	record "$C" "TLS: start an SSL listener" fail "server did not start"
+	exit 0
+fi
+S=$SAMSA_ADDR
+ks() { timeout 30 kcat -b "$S" -X socket.timeout.ms=10000 -X security.protocol=ssl -X ssl.ca.location="$P/ca.pem" \
+	-X ssl.certificate.location="$P/client.pem" -X ssl.key.location="$P/client.key" "$@"; }
+printf 't1\nt2\nt3\n' | ks -P -t tls -p 0
+got=$(ks -C -t tls -p 0 -o beginning -c 3 -q -f '%o:%s\n' | tr '\n' ' ')
+expect_eq "$C" "TLS with client certificate: produce+consume (security.protocol=ssl)" "0:t1 1:t2 2:t3 " "$got"
+got=$(ks -L -J -t tls | python3 -c 'import json,sys; m=json.load(sys.stdin); print(len(m["brokers"]), m["topics"][0]["topic"])')
+expect_eq "$C" "TLS metadata (-L)" "1 tls" "$got"
+# Without a client certificate the broker refuses the handshake.
+if timeout 15 kcat -b "$S" -X security.protocol=ssl -X ssl.ca.location="$P/ca.pem" -X socket.timeout.ms=3000 \
+	-X metadata.request.timeout.ms=3000 -m 5 -L >/dev/null 2>&1; then
+	record "$C" "TLS without a client certificate is refused" fail "kcat -L succeeded"
+else
+	record "$C" "TLS without a client certificate is refused" pass
+fi
+# Plaintext to the SSL port gets nothing.
+if timeout 15 kcat -b "$S" -X socket.timeout.ms=3000 -m 5 -L >/dev/null 2>&1; then
+	record "$C" "plaintext to an SSL listener is refused" fail "kcat -L succeeded"
+else
+	record "$C" "plaintext to an SSL listener is refused" pass
+fi

@@ -7,6 +7,7 @@ import java.io.Writer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
@@ -36,16 +37,34 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * killed only if it does not exit within 20 seconds.
  */
 public final class SamsaBroker implements BeforeAllCallback, BeforeEachCallback, AfterAllCallback {
-  private static final Pattern SERVING =
-      Pattern.compile("msg=\"serving Kafka clients\" listener=PLAINTEXT addr=(\\S+)");
   private static final Pattern CLUSTER_ID = Pattern.compile("cluster\\.id=(\\S+)");
 
+  private final String listener;
+  private final List<String> overrides;
+  private final Pattern serving;
   private Process process;
   private Path dataDir;
   private Path logFile;
   private volatile String clusterId;
   private String bootstrap;
   private Exception startFailure;
+
+  /** A broker with a PLAINTEXT client listener. */
+  public SamsaBroker() {
+    this("PLAINTEXT", List.of());
+  }
+
+  /**
+   * A broker whose client (and inter-broker) listener is {@code listener},
+   * e.g. SSL, with {@code overrides} (key=value) passed as --override.
+   */
+  public SamsaBroker(String listener, List<String> overrides) {
+    this.listener = listener;
+    this.overrides = List.copyOf(overrides);
+    this.serving =
+        Pattern.compile(
+            "msg=\"serving Kafka clients\" listener=" + Pattern.quote(listener) + " addr=(\\S+)");
+  }
 
   public String bootstrap() {
     return bootstrap;
@@ -92,14 +111,22 @@ public final class SamsaBroker implements BeforeAllCallback, BeforeEachCallback,
     }
     dataDir = Files.createTempDirectory("samsa-java-interop");
     logFile = dataDir.resolveSibling(dataDir.getFileName() + ".log");
-    ProcessBuilder pb =
-        new ProcessBuilder(
+    List<String> cmd = new ArrayList<>();
+    cmd.addAll(
+        List.of(
             bin,
             "server",
             "--override",
             "log.dirs=" + dataDir,
             "--override",
-            "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0");
+            "listeners=" + listener + "://127.0.0.1:0,CONTROLLER://127.0.0.1:0"));
+    if (!listener.equals("PLAINTEXT")) {
+      cmd.addAll(List.of("--override", "inter.broker.listener.name=" + listener));
+    }
+    for (String o : overrides) {
+      cmd.addAll(List.of("--override", o));
+    }
+    ProcessBuilder pb = new ProcessBuilder(cmd);
     pb.redirectOutput(ProcessBuilder.Redirect.DISCARD);
     process = pb.start();
     CompletableFuture<String> addr = new CompletableFuture<>();
@@ -121,7 +148,7 @@ public final class SamsaBroker implements BeforeAllCallback, BeforeEachCallback,
                   if (clusterId == null && c.find()) {
                     clusterId = c.group(1);
                   }
-                  Matcher m = SERVING.matcher(line);
+                  Matcher m = serving.matcher(line);
                   if (m.find()) {
                     addr.complete(m.group(1));
                   }
@@ -169,10 +196,16 @@ public final class SamsaBroker implements BeforeAllCallback, BeforeEachCallback,
   }
 
   public Admin admin() {
+    return admin(new Properties());
+  }
+
+  /** An admin client with extra client properties (security settings, say). */
+  public Admin admin(Properties extra) {
     Properties p = new Properties();
     p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 15000);
     p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 10000);
+    p.putAll(extra);
     return Admin.create(p);
   }
 
