@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Apache Kafka's own command-line tools against Samsa, through `java -cp`:
 # TopicCommand, ConsoleProducer, ConsoleConsumer, GetOffsetShell,
-# ConfigCommand, ConsumerGroupCommand, and DumpLogSegments reading Samsa's
-# segment, offset-index and time-index files directly after a clean stop.
+# ConfigCommand, ConsumerGroupCommand, DumpLogSegments reading Samsa's
+# segment, offset-index and time-index files directly after a clean stop,
+# and AclCommand against a node with an authorizer.
 # Needs SAMSA_BIN, INTEROP_RESULTS and KAFKA_TOOLS_DIR (the jars that
 # `mvn dependency:copy-dependencies` put there; see ../run).
 set -uo pipefail
@@ -142,3 +143,25 @@ has "DumpLogSegments .timeindex entries" "$out" '^timestamp: [0-9]+ offset: [0-9
 matches_log "DumpLogSegments .timeindex matches log" $rc "$out" '^timestamp: [0-9]+ offset: [0-9]+$'
 out=$(kt DumpLogSegments --index-sanity-check --files "$seg.index,$seg.timeindex" 2>&1)
 expect_eq "$C" "DumpLogSegments --index-sanity-check" "2" "$(grep -c 'passed sanity check' <<<"$out")"
+
+# AclCommand (kafka-acls.sh) against a node running StandardAuthorizer, on
+# which the tools' User:ANONYMOUS is a super user: --add (a literal and a
+# prefixed pattern), --list by resource and by principal, --remove. The
+# tool prints a resource's ACLs in no set order, so they are sorted.
+start_samsa "$work/acl" PLAINTEXT \
+	"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer" "super.users=User:ANONYMOUS" ||
+	{ record "$C" "AclCommand: start samsa with an authorizer" fail "server did not start"; exit 0; }
+A=$SAMSA_ADDR
+out=$(kt AclCommand --bootstrap-server "$A" --add --allow-principal User:alice --operation Read --operation Describe --topic orders 2>&1)
+has "AclCommand --add (literal)" "$out" '^Adding ACLs for resource `ResourcePattern\(resourceType=TOPIC, name=orders, patternType=LITERAL\)`'
+kt AclCommand --bootstrap-server "$A" --add --allow-principal User:bob --operation Write --topic app- --resource-pattern-type prefixed >/dev/null 2>&1
+out=$(kt AclCommand --bootstrap-server "$A" --list --topic orders 2>&1)
+expect_eq "$C" "AclCommand --list --topic" \
+	$'\t(principal=User:alice, host=*, operation=DESCRIBE, permissionType=ALLOW)\n\t(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)' \
+	"$(grep '(principal=' <<<"$out" | sort)"
+out=$(kt AclCommand --bootstrap-server "$A" --list --principal User:bob 2>&1)
+has "AclCommand --list --principal (prefixed)" "$out" '^Current ACLs for resource `ResourcePattern\(resourceType=TOPIC, name=app-, patternType=PREFIXED\)`'
+kt AclCommand --bootstrap-server "$A" --remove --force --allow-principal User:alice --operation Read --topic orders >/dev/null 2>&1
+out=$(kt AclCommand --bootstrap-server "$A" --list --topic orders 2>&1)
+expect_eq "$C" "AclCommand --remove" $'\t(principal=User:alice, host=*, operation=DESCRIBE, permissionType=ALLOW)' "$(grep '(principal=' <<<"$out")"
+stop_samsa
