@@ -22,6 +22,10 @@
 //     restarts (duplicates answered with the original offset)
 //   - robust_test.go: garbage frames, size limits, pipelining, bad produce
 //     and fetch input over raw TCP
+//   - acl_test.go: ACLs with StandardAuthorizer through kadm and franz-go:
+//     create, describe and delete, topic, group and transactional id
+//     rights, DENY, prefixes, a restart (clients told apart by source
+//     address until they authenticate)
 //
 // Every client round-trips 200 generated records per compression codec
 // (none, gzip, snappy, lz4, zstd) on a fresh 3-partition topic and the
