@@ -183,4 +183,3 @@ func TestSuperUsersAndAllowEveryone(t *testing.T) {
 		srv.Close()
 	}
 }
-
