@@ -149,14 +149,24 @@ func rdProduce(t *testing.T, ctx context.Context, p *kafka.Producer, topic strin
 
 func newRdConsumer(t *testing.T, l *rdLogs, addr, topic string) *kafka.Consumer {
 	t.Helper()
-	c, err := kafka.NewConsumer(l.config(addr, kafka.ConfigMap{
+	return newRdConsumerWith(t, l, addr, topic, nil)
+}
+
+// newRdConsumerWith is newRdConsumer with more settings.
+func newRdConsumerWith(t *testing.T, l *rdLogs, addr, topic string, extra kafka.ConfigMap) *kafka.Consumer {
+	t.Helper()
+	cm := kafka.ConfigMap{
 		// librdkafka insists on a group.id even for Assign; nothing is
 		// committed and no group is joined.
 		"group.id":           "e2e-unused-" + topic,
 		"enable.auto.commit": false,
 		"auto.offset.reset":  "error",
 		"fetch.wait.max.ms":  100,
-	}))
+	}
+	for k, v := range extra {
+		cm[k] = v
+	}
+	c, err := kafka.NewConsumer(l.config(addr, cm))
 	if err != nil {
 		t.Fatalf("NewConsumer: %v", err)
 	}

@@ -22,6 +22,10 @@
 //     restarts (duplicates answered with the original offset)
 //   - robust_test.go: garbage frames, size limits, pipelining, bad produce
 //     and fetch input over raw TCP
+//   - sasl_test.go, sasl_clients_test.go: SASL_PLAINTEXT with PLAIN and
+//     SCRAM-SHA-256/512 through franz-go, sarama (both handshake versions),
+//     kafka-go and librdkafka; SCRAM users created and deleted with kadm;
+//     refusals, KIP-368 re-authentication and a 100 MB token
 //   - acl_test.go: ACLs with StandardAuthorizer through kadm and franz-go:
 //     create, describe and delete, topic, group and transactional id
 //     rights, DENY, prefixes, a restart (clients told apart by source

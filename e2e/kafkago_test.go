@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
 )
 
 // segmentio/kafka-go: kafka.Client to create topics and list offsets,
@@ -17,12 +18,40 @@ import (
 // partition (no group) to read back.
 
 func kafkagoClient(addr string) *kafka.Client {
-	return &kafka.Client{Addr: kafka.TCP(addr), Timeout: 10 * time.Second}
+	return kafkagoClientWith(addr, nil)
+}
+
+// kafkagoClientWith is a client that authenticates with mech (nil: no SASL).
+func kafkagoClientWith(addr string, mech sasl.Mechanism) *kafka.Client {
+	return &kafka.Client{Addr: kafka.TCP(addr), Timeout: 10 * time.Second, Transport: kafkagoTransport(mech)}
+}
+
+// kafkagoTransport is a transport authenticating with mech; without one,
+// nil: kafka-go's shared default.
+func kafkagoTransport(mech sasl.Mechanism) kafka.RoundTripper {
+	if mech == nil {
+		return nil
+	}
+	return &kafka.Transport{SASL: mech, DialTimeout: 5 * time.Second}
+}
+
+// kafkagoDialer is a dialer authenticating with mech; without one, nil:
+// kafka-go's default.
+func kafkagoDialer(mech sasl.Mechanism) *kafka.Dialer {
+	if mech == nil {
+		return nil
+	}
+	return &kafka.Dialer{Timeout: 5 * time.Second, DualStack: true, SASLMechanism: mech}
 }
 
 func kafkagoCreate(t *testing.T, ctx context.Context, addr, topic string, partitions int) {
 	t.Helper()
-	resp, err := kafkagoClient(addr).CreateTopics(ctx, &kafka.CreateTopicsRequest{
+	kafkagoCreateWith(t, ctx, nil, addr, topic, partitions)
+}
+
+func kafkagoCreateWith(t *testing.T, ctx context.Context, mech sasl.Mechanism, addr, topic string, partitions int) {
+	t.Helper()
+	resp, err := kafkagoClientWith(addr, mech).CreateTopics(ctx, &kafka.CreateTopicsRequest{
 		Topics: []kafka.TopicConfig{{Topic: topic, NumPartitions: partitions, ReplicationFactor: 1}},
 	})
 	if err != nil {
@@ -51,12 +80,18 @@ func kafkagoCodec(codec string) kafka.Compression {
 // with the partition and offset the Writer's Completion callback reported.
 func kafkagoProduce(t *testing.T, ctx context.Context, addr, topic, codec string, recs []rec) []rec {
 	t.Helper()
+	return kafkagoProduceWith(t, ctx, nil, addr, topic, codec, recs)
+}
+
+func kafkagoProduceWith(t *testing.T, ctx context.Context, mech sasl.Mechanism, addr, topic, codec string, recs []rec) []rec {
+	t.Helper()
 	out := make([]rec, len(recs))
 	copy(out, recs)
 	var mu sync.Mutex
 	reported := 0
 	w := &kafka.Writer{
 		Addr:         kafka.TCP(addr),
+		Transport:    kafkagoTransport(mech),
 		Topic:        topic,
 		Balancer:     &kafka.Hash{},
 		RequiredAcks: kafka.RequireAll,
@@ -108,11 +143,16 @@ func kafkagoProduce(t *testing.T, ctx context.Context, addr, topic, codec string
 // checks the first offset is 0.
 func kafkagoEnds(t *testing.T, ctx context.Context, addr, topic string, partitions int) map[int32]int64 {
 	t.Helper()
+	return kafkagoEndsWith(t, ctx, nil, addr, topic, partitions)
+}
+
+func kafkagoEndsWith(t *testing.T, ctx context.Context, mech sasl.Mechanism, addr, topic string, partitions int) map[int32]int64 {
+	t.Helper()
 	var reqs []kafka.OffsetRequest
 	for p := range partitions {
 		reqs = append(reqs, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
 	}
-	resp, err := kafkagoClient(addr).ListOffsets(ctx, &kafka.ListOffsetsRequest{
+	resp, err := kafkagoClientWith(addr, mech).ListOffsets(ctx, &kafka.ListOffsetsRequest{
 		Topics: map[string][]kafka.OffsetRequest{topic: reqs},
 	})
 	if err != nil {
@@ -138,6 +178,11 @@ func kafkagoEnds(t *testing.T, ctx context.Context, addr, topic string, partitio
 // with a partition Reader (no consumer group).
 func kafkagoConsume(t *testing.T, ctx context.Context, addr, topic string, ends map[int32]int64) []rec {
 	t.Helper()
+	return kafkagoConsumeWith(t, ctx, nil, addr, topic, ends)
+}
+
+func kafkagoConsumeWith(t *testing.T, ctx context.Context, mech sasl.Mechanism, addr, topic string, ends map[int32]int64) []rec {
+	t.Helper()
 	var out []rec
 	for p := int32(0); p < int32(len(ends)); p++ {
 		if ends[p] == 0 {
@@ -150,6 +195,7 @@ func kafkagoConsume(t *testing.T, ctx context.Context, addr, topic string, ends 
 			MinBytes:  1,
 			MaxBytes:  4 << 20,
 			MaxWait:   200 * time.Millisecond,
+			Dialer:    kafkagoDialer(mech),
 		})
 		if err := r.SetOffset(kafka.FirstOffset); err != nil {
 			t.Fatalf("SetOffset: %v", err)

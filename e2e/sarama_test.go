@@ -45,7 +45,13 @@ func saramaCodec(codec string) sarama.CompressionCodec {
 
 func saramaCreate(t *testing.T, addr, topic string, partitions int32) {
 	t.Helper()
-	adm, err := sarama.NewClusterAdmin([]string{addr}, saramaConfig())
+	saramaCreateWith(t, saramaConfig(), addr, topic, partitions)
+}
+
+// saramaCreateWith is saramaCreate with a given client configuration.
+func saramaCreateWith(t *testing.T, cfg *sarama.Config, addr, topic string, partitions int32) {
+	t.Helper()
+	adm, err := sarama.NewClusterAdmin([]string{addr}, cfg)
 	if err != nil {
 		t.Fatalf("NewClusterAdmin: %v", err)
 	}
@@ -63,7 +69,13 @@ func saramaCreate(t *testing.T, addr, topic string, partitions int32) {
 // returns them with the partition and offset sarama reported for each.
 func saramaProduce(t *testing.T, addr, topic, codec string, recs []rec) []rec {
 	t.Helper()
-	cfg := saramaConfig()
+	return saramaProduceWith(t, saramaConfig(), addr, topic, codec, recs)
+}
+
+// saramaProduceWith is saramaProduce starting from a given client
+// configuration.
+func saramaProduceWith(t *testing.T, cfg *sarama.Config, addr, topic, codec string, recs []rec) []rec {
+	t.Helper()
 	cfg.Producer.Return.Successes = true
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	cfg.Producer.Compression = saramaCodec(codec)
@@ -99,7 +111,13 @@ func saramaProduce(t *testing.T, addr, topic, codec string, recs []rec) []rec {
 // saramaEnds returns every partition's newest offset (high watermark).
 func saramaEnds(t *testing.T, addr, topic string, partitions int32) map[int32]int64 {
 	t.Helper()
-	cl, err := sarama.NewClient([]string{addr}, saramaConfig())
+	return saramaEndsWith(t, saramaConfig(), addr, topic, partitions)
+}
+
+// saramaEndsWith is saramaEnds with a given client configuration.
+func saramaEndsWith(t *testing.T, cfg *sarama.Config, addr, topic string, partitions int32) map[int32]int64 {
+	t.Helper()
+	cl, err := sarama.NewClient([]string{addr}, cfg)
 	if err != nil {
 		t.Fatalf("NewClient: %v", err)
 	}
@@ -119,7 +137,13 @@ func saramaEnds(t *testing.T, addr, topic string, partitions int32) map[int32]in
 // partition consumer.
 func saramaConsume(t *testing.T, ctx context.Context, addr, topic string, ends map[int32]int64) []rec {
 	t.Helper()
-	cfg := saramaConfig()
+	return saramaConsumeWith(t, ctx, saramaConfig(), addr, topic, ends)
+}
+
+// saramaConsumeWith is saramaConsume starting from a given client
+// configuration.
+func saramaConsumeWith(t *testing.T, ctx context.Context, cfg *sarama.Config, addr, topic string, ends map[int32]int64) []rec {
+	t.Helper()
 	cfg.Consumer.Return.Errors = true
 	cons, err := sarama.NewConsumer([]string{addr}, cfg)
 	if err != nil {

@@ -12,7 +12,8 @@ SAMSA_ADDR=""
 # kernel-chosen port and sets SAMSA_ADDR from its "serving Kafka clients" log
 # line (log in DATA_DIR.log). LISTENER (default PLAINTEXT, or SSL) names the
 # client listener, which is then also the inter-broker listener; each
-# OVERRIDE is a key=value passed as --override.
+# OVERRIDE is a key=value passed as --override, or a --flag=value passed to
+# `samsa server` as it is (--add-scram=...).
 start_samsa() {
 	local dir=$1 listener=${2:-PLAINTEXT}
 	shift 2 2>/dev/null || shift $#
@@ -21,7 +22,12 @@ start_samsa() {
 		--override "listeners=$listener://127.0.0.1:0,CONTROLLER://127.0.0.1:0")
 	[ "$listener" = PLAINTEXT ] || args+=(--override "inter.broker.listener.name=$listener")
 	local o
-	for o in "$@"; do args+=(--override "$o"); done
+	for o in "$@"; do
+		case $o in
+		--*) args+=("$o") ;;
+		*) args+=(--override "$o") ;;
+		esac
+	done
 	"$SAMSA_BIN" server "${args[@]}" >/dev/null 2>"$dir.log" &
 	SAMSA_PID=$!
 	local i
@@ -34,6 +40,12 @@ start_samsa() {
 	echo "samsa did not start:" >&2
 	cat "$dir.log" >&2
 	return 1
+}
+
+# listener_addr DATA_DIR LISTENER: the address a server started by
+# start_samsa serves LISTENER on.
+listener_addr() {
+	sed -n "s/.*msg=\"serving Kafka clients\" listener=$2 addr=\([^ ]*\).*/\1/p" "$1.log" | head -1
 }
 
 # make_pki DIR: a test CA and certificates made with openssl, for TLS

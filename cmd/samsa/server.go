@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/samsa-io/samsa/internal/config"
+	"github.com/samsa-io/samsa/internal/security"
 	"github.com/samsa-io/samsa/internal/server"
 )
 
@@ -29,8 +31,10 @@ func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
 	fs.Var(&overrides, "override", "set one config `key=value` (repeatable); wins over --config")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	clusterID := fs.String("cluster-id", "", "cluster `id` to format fresh data directories with; every node of a multi-node cluster needs the same one")
+	var addScram stringList
+	fs.Var(&addScram, "add-scram", "SCRAM credential to write when the metadata log is new (repeatable), as kafka-storage format --add-scram: 'SCRAM-SHA-256=[name=alice,password=alice-secret]'")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: samsa server [--config FILE] [--override key=value ...]")
+		fmt.Fprintln(stderr, "usage: samsa server [--config FILE] [--override key=value ...] [--add-scram 'SCRAM-SHA-256=[name=U,password=P]' ...]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -56,6 +60,14 @@ func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
 		logger.Warn(w)
 	}
 	cfg.ClusterID = *clusterID
+	for i, a := range addScram {
+		// The argument holds a password: the message does not repeat it.
+		if _, err := security.ParseScramArg(a, rand.Reader); err != nil {
+			fmt.Fprintf(stderr, "samsa server: --add-scram #%d: %v\n", i+1, err)
+			return 2
+		}
+	}
+	cfg.AddScram = addScram
 	// Signals are caught before anything can block: one that arrives
 	// during start-up (log recovery, waiting for the other voters or for
 	// this broker to be unfenced) cancels it, and the node exits cleanly.

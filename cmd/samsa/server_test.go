@@ -511,3 +511,12 @@ func consumeToEnd(t *testing.T, addr, topic string) []*kgo.Record {
 	}
 	return got
 }
+
+// A bad --add-scram stops start-up at once, without echoing the password.
+func TestServerAddScramRefused(t *testing.T) {
+	var stderr strings.Builder
+	code := run([]string{"server", "--add-scram", "SCRAM-SHA-256=[name=alice,password=secret-pw,iterations=10]"}, nil, io.Discard, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), "between 4096 and 16384") || strings.Contains(stderr.String(), "secret-pw") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}

@@ -53,6 +53,10 @@ func handleDescribeClientQuotas(_ context.Context, b *Broker, c *network.Conn, k
 		}
 	}
 	slices.SortFunc(entities, metadata.CompareQuotaEntities)
+	// Entries is nullable: null only with an error. The Java admin client
+	// (kafka-configs --describe --entity-type users) reads an empty
+	// answer's entries without a null check.
+	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{}
 	for _, e := range entities {
 		re := kmsg.NewDescribeClientQuotasResponseEntry()
 		for _, p := range e.Parts() {

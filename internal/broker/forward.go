@@ -3,8 +3,8 @@ package broker
 // Forwarded admin requests: every request of the controller's API table
 // marked Forwarded (controller.API) that has no handler of its own in
 // handlers() — ElectLeaders, AlterPartitionReassignments,
-// ListPartitionReassignments, DescribeQuorum, AlterClientQuotas — at the
-// versions the table lists.
+// ListPartitionReassignments, DescribeQuorum, AlterClientQuotas,
+// AlterUserScramCredentials — at the versions the table lists.
 //
 // Behavior: the request goes as it is, in the client's version, to the
 // active controller (Kafka's ForwardingManager), which decides and commits;

@@ -204,10 +204,15 @@ var brokerKeyList = []*Key{
 	k("super.users", String, null, nil, Low, ReadOnly, "Semicolon-separated principals allowed everything (read by the authorizer)."),
 	k("allow.everyone.if.no.acl.found", Boolean, "false", nil, Low, ReadOnly, "Allow access to resources without ACLs (read by the authorizer)."),
 	k("principal.builder.class", Class, "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder", nil, Medium, PerBroker, "Class building the principal of a connection."),
-	k("sasl.enabled.mechanisms", List, "GSSAPI", nil, Medium, PerBroker, "SASL mechanisms offered by the server."),
-	k("sasl.mechanism.inter.broker.protocol", String, "GSSAPI", nil, Medium, PerBroker, "SASL mechanism between brokers."),
+	// The SASL keys are per-broker dynamic in Kafka; Samsa reads them at
+	// start only, so they are read-only here: AlterConfigs refuses a
+	// change rather than accept one that would never apply.
+	k("sasl.enabled.mechanisms", List, "GSSAPI", nil, Medium, ReadOnly, "SASL mechanisms offered by the server: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512."),
+	k("sasl.mechanism.inter.broker.protocol", String, "GSSAPI", nil, Medium, ReadOnly, "SASL mechanism between brokers."),
 	k("sasl.mechanism.controller.protocol", String, "GSSAPI", nil, High, ReadOnly, "SASL mechanism used to reach controllers."),
-	k("sasl.jaas.config", Password, null, nil, Medium, PerBroker, "JAAS login configuration."),
+	k("sasl.jaas.config", Password, null, nil, Medium, ReadOnly, "JAAS login configuration. A broker reads it only prefixed with the listener and mechanism: listener.name.<listener>.<mechanism>.sasl.jaas.config."),
+	k("sasl.server.max.receive.size", Int, "524288", atLeast(1), Medium, ReadOnly, "Largest frame accepted before and during SASL authentication."),
+	k("connection.failed.authentication.delay.ms", Int, "100", atLeast(0), Low, ReadOnly, "Delay before a connection that failed authentication is closed."),
 	k("ssl.keystore.type", String, "JKS", nil, Medium, PerBroker, "Key store format."),
 	k("ssl.keystore.location", String, null, nil, High, PerBroker, "Key store file."),
 	k("ssl.keystore.password", Password, null, nil, High, PerBroker, "Key store password."),

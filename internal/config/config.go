@@ -64,11 +64,22 @@ type Config struct {
 	// AllowEveryoneIfNoACLFound is allow.everyone.if.no.acl.found: the
 	// answer for a resource no ACL applies to.
 	AllowEveryoneIfNoACLFound bool
+	// ConnectionFailedAuthenticationDelayMs is
+	// connection.failed.authentication.delay.ms: how long a connection
+	// that failed authentication stays open (answered, but not read)
+	// before it is closed. The rest of the SASL keys are per listener:
+	// SASLListener.
+	ConnectionFailedAuthenticationDelayMs int32
 	// ClusterID is not a property: `samsa server --cluster-id` sets it to
 	// format fresh data directories with a cluster id shared by every node
 	// (Kafka's `kafka-storage format -t`). Empty: generate one, which only
 	// a single-voter cluster can do.
 	ClusterID string
+	// AddScram is not a property either: `samsa server --add-scram`
+	// arguments (Kafka's `kafka-storage format --add-scram`), SCRAM
+	// credentials written into the metadata log when it is bootstrapped,
+	// in security.ParseScramArg's form. Ignored once the log exists.
+	AddScram []string
 
 	LogDirs        []string // log.dirs, or log.dir when unset
 	MetadataLogDir string   // metadata.log.dir, or LogDirs[0] when unset
@@ -388,6 +399,7 @@ func (c *Config) fill() error {
 		return err
 	}
 	c.AllowEveryoneIfNoACLFound = c.flag("allow.everyone.if.no.acl.found")
+	c.ConnectionFailedAuthenticationDelayMs = c.i32("connection.failed.authentication.delay.ms")
 
 	c.LogDirs = splitList(c.str("log.dir"))
 	if d, ok := c.values["log.dirs"]; ok {

@@ -26,6 +26,8 @@ func TestAPITable(t *testing.T) {
 			r.Resources = append(r.Resources, kmsg.NewAlterConfigsRequestResource())
 		case *kmsg.IncrementalAlterConfigsRequest:
 			r.Resources = append(r.Resources, kmsg.NewIncrementalAlterConfigsRequestResource())
+		case *kmsg.AlterUserSCRAMCredentialsRequest:
+			r.Upsertions = append(r.Upsertions, kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion())
 		case *kmsg.AlterClientQuotasRequest:
 			r.Entries = append(r.Entries, kmsg.NewAlterClientQuotasRequestEntry())
 		case *kmsg.CreateACLsRequest:

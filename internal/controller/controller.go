@@ -72,6 +72,10 @@ type Config struct {
 	// (leader.imbalance.check.interval.seconds, default 300 s).
 	AutoLeaderRebalance          bool
 	LeaderImbalanceCheckInterval time.Duration
+	// BootstrapRecords are written with the metadata.version when the
+	// log is bootstrapped (SCRAM credentials from --add-scram), and
+	// ignored, with a warning, once it exists.
+	BootstrapRecords []metadata.Record
 }
 
 // Validate checks the configuration and fills defaults.
@@ -133,6 +137,9 @@ type Controller struct {
 		heard map[int32]bool
 		// nextRebalance is when the loop next checks preferred leaders.
 		nextRebalance time.Time
+		// bootstrapWarned: the warning that BootstrapRecords came too
+		// late was logged.
+		bootstrapWarned bool
 	}
 
 	// The background loop (Start, Close).
@@ -212,12 +219,18 @@ func (c *Controller) Bootstrap(ctx context.Context) error {
 		return err
 	}
 	if _, ok := img.Features()[metadata.MetadataVersionFeature]; ok {
+		if len(c.cfg.BootstrapRecords) > 0 && !c.mu.bootstrapWarned {
+			c.mu.bootstrapWarned = true
+			c.cfg.Logger.Warn("the metadata log was bootstrapped already: the bootstrap records (--add-scram) are ignored, as kafka-storage format applies them only to a new cluster; use AlterUserScramCredentials (kafka-configs --alter --add-config 'SCRAM-SHA-256=[...]')",
+				"records", len(c.cfg.BootstrapRecords))
+		}
 		return nil
 	}
-	c.cfg.Logger.Info("bootstrapping cluster metadata", "cluster.id", img.ClusterID, "metadata.version", MetadataVersion)
-	return c.writeLocked(ctx, []metadata.Record{
+	c.cfg.Logger.Info("bootstrapping cluster metadata", "cluster.id", img.ClusterID, "metadata.version", MetadataVersion,
+		"records", len(c.cfg.BootstrapRecords))
+	return c.writeLocked(ctx, append([]metadata.Record{
 		&metadata.FeatureLevelRecord{Name: metadata.MetadataVersionFeature, FeatureLevel: MetadataVersion},
-	})
+	}, c.cfg.BootstrapRecords...))
 }
 
 // AllocateProducerIDs hands brokerID the next block of producer ids. Blocks

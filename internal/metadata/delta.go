@@ -37,6 +37,8 @@ type Delta struct {
 	// the new image were added, the others (in Prev) removed. An id added
 	// and removed by the same batch is not listed.
 	ChangedACLs []Uuid
+	// ChangedScram are the SCRAM credentials set or removed, sorted.
+	ChangedScram []ScramKey
 }
 
 // builder applies records to a copy-on-write successor of prev.
@@ -55,6 +57,7 @@ type builder struct {
 	brokers  map[int32]bool
 	features bool
 	pids     bool
+	scram    map[ScramKey]bool
 	quotas   bool
 	acls     map[Uuid]bool
 }
@@ -65,7 +68,7 @@ func newBuilder(prev *Image) *builder {
 		prev: prev, next: &next, owned: map[string]bool{}, ownTopic: map[Uuid]bool{},
 		created: map[Uuid]bool{}, deleted: map[Uuid]*TopicImage{},
 		parts: map[Uuid]map[int32]bool{}, configs: map[ConfigResource]bool{},
-		brokers: map[int32]bool{}, acls: map[Uuid]bool{},
+		brokers: map[int32]bool{}, acls: map[Uuid]bool{}, scram: map[ScramKey]bool{},
 	}
 }
 
@@ -85,6 +88,8 @@ func (b *builder) own(name string) {
 		b.next.configs = maps.Clone(b.next.configs)
 	case "features":
 		b.next.features = maps.Clone(b.next.features)
+	case "scram":
+		b.next.scram = maps.Clone(b.next.scram)
 	case "quotas":
 		b.next.quotas = maps.Clone(b.next.quotas)
 	case "acls":
@@ -166,6 +171,23 @@ func (b *builder) apply(r Record) error {
 		}
 		b.next.nextProducerID = r.NextProducerID
 		b.pids = true
+	case *UserScramCredentialRecord:
+		if r.Name == "" || r.Mechanism <= 0 {
+			return fmt.Errorf("SCRAM credential with user %q and mechanism %d", r.Name, r.Mechanism)
+		}
+		k := ScramKey{r.Name, r.Mechanism}
+		b.own("scram")
+		b.next.scram[k] = ScramCredential{Salt: slices.Clone(r.Salt), StoredKey: slices.Clone(r.StoredKey),
+			ServerKey: slices.Clone(r.ServerKey), Iterations: r.Iterations}
+		b.scram[k] = true
+	case *RemoveUserScramCredentialRecord:
+		k := ScramKey{r.Name, r.Mechanism}
+		if _, ok := b.next.scram[k]; !ok {
+			return fmt.Errorf("no SCRAM credential of user %q for mechanism %d to remove", r.Name, r.Mechanism)
+		}
+		b.own("scram")
+		delete(b.next.scram, k)
+		b.scram[k] = true
 	default:
 		return fmt.Errorf("cannot replay %T", r)
 	}
@@ -365,6 +387,7 @@ func (b *builder) delta() *Delta {
 		}
 	}
 	slices.SortFunc(d.ChangedACLs, func(a, c Uuid) int { return bytes.Compare(a[:], c[:]) })
+	d.ChangedScram = slices.SortedFunc(maps.Keys(b.scram), compareScramKeys)
 	return d
 }
 

@@ -21,8 +21,9 @@
 // type is Kafka's metadata record api key (RegisterBrokerRecord 0,
 // TopicRecord 2, PartitionRecord 3, ConfigRecord 4, PartitionChangeRecord 5,
 // AccessControlEntryRecord 6, RemoveAccessControlEntryRecord 7,
-// RemoveTopicRecord 9, FeatureLevelRecord 12, ClientQuotaRecord 14,
-// ProducerIdsRecord 15, BrokerRegistrationChangeRecord 17); version
+// RemoveTopicRecord 9, UserScramCredentialRecord 11, FeatureLevelRecord 12,
+// ClientQuotaRecord 14, ProducerIdsRecord 15, BrokerRegistrationChangeRecord 17,
+// RemoveUserScramCredentialRecord 22); version
 // is the version of our JSON body, 0 for all today. JSON keeps the format
 // readable while it settles; the framing lets a binary body replace it per
 // record type without touching the log already written. Uuids encode as

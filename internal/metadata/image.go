@@ -23,6 +23,23 @@ type Image struct {
 	acls       map[Uuid]ACL
 	// nextProducerID is the first producer id not yet handed out.
 	nextProducerID int64
+	// scram holds the SCRAM credentials by user and mechanism.
+	scram map[ScramKey]ScramCredential
+}
+
+// ScramKey names a SCRAM credential: a user and a mechanism (Kafka's
+// ScramMechanism type, 1 SCRAM-SHA-256, 2 SCRAM-SHA-512).
+type ScramKey struct {
+	Name      string
+	Mechanism int8
+}
+
+// ScramCredential is a user's SCRAM credential for one mechanism.
+type ScramCredential struct {
+	Salt       []byte
+	StoredKey  []byte
+	ServerKey  []byte
+	Iterations int32
 }
 
 // TopicImage is one topic; Partitions[i] is partition i.
@@ -191,6 +208,7 @@ func NewImage(clusterID string) *Image {
 		brokers:    map[int32]BrokerImage{},
 		configs:    map[ConfigResource]map[string]string{},
 		features:   map[string]int16{},
+		scram:      map[ScramKey]ScramCredential{},
 		quotas:     map[QuotaEntity]map[string]float64{},
 		acls:       map[Uuid]ACL{},
 	}
@@ -276,12 +294,28 @@ func (m *Image) ClientQuotas() map[QuotaEntity]map[string]float64 { return m.quo
 // ACLs returns every ACL by its id; the caller must not modify it.
 func (m *Image) ACLs() map[Uuid]ACL { return m.acls }
 
+// ScramCredential looks up a user's SCRAM credential for a mechanism.
+func (m *Image) ScramCredential(name string, mechanism int8) (ScramCredential, bool) {
+	c, ok := m.scram[ScramKey{name, mechanism}]
+	return c, ok
+}
+
+// ScramKeys returns the names of every SCRAM credential, by user then
+// mechanism.
+func (m *Image) ScramKeys() []ScramKey {
+	return slices.SortedFunc(maps.Keys(m.scram), compareScramKeys)
+}
+
+func compareScramKeys(a, b ScramKey) int {
+	return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Mechanism, b.Mechanism))
+}
+
 // NextProducerID is the first producer id not yet handed to any broker.
 func (m *Image) NextProducerID() int64 { return m.nextProducerID }
 
 // records returns records that rebuild m from an empty image, in an order
 // replay accepts (features, brokers, producer ids, topics with partitions,
-// configs, client quotas, ACLs), deterministic so snapshots of equal images are equal bytes.
+// configs, client quotas, SCRAM credentials, ACLs), deterministic so snapshots of equal images are equal bytes.
 func (m *Image) records() []Record {
 	var recs []Record
 	for _, name := range slices.Sorted(maps.Keys(m.features)) {
@@ -317,6 +351,11 @@ func (m *Image) records() []Record {
 			v := cfg[k]
 			recs = append(recs, &ConfigRecord{ResourceType: r.Type, ResourceName: r.Name, Name: k, Value: &v})
 		}
+	}
+	for _, k := range m.ScramKeys() {
+		c := m.scram[k]
+		recs = append(recs, &UserScramCredentialRecord{Name: k.Name, Mechanism: k.Mechanism,
+			Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: c.Iterations})
 	}
 	entities := slices.Collect(maps.Keys(m.quotas))
 	slices.SortFunc(entities, CompareQuotaEntities)

@@ -52,8 +52,15 @@ func dump(w *strings.Builder, d *Delta, img *Image) {
 		}
 		parts[name] = ps
 	}
+	for _, k := range img.ScramKeys() {
+		c, _ := img.ScramCredential(k.Name, k.Mechanism)
+		fmt.Fprintf(w, "  scram %s mechanism=%d iterations=%d salt=%q stored=%q server=%q\n", k.Name, k.Mechanism, c.Iterations, c.Salt, c.StoredKey, c.ServerKey)
+	}
 	fmt.Fprintf(w, "delta full=%v created=%v deleted=%v partitions=%v configs=%v brokers=%v features=%v pids=%v",
 		d.Full, created, deleted, parts, d.ChangedConfigs, d.ChangedBrokers, d.FeaturesChanged, d.ProducerIDsChanged)
+	if len(d.ChangedScram) > 0 {
+		fmt.Fprintf(w, " scram=%v", d.ChangedScram)
+	}
 	if len(d.ChangedACLs) > 0 {
 		fmt.Fprintf(w, " acls=%v", d.ChangedACLs)
 	}
@@ -96,6 +103,13 @@ func TestApplyGolden(t *testing.T) {
 		{"recreate foo with a new id", []Record{&TopicRecord{Name: "foo", TopicID: uuidN(3)},
 			&PartitionRecord{PartitionID: 0, TopicID: uuidN(3), Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}}},
 		{"producer ids", []Record{&ProducerIdsRecord{BrokerID: 1, BrokerEpoch: 2, NextProducerID: 1000}}},
+		{"SCRAM credentials", []Record{
+			&UserScramCredentialRecord{Name: "alice", Mechanism: 1, Salt: []byte("s1"), StoredKey: []byte("k1"), ServerKey: []byte("v1"), Iterations: 4096},
+			&UserScramCredentialRecord{Name: "alice", Mechanism: 2, Salt: []byte("s2"), StoredKey: []byte("k2"), ServerKey: []byte("v2"), Iterations: 8192},
+			&UserScramCredentialRecord{Name: "bob", Mechanism: 1, Salt: []byte("s3"), StoredKey: []byte("k3"), ServerKey: []byte("v3"), Iterations: 4096}}},
+		{"change one SCRAM credential, remove another", []Record{
+			&UserScramCredentialRecord{Name: "bob", Mechanism: 1, Salt: []byte("s4"), StoredKey: []byte("k4"), ServerKey: []byte("v4"), Iterations: 5000},
+			&RemoveUserScramCredentialRecord{Name: "alice", Mechanism: 1}}},
 		{"two ACLs", []Record{
 			&AccessControlEntryRecord{ID: uuidN(20), ACL: ACL{ResourceType: 2, ResourceName: "foo", PatternType: 3,
 				Principal: "User:alice", Host: "*", Operation: 3, Permission: 3}},
@@ -126,6 +140,7 @@ func TestApplyGolden(t *testing.T) {
 		{"partition gap", []Record{&PartitionRecord{PartitionID: 5, TopicID: bar}}},
 		{"half-valid batch", []Record{&TopicRecord{Name: "baz", TopicID: uuidN(8)}, &RemoveTopicRecord{TopicID: uuidN(99)}}},
 		{"producer ids going back", []Record{&ProducerIdsRecord{NextProducerID: 1000}}},
+		{"removing a SCRAM credential that does not exist", []Record{&RemoveUserScramCredentialRecord{Name: "alice", Mechanism: 1}}},
 		{"removing an unknown ACL", []Record{&RemoveAccessControlEntryRecord{ID: uuidN(21)}}},
 	}
 	before := l.Image()
@@ -140,8 +155,8 @@ func TestApplyGolden(t *testing.T) {
 	if _, ok := l.Image().Topic("baz"); ok || len(l.Image().Topics()) != len(before.Topics()) {
 		t.Fatal("rejected batch changed the image")
 	}
-	if l.Image().Offset != 104 {
-		t.Fatalf("offset %d, want 104 (rejected entries still advance it)", l.Image().Offset)
+	if l.Image().Offset != 105 {
+		t.Fatalf("offset %d, want 105 (rejected entries still advance it)", l.Image().Offset)
 	}
 	checkGolden(t, "apply.golden", out.String())
 }
@@ -210,6 +225,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		&ConfigRecord{ResourceType: ResourceTopic, ResourceName: "foo", Name: "retention.ms", Value: ptr("5")},
 		&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "", Name: "log.retention.ms", Value: ptr("9")},
 		&ProducerIdsRecord{BrokerID: 1, BrokerEpoch: 4, NextProducerID: 2000},
+		&UserScramCredentialRecord{Name: "alice", Mechanism: 2, Salt: []byte("salt"), StoredKey: []byte("sk"), ServerKey: []byte("vk"), Iterations: 4096},
 		&AccessControlEntryRecord{ID: uuidN(30), ACL: ACL{ResourceType: 2, ResourceName: "f", PatternType: 4,
 			Principal: "User:alice", Host: "*", Operation: 2, Permission: 3}})
 	snap, err := l.Snapshot()

@@ -22,12 +22,16 @@ const (
 	TypeAccessControlEntry       RecordType = 6
 	TypeRemoveAccessControlEntry RecordType = 7
 	TypeRemoveTopic              RecordType = 9
-	TypeFeatureLevel             RecordType = 12
-	TypeClientQuota              RecordType = 14
-	TypeProducerIds              RecordType = 15
+	// TypeUserScramCredential sets and TypeRemoveUserScramCredential
+	// removes a user's SCRAM credential for one mechanism.
+	TypeUserScramCredential RecordType = 11
+	TypeFeatureLevel        RecordType = 12
+	TypeClientQuota         RecordType = 14
+	TypeProducerIds         RecordType = 15
 	// TypeBrokerRegistrationChange fences, unfences or marks a broker in
 	// controlled shutdown.
-	TypeBrokerRegistrationChange RecordType = 17
+	TypeBrokerRegistrationChange  RecordType = 17
+	TypeRemoveUserScramCredential RecordType = 22
 )
 
 // Config resource types (Kafka's ConfigResource.Type).
@@ -180,6 +184,26 @@ type ProducerIdsRecord struct {
 	NextProducerID int64
 }
 
+// UserScramCredentialRecord sets a user's SCRAM credential for one
+// mechanism (Kafka's ScramMechanism type: 1 SCRAM-SHA-256, 2
+// SCRAM-SHA-512): what the server keeps of the password, never the
+// password or the salted password.
+type UserScramCredentialRecord struct {
+	Name       string
+	Mechanism  int8
+	Salt       []byte
+	StoredKey  []byte
+	ServerKey  []byte
+	Iterations int32
+}
+
+// RemoveUserScramCredentialRecord removes a user's SCRAM credential for
+// one mechanism; the credential must exist.
+type RemoveUserScramCredentialRecord struct {
+	Name      string
+	Mechanism int8
+}
+
 func (*TopicRecord) Type() RecordType           { return TypeTopic }
 func (*PartitionRecord) Type() RecordType       { return TypePartition }
 func (*PartitionChangeRecord) Type() RecordType { return TypePartitionChange }
@@ -197,6 +221,10 @@ func (*RemoveAccessControlEntryRecord) Type() RecordType {
 }
 func (*BrokerRegistrationChangeRecord) Type() RecordType {
 	return TypeBrokerRegistrationChange
+}
+func (*UserScramCredentialRecord) Type() RecordType { return TypeUserScramCredential }
+func (*RemoveUserScramCredentialRecord) Type() RecordType {
+	return TypeRemoveUserScramCredential
 }
 
 const batchFormatV1 = 1
@@ -227,6 +255,10 @@ func newRecord(t RecordType) (Record, error) {
 		return &RemoveAccessControlEntryRecord{}, nil
 	case TypeBrokerRegistrationChange:
 		return &BrokerRegistrationChangeRecord{}, nil
+	case TypeUserScramCredential:
+		return &UserScramCredentialRecord{}, nil
+	case TypeRemoveUserScramCredential:
+		return &RemoveUserScramCredentialRecord{}, nil
 	}
 	return nil, fmt.Errorf("unknown metadata record type %d", t)
 }

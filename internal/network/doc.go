@@ -14,4 +14,11 @@
 // principal from it (Config.TLSPrincipal): the accept loop never waits on a
 // client, and a connection whose handshake fails — plaintext bytes, a missing
 // or untrusted client certificate — is closed before any request is read.
+//
+// On a SASL listener (Config.SASL) the reader then runs the client's SASL
+// exchange (sasl.go, Kafka's SaslServerAuthenticator): nothing but
+// ApiVersions reaches the Handler until the client has authenticated, and
+// the connection's Principal is then who it authenticated as. The reader
+// also takes KIP-368 re-authentications and closes a connection whose
+// session expired.
 package network

@@ -56,6 +56,12 @@ type Config struct {
 	// authentication. It also applies to a listener whose connections
 	// arrive already under TLS (their net.Conn has ConnectionState).
 	TLSPrincipal func(tls.ConnectionState) (security.Principal, error)
+
+	// SASL, when set, makes every client authenticate with SASL before
+	// its first request reaches Handler (sasl.go), after the TLS
+	// handshake on a SASL_SSL listener; the principal is then the SASL
+	// one. Nil serves clients as they connect (or as TLS made them).
+	SASL *SASLConfig
 }
 
 // defaultHandshakeTimeout is Java clients' socket.connection.setup.timeout.ms.
@@ -80,9 +86,11 @@ type Conn struct {
 	nc  net.Conn // a *tls.Conn on an SSL listener
 	raw net.Conn // the socket under nc, closed to stop the connection at once
 	out chan []byte
-	// principal is who the client authenticated as; only the reader
-	// goroutine, which runs the handshakes and the handlers, touches it.
+	// principal is who the client authenticated as, and sasl its SASL
+	// session; only the reader goroutine, which runs the handshakes and
+	// the handlers, touches them.
 	principal security.Principal
+	sasl      saslSession
 }
 
 // Principal is who the client authenticated as (security.Anonymous
@@ -181,6 +189,12 @@ func (c *Conn) read() {
 		}
 		return
 	}
+	if s.cfg.SASL != nil {
+		if err := c.authenticate(ctx, nil); err != nil {
+			c.logClose(ctx, err)
+			return
+		}
+	}
 	for c.serveOne(ctx) {
 	}
 }
@@ -222,6 +236,18 @@ func (c *Conn) serveOne(ctx context.Context) bool {
 		s.cfg.Logger.Info("closing connection", "remote", c.nc.RemoteAddr(), "err", err)
 		return false
 	}
+	if s.cfg.SASL != nil {
+		if kmsg.Key(req.Header.APIKey) == kmsg.SASLHandshake && c.mayReauthenticate() {
+			err := c.authenticate(ctx, &req)
+			c.logClose(ctx, err)
+			return err == nil
+		}
+		if c.sessionExpired() {
+			s.cfg.Logger.Info("closing connection: its SASL session expired (connections.max.reauth.ms)", "remote", c.nc.RemoteAddr(),
+				"principal", c.principal.String(), "api", kmsg.NameForKey(req.Header.APIKey))
+			return false
+		}
+	}
 	resp, err := s.cfg.Handler.Handle(ctx, c, req)
 	if err != nil && ctx.Err() != nil {
 		return false // shutting down
@@ -249,6 +275,17 @@ func (c *Conn) serveOne(ctx context.Context) bool {
 		}
 	}
 	return true
+}
+
+// logClose logs why a connection is closed, unless it simply ended, the
+// server is shutting down, or err is nil. A failed authentication was
+// logged already.
+func (c *Conn) logClose(ctx context.Context, err error) {
+	var failed *authFailure
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || ctx.Err() != nil || errors.As(err, &failed) {
+		return
+	}
+	c.srv.cfg.Logger.Info("closing connection", "remote", c.nc.RemoteAddr(), "err", err)
 }
 
 // write owns the socket's write side. On a write error it closes the socket,

@@ -11,4 +11,11 @@
 // swapped atomically on Reload, so a running listener changes certificates
 // without a restart. Package tlstest makes certificates and stores for
 // tests.
+//
+// SASL: a mechanism is a SASLServer, one per exchange (plain.go for PLAIN
+// with users from a JAAS config, jaas.go; scram_server.go for
+// SCRAM-SHA-256/512 with credentials looked up through ScramCredentials,
+// which a node answers from its metadata image). The package keeps no
+// state of its own: the network layer drives the exchange and owns the
+// connection's principal.
 package security

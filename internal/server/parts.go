@@ -217,6 +217,10 @@ func (s *Server) openRaft(context.Context) error {
 
 func (s *Server) startController(context.Context) error {
 	cfg := s.cfg
+	boot, err := scramBootstrapRecords(cfg.AddScram)
+	if err != nil {
+		return err
+	}
 	c, err := controller.New(controller.Config{
 		NodeID:                       cfg.NodeID,
 		Raft:                         s.raft,
@@ -231,6 +235,7 @@ func (s *Server) startController(context.Context) error {
 		AutoLeaderRebalance:          cfg.AutoLeaderRebalanceEnable,
 		LeaderImbalanceCheckInterval: time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
 		Voters:                       voterEndpoints(cfg),
+		BootstrapRecords:             boot,
 	})
 	if err != nil {
 		return err
@@ -460,6 +465,9 @@ func (s *Server) bindClients(ctx context.Context) error {
 		return fmt.Errorf("bootstrap metadata: %w", err)
 	}
 	var err error
+	if s.sasl, err = s.saslListeners(); err != nil {
+		return err
+	}
 	s.bound, s.endpoints, err = s.bind()
 	return err
 }
@@ -526,13 +534,15 @@ func (s *Server) serveClients(context.Context) error {
 			Listener:       name,
 			MaxRequestSize: s.cfg.SocketRequestMaxBytes,
 			RequestBudget:  budget,
+			SASL:           s.sasl[name],
 			Handler:        s.broker,
 			Versions:       s.broker.Versions(),
 			Logger:         s.logger,
 		}
-		protocol := "PLAINTEXT"
+		protocol := s.cfg.ListenerSecurityProtocolMap[name]
 		if srv := s.tls.servers[name]; srv != nil {
-			ncfg.TLS, ncfg.TLSPrincipal, protocol = srv.Config(), srv.Principal, "SSL"
+			// On SASL_SSL the SASL exchange then sets the principal.
+			ncfg.TLS, ncfg.TLSPrincipal = srv.Config(), srv.Principal
 		}
 		s.listeners = append(s.listeners, network.Serve(ln, ncfg))
 		s.logger.Info("serving Kafka clients", "listener", name, "addr", ln.Addr().String(), "security.protocol", protocol)

@@ -136,7 +136,7 @@ func TestCheckSupportedFailsClosed(t *testing.T) {
 		{[]string{"process.roles=broker", "node.id=2", "listeners=PLAINTEXT://127.0.0.1:9092", "controller.quorum.voters=1@127.0.0.1:9093",
 			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"}, "listener CONTROLLER"},
 		{[]string{"listeners=PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9094,CONTROLLER://127.0.0.1:9093",
-			"controller.quorum.voters=1@127.0.0.1:9093"}, "security protocol SASL_PLAINTEXT"},
+			"controller.quorum.voters=1@127.0.0.1:9093"}, "GSSAPI (sasl.enabled.mechanisms=GSSAPI)"},
 		{[]string{"listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.quorum.voters=1@127.0.0.1:9093",
 			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"}, "listener CONTROLLER"},
 		{[]string{"listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.quorum.voters=1@127.0.0.1:9093",

@@ -66,6 +66,8 @@ type Server struct {
 	// broker is unfenced; endpoints are what it registers.
 	bound     map[string]net.Listener
 	endpoints []metadata.Endpoint
+	// sasl are the authenticators of the SASL client listeners, by name.
+	sasl      map[string]*network.SASLConfig
 	listeners []*network.Server
 	lifecycle *controllerchannel.Lifecycle
 	// readyBy bounds the waits between bootstrap and unfencing.
@@ -377,6 +379,9 @@ func checkSupported(cfg *config.Config) error {
 	if !broker && !ctrl {
 		return errors.New("process.roles is required: want broker, controller or broker,controller")
 	}
+	if len(cfg.AddScram) > 0 && !ctrl {
+		return errors.New("--add-scram needs process.roles to contain controller: the controllers bootstrap the metadata log")
+	}
 	if (!broker || !ctrl) && len(cfg.ControllerQuorumVoters) == 0 {
 		return fmt.Errorf("process.roles=%s needs controller.quorum.voters: Samsa does not discover a dynamic quorum through controller.quorum.bootstrap.servers yet", strings.Join(cfg.ProcessRoles, ","))
 	}
@@ -398,10 +403,11 @@ func checkSupported(cfg *config.Config) error {
 
 // checkSecurity fails closed: a security setting Samsa cannot honour yet
 // stops start-up rather than leave the node less protected than its
-// configuration says. Each security protocol is one case: PLAINTEXT and
-// SSL are served (SSL's key and trust stores are loaded and checked by
-// newNodeTLS, tls.go); SASL_PLAINTEXT and SASL_SSL are not yet. The
-// controller listener a broker-only node dials counts too.
+// configuration says. Each security protocol is one case: PLAINTEXT, SSL
+// (its key and trust stores are loaded and checked by newNodeTLS, tls.go),
+// SASL_PLAINTEXT and SASL_SSL (checkSASL, sasl.go: supported mechanisms,
+// PLAIN's users, not between Samsa's own nodes; SASL_SSL's stores as
+// SSL's). The controller listener a broker-only node dials counts too.
 func checkSecurity(cfg *config.Config) error {
 	listeners := make([]string, 0, len(cfg.Listeners)+1)
 	for _, l := range cfg.Listeners {
@@ -414,8 +420,12 @@ func checkSecurity(cfg *config.Config) error {
 		switch p := cfg.ListenerSecurityProtocolMap[name]; p {
 		case "PLAINTEXT":
 		case "SSL":
+		case "SASL_PLAINTEXT", "SASL_SSL":
+			if err := checkSASL(cfg, name); err != nil {
+				return err
+			}
 		default:
-			return fmt.Errorf("listener %s (listeners) has security protocol %s (listener.security.protocol.map), which Samsa does not serve yet: it would be served without authentication; use PLAINTEXT or SSL for now", name, p)
+			return fmt.Errorf("listener %s (listeners) has security protocol %s (listener.security.protocol.map), which Samsa does not serve: use PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", name, p)
 		}
 	}
 	return checkAuthorizer(cfg.AuthorizerClassName)

@@ -14,8 +14,8 @@ import (
 	"github.com/samsa-io/samsa/internal/security"
 )
 
-// nodeTLS is the TLS of a node: the material of each of its SSL
-// listeners, and the clients it dials other nodes' SSL listeners with —
+// nodeTLS is the TLS of a node: the material of each of its SSL and
+// SASL_SSL listeners, and the clients it dials other nodes' SSL listeners with —
 // the inter-broker listener (replica fetchers, transaction markers) and
 // the controller listener (registration, heartbeats, forwarding, the
 // metadata log, the raft transport). Each is built from that listener's
@@ -33,7 +33,8 @@ type nodeTLS struct {
 func newNodeTLS(cfg *config.Config) (*nodeTLS, error) {
 	n := &nodeTLS{servers: map[string]*security.TLSServer{}}
 	for _, l := range cfg.Listeners {
-		if cfg.ListenerSecurityProtocolMap[l.Name] != "SSL" {
+		p := cfg.ListenerSecurityProtocolMap[l.Name]
+		if p != "SSL" && p != "SASL_SSL" {
 			continue
 		}
 		st, err := tlsSettings(cfg.ListenerSSL(l.Name))
@@ -41,7 +42,7 @@ func newNodeTLS(cfg *config.Config) (*nodeTLS, error) {
 			n.servers[l.Name], err = security.NewTLSServer(st)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("SSL listener %s: %w", l.Name, err)
+			return nil, fmt.Errorf("%s listener %s: %w", p, l.Name, err)
 		}
 	}
 	var err error

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Apache Kafka's own command-line tools against Samsa, through `java -cp`:
 # TopicCommand, ConsoleProducer, ConsoleConsumer, GetOffsetShell,
-# ConfigCommand, ConsumerGroupCommand, DumpLogSegments reading Samsa's
-# segment, offset-index and time-index files directly after a clean stop,
-# and AclCommand against a node with an authorizer.
+# ConfigCommand, ConsumerGroupCommand, and DumpLogSegments reading Samsa's
+# segment, offset-index and time-index files directly after a clean stop;
+# then SASL/SCRAM with the Java client (users from ConfigCommand, KIP-368
+# re-authentication), and AclCommand against a node with an authorizer.
 # Needs SAMSA_BIN, INTEROP_RESULTS and KAFKA_TOOLS_DIR (the jars that
 # `mvn dependency:copy-dependencies` put there; see ../run).
 set -uo pipefail
@@ -143,6 +144,53 @@ has "DumpLogSegments .timeindex entries" "$out" '^timestamp: [0-9]+ offset: [0-9
 matches_log "DumpLogSegments .timeindex matches log" $rc "$out" '^timestamp: [0-9]+ offset: [0-9]+$'
 out=$(kt DumpLogSegments --index-sanity-check --files "$seg.index,$seg.timeindex" 2>&1)
 expect_eq "$C" "DumpLogSegments --index-sanity-check" "2" "$(grep -c 'passed sanity check' <<<"$out")"
+
+# SASL with the Java client: SCRAM users created with ConfigCommand
+# (AlterUserScramCredentials), then ConsoleProducer and ConsoleConsumer
+# over SASL_PLAINTEXT. Sessions last 2 s (connections.max.reauth.ms), so the
+# slow producer re-authenticates on its connection (KIP-368) as it goes.
+start_samsa "$work/sasl" PLAINTEXT \
+	'listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0' \
+	'sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512' \
+	'listener.name.sasl_plaintext.connections.max.reauth.ms=2000' ||
+	{ record "$C" "SASL: start samsa" fail "server did not start"; exit 1; }
+B=$SAMSA_ADDR
+S=$(listener_addr "$work/sasl" SASL_PLAINTEXT)
+# One mechanism per command: Kafka's controller refuses a request that
+# alters one user twice (DUPLICATE_RESOURCE), both mechanisms included.
+out=$(kt ConfigCommand --bootstrap-server "$B" --alter --entity-type users --entity-name tools \
+	--add-config 'SCRAM-SHA-256=[iterations=8192,password=tools-secret]' 2>&1)
+out+=$'\n'$(kt ConfigCommand --bootstrap-server "$B" --alter --entity-type users --entity-name tools \
+	--add-config 'SCRAM-SHA-512=[password=tools-512]' 2>&1)
+expect_eq "$C" "ConfigCommand --alter users SCRAM (AlterUserScramCredentials)" "2" "$(grep -c "^Completed updating config for user tools" <<<"$out")"
+out=$(kt ConfigCommand --bootstrap-server "$B" --describe --entity-type users --entity-name tools 2>&1)
+has "ConfigCommand --describe users SCRAM (DescribeUserScramCredentials)" "$out" 'SCRAM credential configs for user-principal .tools. are SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=4096'
+cat >"$work/scram.properties" <<PROPS
+security.protocol=SASL_PLAINTEXT
+sasl.mechanism=SCRAM-SHA-256
+sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="tools" password="tools-secret";
+PROPS
+for i in 1 2 3 4 5 6; do echo "slow-$i"; sleep 1; done |
+	kt ConsoleProducer --bootstrap-server "$S" --topic sasl --command-config "$work/scram.properties" \
+		--producer-property linger.ms=0 >/dev/null 2>"$work/sasl-producer.err"
+out=$(kt consumer.ConsoleConsumer --bootstrap-server "$S" --topic sasl --partition 0 --offset earliest \
+	--max-messages 6 --timeout-ms 20000 --command-config "$work/scram.properties" 2>/dev/null | tr '\n' ' ')
+expect_eq "$C" "SASL_PLAINTEXT SCRAM-SHA-256 ConsoleProducer (re-authenticating) + ConsoleConsumer" "slow-1 slow-2 slow-3 slow-4 slow-5 slow-6 " "$out"
+expired=$(grep -c 'SASL session expired' "$work/sasl.log")
+expect_eq "$C" "SASL re-authentication (KIP-368): no connection closed for an expired session" "0" "$expired"
+# A wrong password: the consumer reads nothing and the broker logs the
+# failed authentication.
+sed -i 's/tools-secret/wrong/' "$work/scram.properties"
+failed_before=$(grep -c 'msg="failed authentication"' "$work/sasl.log")
+got=$(kt consumer.ConsoleConsumer --bootstrap-server "$S" --topic sasl --partition 0 --offset earliest \
+	--max-messages 1 --timeout-ms 10000 --command-config "$work/scram.properties" 2>/dev/null)
+failed=$(($(grep -c 'msg="failed authentication"' "$work/sasl.log") - failed_before))
+if [ -z "$got" ] && [ "$failed" -ge 1 ]; then
+	record "$C" "SASL wrong password refused" pass
+else
+	record "$C" "SASL wrong password refused" fail "consumed '$got', $failed failed authentications logged"
+fi
+stop_samsa
 
 # AclCommand (kafka-acls.sh) against a node running StandardAuthorizer, on
 # which the tools' User:ANONYMOUS is a super user: --add (a literal and a

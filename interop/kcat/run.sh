@@ -78,6 +78,38 @@ expect_eq "$C" "group resumes from committed offset (-G)" "g4" "$got" 3
 got=$("$SAMSA_BIN" group describe kcat-group --bootstrap "$B" 2>&1 | awk '$1 == "TOTAL-LAG" {print $2}')
 expect_eq "$C" "samsa group describe shows zero lag after -G" "0" "$got" 3
 
+# SASL: a second node whose SASL_PLAINTEXT listener takes SCRAM-SHA-512
+# (its user written at bootstrap by --add-scram) and PLAIN.
+stop_samsa
+start_samsa "$work/sasl" PLAINTEXT \
+	'listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0' \
+	'sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN' \
+	'listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_plain="plain-secret";' \
+	'--add-scram=SCRAM-SHA-512=[name=kcat,password=kcat-secret]' ||
+	{ record "$C" "SASL: start samsa" fail "server did not start"; exit 1; }
+S=$(listener_addr "$work/sasl" SASL_PLAINTEXT)
+# ks MECHANISM USER PASSWORD ARGS...: kcat authenticating on the SASL listener.
+ks() {
+	local m=$1 u=$2 p=$3
+	shift 3
+	timeout 30 kcat -b "$S" -X socket.timeout.ms=10000 -X security.protocol=sasl_plaintext \
+		-X sasl.mechanisms="$m" -X sasl.username="$u" -X sasl.password="$p" "$@"
+}
+printf 's1\ns2\ns3\n' | ks SCRAM-SHA-512 kcat kcat-secret -P -t sasl -p 0
+got=$(ks SCRAM-SHA-512 kcat kcat-secret -C -t sasl -p 0 -o beginning -c 3 -q -f '%o:%s ')
+expect_eq "$C" "SASL_PLAINTEXT SCRAM-SHA-512 produce+consume" "0:s1 1:s2 2:s3 " "$got"
+printf 'p1\n' | ks PLAIN plain plain-secret -P -t sasl -p 0
+got=$(ks PLAIN plain plain-secret -C -t sasl -p 0 -o 3 -c 1 -q -f '%o:%s')
+expect_eq "$C" "SASL_PLAINTEXT PLAIN produce+consume" "3:p1" "$got"
+# A wrong password: librdkafka reports Kafka's authentication failure.
+err=$(timeout 20 kcat -b "$S" -X security.protocol=sasl_plaintext -X sasl.mechanisms=SCRAM-SHA-512 \
+	-X sasl.username=kcat -X sasl.password=wrong -L -m 5 2>&1 >/dev/null)
+if grep -q 'invalid credentials with SASL mechanism SCRAM-SHA-512' <<<"$err"; then
+	record "$C" "SASL wrong password refused" pass
+else
+	record "$C" "SASL wrong password refused" fail "$(head -c 150 <<<"$err")"
+fi
+
 # TLS: an SSL listener (PEM key store, PEM trust store, client
 # certificates required), as kcat reaches it with -X security.protocol=ssl.
 stop_samsa
@@ -111,4 +143,26 @@ if timeout 15 kcat -b "$S" -X socket.timeout.ms=3000 -m 5 -L >/dev/null 2>&1; th
 	record "$C" "plaintext to an SSL listener is refused" fail "kcat -L succeeded"
 else
 	record "$C" "plaintext to an SSL listener is refused" pass
+fi
+
+# SASL_SSL: SCRAM over TLS (a server certificate; clients authenticate with
+# SASL), the usual production setup.
+stop_samsa
+if start_samsa "$work/sasl-ssl" PLAINTEXT \
+	'listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0' \
+	"listener.name.sasl_ssl.ssl.keystore.type=PEM" "listener.name.sasl_ssl.ssl.keystore.location=$P/server.pem" \
+	'sasl.enabled.mechanisms=SCRAM-SHA-256' '--add-scram=SCRAM-SHA-256=[name=kcat,password=kcat-secret]'; then
+	S=$(listener_addr "$work/sasl-ssl" SASL_SSL)
+	kss() { timeout 30 kcat -b "$S" -X socket.timeout.ms=10000 -X security.protocol=sasl_ssl -X ssl.ca.location="$P/ca.pem" \
+		-X sasl.mechanisms=SCRAM-SHA-256 -X sasl.username=kcat -X sasl.password="$1" "${@:2}"; }
+	printf 'x1\nx2\n' | kss kcat-secret -P -t sasl-ssl -p 0
+	got=$(kss kcat-secret -C -t sasl-ssl -p 0 -o beginning -c 2 -q -f '%o:%s ')
+	expect_eq "$C" "SASL_SSL SCRAM-SHA-256 produce+consume" "0:x1 1:x2 " "$got"
+	if kss wrong -L -m 5 >/dev/null 2>&1; then
+		record "$C" "SASL_SSL wrong password refused" fail "kcat -L succeeded"
+	else
+		record "$C" "SASL_SSL wrong password refused" pass
+	fi
+else
+	record "$C" "SASL_SSL: start samsa" fail "server did not start"
 fi

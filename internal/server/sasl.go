@@ -1,0 +1,138 @@
+package server
+
+import (
+	"crypto/rand"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/samsa-io/samsa/internal/config"
+	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/network"
+	"github.com/samsa-io/samsa/internal/security"
+)
+
+// SASL listeners: the SASL keys of a listener (config.SASLListener)
+// turned into the network layer's authenticator, and the checks that
+// refuse what Samsa cannot honour.
+
+// isSASL reports whether a security protocol authenticates with SASL.
+func isSASL(protocol string) bool { return protocol == "SASL_PLAINTEXT" || protocol == "SASL_SSL" }
+
+// saslListener builds the authenticator of a SASL listener. scram looks
+// SCRAM credentials up (nil when only checking the configuration). The
+// warnings name keys that are set but ignored.
+func saslListener(cfg *config.Config, listener string, scram security.ScramCredentials) (*network.SASLConfig, []string, error) {
+	l, err := cfg.SASLListener(listener)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(l.Mechanisms) == 0 {
+		return nil, nil, fmt.Errorf("listener %s uses SASL but enables no mechanism: set %s (or sasl.enabled.mechanisms) to PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
+			listener, config.ListenerPrefix(listener)+"sasl.enabled.mechanisms")
+	}
+	out := &network.SASLConfig{
+		Mechanisms:                l.Mechanisms,
+		MaxReceiveSize:            l.MaxReceiveSize,
+		FailedAuthenticationDelay: time.Duration(cfg.ConnectionFailedAuthenticationDelayMs) * time.Millisecond,
+		SessionLifetime:           map[string]time.Duration{},
+	}
+	servers := map[string]func() security.SASLServer{}
+	for _, m := range l.Mechanisms {
+		jaas, hasJAAS := l.JAAS[m]
+		switch m {
+		case security.MechanismPlain:
+			if !hasJAAS {
+				return nil, nil, fmt.Errorf("listener %s enables SASL mechanism PLAIN but %s is not set: list its users there as user_<name>=\"<password>\" (an un-prefixed sasl.jaas.config is ignored on a broker, as in Kafka)",
+					listener, config.JAASKey(listener, m))
+			}
+			users, err := security.PlainUsersFromJAAS(jaas)
+			if err != nil {
+				return nil, nil, fmt.Errorf("invalid %s: %w", config.JAASKey(listener, m), err)
+			}
+			servers[m] = func() security.SASLServer { return security.NewPlainServer(users) }
+		case security.MechanismScramSHA256, security.MechanismScramSHA512:
+			// The users are in the metadata log; the JAAS entry holds only
+			// the broker's own client credentials.
+			if hasJAAS {
+				if _, err := security.ParseJAASModule(jaas, security.ScramLoginModule); err != nil {
+					return nil, nil, fmt.Errorf("invalid %s: %w", config.JAASKey(listener, m), err)
+				}
+			}
+			mech, _ := security.ScramMechanismByName(m)
+			servers[m] = func() security.SASLServer { return security.NewScramServer(mech, scram) }
+		default:
+			return nil, nil, fmt.Errorf("listener %s enables SASL mechanism %s (%s=%s), which Samsa does not support: enable only %s",
+				listener, m, l.MechanismsKey, strings.Join(l.Mechanisms, ","), strings.Join(security.SupportedMechanisms, ", "))
+		}
+		out.SessionLifetime[m] = time.Duration(l.MaxReauthMs[m]) * time.Millisecond
+	}
+	out.NewServer = func(m string) security.SASLServer { return servers[m]() }
+	return out, l.Warnings, nil
+}
+
+// saslListeners builds the authenticator of every SASL client listener,
+// by name, logging the keys set but ignored.
+func (s *Server) saslListeners() (map[string]*network.SASLConfig, error) {
+	out := map[string]*network.SASLConfig{}
+	scram := s.scramCredentials()
+	for _, l := range s.cfg.BrokerListeners() {
+		if !isSASL(s.cfg.ListenerSecurityProtocolMap[l.Name]) {
+			continue
+		}
+		sc, warnings, err := saslListener(s.cfg, l.Name, scram)
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range warnings {
+			s.logger.Warn(w)
+		}
+		s.logger.Info("SASL authentication", "listener", l.Name, "mechanisms", strings.Join(sc.Mechanisms, ","))
+		out[l.Name] = sc
+	}
+	return out, nil
+}
+
+// checkSASL refuses SASL settings Samsa cannot honour: a mechanism it
+// does not have, PLAIN without users, and SASL where Samsa's own nodes
+// would have to authenticate to each other (they cannot yet): on the
+// controller listener, and on the inter-broker listener of a cluster with
+// other brokers.
+func checkSASL(cfg *config.Config, listener string) error {
+	if cfg.IsControllerListener(listener) {
+		return fmt.Errorf("controller listener %s has security protocol %s (listener.security.protocol.map): Samsa's nodes cannot authenticate to each other with SASL yet; use PLAINTEXT for the controller listener",
+			listener, cfg.ListenerSecurityProtocolMap[listener])
+	}
+	if listener == cfg.InterBrokerListenerName && (len(cfg.ControllerQuorumVoters) > 1 || !cfg.HasRole("controller")) {
+		return fmt.Errorf("inter-broker listener %s (inter.broker.listener.name) has security protocol %s: Samsa's brokers cannot authenticate to each other with SASL yet; use a PLAINTEXT listener for inter-broker traffic",
+			listener, cfg.ListenerSecurityProtocolMap[listener])
+	}
+	_, _, err := saslListener(cfg, listener, nil)
+	return err
+}
+
+// scramCredentials looks SCRAM credentials up in the latest metadata
+// image, so a change committed to the metadata log applies to the next
+// exchange on every node.
+func (s *Server) scramCredentials() security.ScramCredentials {
+	return func(m security.ScramMechanism, user string) (security.ScramCredential, bool) {
+		c, ok := s.loader.Image().ScramCredential(user, int8(m))
+		return security.ScramCredential{Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: c.Iterations}, ok
+	}
+}
+
+// scramBootstrapRecords turns --add-scram arguments into the records the
+// controller writes when it bootstraps the metadata log.
+func scramBootstrapRecords(args []string) ([]metadata.Record, error) {
+	var recs []metadata.Record
+	for i, arg := range args {
+		a, err := security.ParseScramArg(arg, rand.Reader)
+		if err != nil {
+			return nil, fmt.Errorf("--add-scram #%d: %w", i+1, err)
+		}
+		c := a.Credential
+		recs = append(recs, &metadata.UserScramCredentialRecord{Name: a.Name, Mechanism: int8(a.Mechanism),
+			Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: c.Iterations})
+	}
+	return recs, nil
+}

@@ -1,0 +1,157 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/samsa-io/samsa/internal/config"
+)
+
+const testPlainJAAS = `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="a";`
+
+// SASL settings Samsa cannot honour stop start-up with a message naming
+// the key to change.
+func TestCheckSASL(t *testing.T) {
+	base := []string{"process.roles=broker,controller", "node.id=1", "controller.listener.names=CONTROLLER",
+		"controller.quorum.voters=1@127.0.0.1:9093", "log.dirs=/tmp/unused",
+		"listeners=PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9094,CONTROLLER://127.0.0.1:9093"}
+	plain := "listener.name.sasl_plaintext.plain.sasl.jaas.config=" + testPlainJAAS
+	for _, tc := range []struct {
+		props []string
+		want  string // "" for accepted; else a substring of the error
+	}{
+		{[]string{"sasl.enabled.mechanisms=PLAIN", plain}, ""},
+		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512"}, ""},
+		{[]string{"listener.name.sasl_plaintext.sasl.enabled.mechanisms=SCRAM-SHA-512"}, ""},
+		{[]string{"sasl.enabled.mechanisms=PLAIN"}, "listener.name.sasl_plaintext.plain.sasl.jaas.config is not set"},
+		// Kafka ignores the un-prefixed key on a broker; so does Samsa.
+		{[]string{"sasl.enabled.mechanisms=PLAIN", "sasl.jaas.config=" + testPlainJAAS}, "listener.name.sasl_plaintext.plain.sasl.jaas.config is not set"},
+		{[]string{"sasl.enabled.mechanisms=PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config=PlainLoginModule required;"},
+			"invalid listener.name.sasl_plaintext.plain.sasl.jaas.config"},
+		{[]string{"sasl.enabled.mechanisms=PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config=" + strings.TrimSuffix(testPlainJAAS, ";")},
+			"not terminated by semi-colon"},
+		{[]string{"sasl.enabled.mechanisms=PLAIN,OAUTHBEARER", plain}, "SASL mechanism OAUTHBEARER (sasl.enabled.mechanisms=PLAIN,OAUTHBEARER)"},
+		{[]string{"sasl.enabled.mechanisms=PLAIN", plain, "listener.name.sasl_plaintext.sasl.enabled.mechanisms=GSSAPI"},
+			"GSSAPI (listener.name.sasl_plaintext.sasl.enabled.mechanisms=GSSAPI)"},
+		{[]string{"sasl.enabled.mechanisms="}, "enables no mechanism"},
+		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", "listener.name.sasl_plaintext.scram-sha-256.connections.max.reauth.ms=soon"},
+			`invalid value "soon" for listener.name.sasl_plaintext.scram-sha-256.connections.max.reauth.ms`},
+		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", "listener.name.sasl_plaintext.sasl.server.max.receive.size=0"},
+			"listener.name.sasl_plaintext.sasl.server.max.receive.size"},
+		// The nodes cannot authenticate to each other yet.
+		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"},
+			"controller listener CONTROLLER"},
+		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", "inter.broker.listener.name=SASL_PLAINTEXT",
+			"controller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.1:9095"}, "inter-broker listener SASL_PLAINTEXT"},
+		// ... but a single node never dials its own inter-broker listener.
+		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", "inter.broker.listener.name=SASL_PLAINTEXT"}, ""},
+		// SASL_SSL: the same SASL checks (its stores are newNodeTLS's).
+		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_SSL,CONTROLLER:PLAINTEXT"}, ""},
+		{[]string{"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_SSL,CONTROLLER:PLAINTEXT"}, "GSSAPI"},
+	} {
+		// Some values are refused as the configuration loads, the rest
+		// by checkSupported: either way start-up stops naming the key.
+		cfg, _, err := config.Load("", append(slices.Clone(base), tc.props...))
+		if err == nil {
+			err = checkSupported(cfg)
+		}
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: refused: %v", tc.props, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: %v, want an error naming %q", tc.props, err, tc.want)
+		}
+	}
+}
+
+// The per-mechanism and per-listener keys win over the broker-wide ones.
+func TestSASLListenerSettings(t *testing.T) {
+	cfg, _, err := config.Load("", []string{"log.dirs=/tmp/unused",
+		"listeners=PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9094,CONTROLLER://127.0.0.1:9093",
+		"sasl.enabled.mechanisms=GSSAPI", "listener.name.sasl_plaintext.sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN,SCRAM-SHA-256",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config=" + testPlainJAAS,
+		"connections.max.reauth.ms=1000", "listener.name.sasl_plaintext.connections.max.reauth.ms=2000",
+		"listener.name.sasl_plaintext.scram-sha-512.connections.max.reauth.ms=3000",
+		"sasl.server.max.receive.size=1000", "connection.failed.authentication.delay.ms=7",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, warnings, err := saslListener(cfg, "SASL_PLAINTEXT", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(sc.Mechanisms, ","); got != "SCRAM-SHA-512,PLAIN,SCRAM-SHA-256" {
+		t.Errorf("mechanisms %s", got)
+	}
+	want := map[string]time.Duration{"SCRAM-SHA-512": 3 * time.Second, "PLAIN": 2 * time.Second, "SCRAM-SHA-256": 2 * time.Second}
+	for m, d := range want {
+		if sc.SessionLifetime[m] != d {
+			t.Errorf("%s: session lifetime %v, want %v", m, sc.SessionLifetime[m], d)
+		}
+	}
+	if sc.MaxReceiveSize != 1000 || sc.FailedAuthenticationDelay != 7*time.Millisecond || len(warnings) != 0 {
+		t.Errorf("max receive %d, delay %v, warnings %v", sc.MaxReceiveSize, sc.FailedAuthenticationDelay, warnings)
+	}
+}
+
+// --add-scram writes credentials into the metadata log a new node
+// bootstraps; a restart with other arguments changes nothing.
+func TestAddScramAtBootstrap(t *testing.T) {
+	dir := t.TempDir()
+	load := func(addScram ...string) *config.Config {
+		cfg, _, err := config.Load("", []string{"log.dirs=" + dir,
+			"listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+			"sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.AddScram = addScram
+		return cfg
+	}
+	login := func(s *Server, m sasl.Mechanism) error {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr("SASL_PLAINTEXT")), kgo.SASL(m), kgo.RetryTimeout(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err = kadm.NewClient(cl).ListTopics(ctx)
+		return err
+	}
+	s := start(t, load("SCRAM-SHA-256=[name=alice,password=alice-secret]",
+		"SCRAM-SHA-512=[name=alice,iterations=8192,password=other]"))
+	if err := login(s, scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()); err != nil {
+		t.Fatalf("alice with SCRAM-SHA-256: %v", err)
+	}
+	if err := login(s, scram.Auth{User: "alice", Pass: "other"}.AsSha512Mechanism()); err != nil {
+		t.Fatalf("alice with SCRAM-SHA-512: %v", err)
+	}
+	if err := login(s, scram.Auth{User: "alice", Pass: "other"}.AsSha256Mechanism()); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("alice's SCRAM-SHA-512 password for SCRAM-SHA-256: %v", err)
+	}
+	if c, _ := s.loader.Image().ScramCredential("alice", 2); c.Iterations != 8192 {
+		t.Fatalf("iterations %d", c.Iterations)
+	}
+	s.Close()
+
+	s = start(t, load("SCRAM-SHA-256=[name=bob,password=bob-secret]"))
+	defer s.Close()
+	if err := login(s, scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()); err != nil {
+		t.Fatalf("alice after restart: %v", err)
+	}
+	if err := login(s, scram.Auth{User: "bob", Pass: "bob-secret"}.AsSha256Mechanism()); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("bob, added after bootstrap: %v", err)
+	}
+}
