@@ -14,17 +14,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/samsa-io/samsa/internal/server"
 	"github.com/samsa-io/samsa/internal/servertest"
 )
 
-// ACL tests against a node running Kafka's StandardAuthorizer. Clients on
-// a PLAINTEXT listener are all User:ANONYMOUS, so the tests tell them
-// apart by source address, which ACL hosts match: the admin connects from
-// 127.0.0.1 (as the node's own inter-node clients do) and is allowed
-// everything there; the user connects from 127.0.0.2 and gets only what
-// each test grants to ANONYMOUS from that host.
+// ACL tests against a node running Kafka's StandardAuthorizer. Most use
+// a PLAINTEXT listener, where every client is User:ANONYMOUS, and tell
+// clients apart by source address, which ACL hosts match: the admin
+// connects from 127.0.0.1 (as the node's own inter-node clients do) and
+// is allowed everything there; the user connects from 127.0.0.2 and gets
+// only what each test grants to ANONYMOUS from that host.
+// TestACLsSASLUsers uses SASL PLAIN users instead.
 
 const (
 	anonymous = "User:ANONYMOUS"
@@ -539,5 +541,66 @@ func TestACLsTransactions(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), kerr.TransactionalIDAuthorizationFailed.Message) {
 		t.Fatalf("transactional id tx-2: %v, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED", err)
+	}
+}
+
+// ACLs for SASL users: on a SASL_PLAINTEXT listener (PLAIN users admin,
+// alice and bob; admin a super user) each client is User:<name>. Alice
+// reads a topic only once granted READ; a grant to User:* lets bob read
+// too, until a DENY for User:bob, which wins over it while alice keeps
+// reading; the admin lists the ACLs of one principal.
+func TestACLsSASLUsers(t *testing.T) {
+	ctx := testContext(t)
+	const jaas = `org.apache.kafka.common.security.plain.PlainLoginModule required ` +
+		`username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";`
+	srv := servertest.Start(t, append(slices.Clone(authzProps[:1]),
+		"listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"sasl.enabled.mechanisms=PLAIN",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config="+jaas,
+		"super.users=User:admin")...)
+	addr := srv.Addr("SASL_PLAINTEXT")
+	as := func(user string, opts ...kgo.Opt) *kgo.Client {
+		return newKgo(t, addr, append([]kgo.Opt{kgo.SASL(plain.Auth{User: user, Pass: user + "-secret"}.AsMechanism()),
+			kgo.RetryTimeout(3 * time.Second)}, opts...)...)
+	}
+	admCl := as("admin")
+	adm := kadm.NewClient(admCl)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "s"); err != nil {
+		t.Fatal(err)
+	}
+	produceAs(ctx, t, admCl, "s", "one", "two")
+	alice, bob := as("alice"), as("bob")
+	readCode := func(cl *kgo.Client) int16 { return fetchCode(ctx, t, adm, cl, "s") }
+	if code := readCode(alice); code != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("alice before any grant: code %d", code)
+	}
+
+	createACLs(ctx, t, adm, kadm.NewACLs().Allow("User:alice").Topics("s").Operations(kadm.OpRead))
+	if code := readCode(alice); code != 0 {
+		t.Fatalf("alice with READ: code %d", code)
+	}
+	if code := readCode(bob); code != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("bob beside alice's grant: code %d", code)
+	}
+	createACLs(ctx, t, adm, kadm.NewACLs().Allow("User:*").Topics("s").Operations(kadm.OpRead))
+	if code := readCode(bob); code != 0 {
+		t.Fatalf("bob with READ for User:*: code %d", code)
+	}
+	createACLs(ctx, t, adm, kadm.NewACLs().Deny("User:bob").Topics("s").Operations(kadm.OpRead))
+	if code := readCode(bob); code != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("bob denied: code %d", code)
+	}
+	cl := as("alice", kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"s": {0: kgo.NewOffset().AtStart()}}))
+	var vs []string
+	for len(vs) < 2 && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { vs = append(vs, string(r.Value)) })
+	}
+	if !slices.Equal(vs, []string{"one", "two"}) {
+		t.Fatalf("alice consumed %v beside bob's DENY", vs)
+	}
+	aliceACLs := describeACLs(ctx, t, adm, kadm.NewACLs().AnyResource().Allow("User:alice").AllowHosts().
+		Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
+	if want := []string{"TOPIC:LITERAL:s ALLOW User:alice@* READ"}; !slices.Equal(aliceACLs, want) {
+		t.Fatalf("alice's ACLs: %v, want %v", aliceACLs, want)
 	}
 }
