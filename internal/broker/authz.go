@@ -7,9 +7,10 @@ package broker
 // Without an authorizer (authorizer.class.name unset, Kafka's default)
 // every question is answered yes and handlers behave as if there were no
 // ACLs at all. With one, a principal that is not a super user is refused
-// everything until the node has published its first metadata image
-// (aclsReady): Kafka's StandardAuthorizer is "not ready" until its
-// initial load, and never authorizes on an empty ACL set before it.
+// everything until the authorizer has the ACLs of a first metadata image
+// (security.Authorizer.Loaded, set by the node's security.ACLPublisher):
+// Kafka's StandardAuthorizer is "not ready" until its initial load, and
+// never authorizes on an empty ACL set before it.
 // Clients are served only once this broker is unfenced, after its image
 // has caught up with its own registration, so in practice they never
 // meet that state.
@@ -39,7 +40,10 @@ type authz struct {
 
 // authz returns the authorizer's view of the client on c.
 func (b *Broker) authz(c *network.Conn) authz {
-	z := authz{a: b.cfg.Authorizer, ready: b.aclsReady.Load(), client: security.Anonymous}
+	z := authz{a: b.cfg.Authorizer, client: security.Anonymous}
+	if z.a != nil {
+		z.ready = z.a.Loaded()
+	}
 	if c == nil {
 		return z
 	}

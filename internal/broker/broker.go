@@ -60,9 +60,9 @@ type Config struct {
 	// Quotas measures clients against their byte-rate quotas (the
 	// publisher keeps its quotas current); nil enforces none.
 	Quotas *security.QuotaManager
-	// Authorizer decides what each client may do (authz.go); the
-	// publisher keeps its ACLs in step with the image. Nil: no
-	// authorization, and the ACL APIs answer SECURITY_DISABLED.
+	// Authorizer decides what each client may do (authz.go); the node's
+	// security.ACLPublisher keeps its ACLs in step with the image. Nil:
+	// no authorization, and the ACL APIs answer SECURITY_DISABLED.
 	Authorizer *security.Authorizer
 	Logger     *slog.Logger
 	Now        func() time.Time
@@ -80,9 +80,6 @@ type Broker struct {
 	offsetsLoaded coordinator.Leadership
 	// txnLoaded is owned by the metadata publisher.
 	txnLoaded coordinator.Leadership
-	// aclsReady is set once the publisher has given the authorizer the
-	// ACLs of a first image.
-	aclsReady atomic.Bool
 }
 
 // handler answers one API. It returns the response with its version set

@@ -10,7 +10,6 @@ import (
 	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/replica"
-	"github.com/samsa-io/samsa/internal/security"
 	"github.com/samsa-io/samsa/internal/storage"
 )
 
@@ -22,7 +21,6 @@ import (
 // path, so a request answered after a commit sees its effect; it makes no
 // network calls.
 func (b *Broker) Publish(d *metadata.Delta, img *metadata.Image) {
-	b.publishACLs(d, img)
 	for _, old := range d.DeletedTopics {
 		for _, p := range old.Partitions {
 			b.cfg.Fetchers.Unfollow(replica.TopicPartition{Topic: old.Name, Partition: p.Partition})
@@ -56,34 +54,6 @@ func (b *Broker) Publish(d *metadata.Delta, img *metadata.Image) {
 	}
 	b.publishOffsetsTopic(img)
 	b.publishTxnTopic(img)
-}
-
-// publishACLs keeps the authorizer's ACLs those of img (Kafka's
-// AclPublisher): rebuilt whole from a full image, else the delta's
-// removed ACLs out and added ones in, as one snapshot swapped atomically,
-// so no request ever sees half a batch. The first image makes the
-// authorizer ready.
-func (b *Broker) publishACLs(d *metadata.Delta, img *metadata.Image) {
-	az := b.cfg.Authorizer
-	if az == nil {
-		return
-	}
-	switch {
-	case d.Full || !b.aclsReady.Load():
-		az.SetACLs(security.NewACLSet(security.ImageACLs(img.ACLs())))
-	case len(d.ChangedACLs) > 0:
-		var add, remove []security.ACL
-		for _, id := range d.ChangedACLs {
-			if a, ok := d.Prev.ACLs()[id]; ok {
-				remove = append(remove, security.ACLFromMetadata(a))
-			}
-			if a, ok := img.ACLs()[id]; ok {
-				add = append(add, security.ACLFromMetadata(a))
-			}
-		}
-		az.SetACLs(az.ACLs().Update(add, remove))
-	}
-	b.aclsReady.Store(true)
 }
 
 // publishPartition applies one partition's image to its local replica: a

@@ -432,6 +432,14 @@ func (s *Server) startBroker(context.Context) error {
 	if s.level != nil {
 		s.broker.SetLogLevel(s.level)
 	}
+	// The authorizer's ACLs follow the image, registered before the
+	// broker so that both first see the replayed image.
+	if authorizer != nil {
+		if err := s.loader.Register(security.ACLPublisher{A: authorizer}); err != nil {
+			s.fetchers.Close()
+			return err
+		}
+	}
 	// The broker's publisher opens and deletes logs as metadata changes;
 	// registered now, it first catches up on the replayed image.
 	if err := s.loader.Register(s.broker); err != nil {
