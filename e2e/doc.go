@@ -26,6 +26,10 @@
 //     SCRAM-SHA-256/512 through franz-go, sarama (both handshake versions),
 //     kafka-go and librdkafka; SCRAM users created and deleted with kadm;
 //     refusals, KIP-368 re-authentication and a 100 MB token
+//   - acl_test.go: ACLs with StandardAuthorizer through kadm and franz-go:
+//     create, describe and delete, topic, group and transactional id
+//     rights, DENY, prefixes, a restart (PLAINTEXT clients told apart by
+//     source address), and SASL PLAIN users
 //
 // Every client round-trips 200 generated records per compression codec
 // (none, gzip, snappy, lz4, zstd) on a fresh 3-partition topic and the

@@ -25,6 +25,12 @@ package broker
 //   - acks=0 sends no response; an error then closes the connection, which
 //     is the only way a fire-and-forget producer can learn of it (Kafka does
 //     the same).
+//   - Authorization (KafkaApis): a request with transactional batches
+//     needs WRITE on its transactional id, else every partition answers
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED; each topic needs WRITE, else
+//     its partitions answer TOPIC_AUTHORIZATION_FAILED (before any check
+//     of the topic's existence). An idempotent producer's right to a
+//     producer id was checked by InitProducerId.
 
 import (
 	"context"
@@ -41,11 +47,17 @@ import (
 	"github.com/samsa-io/samsa/internal/replica"
 )
 
-func handleProduce(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleProduce(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	resp.Version = req.Version
 
+	z := b.authz(c)
+	var txnDenied bool
+	if z.on() && hasTransactionalBatches(req) {
+		txnDenied = req.TransactionID == nil || !z.txnID(kmsg.ACLOperationWrite, *req.TransactionID)
+	}
+	writable := z.topics(kmsg.ACLOperationWrite)
 	acksOK := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
 	img := b.cfg.Image()
 	var firstErr error
@@ -62,6 +74,10 @@ func handleProduce(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Re
 			sp.LogStartOffset = -1
 			var err error
 			switch {
+			case txnDenied:
+				err = kerr.TransactionalIDAuthorizationFailed
+			case !writable(rt.Topic):
+				err = kerr.TopicAuthorizationFailed
 			case !acksOK:
 				err = kerr.InvalidRequiredAcks
 			case !topicKnown:
@@ -91,6 +107,19 @@ func handleProduce(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Re
 	}
 	b.awaitCommitted(ctx, resp, pending, time.Duration(req.TimeoutMillis)*time.Millisecond)
 	return resp, nil
+}
+
+// hasTransactionalBatches reports whether a partition's batch is
+// transactional (Kafka's RequestUtils.hasTransactionalRecords).
+func hasTransactionalBatches(req *kmsg.ProduceRequest) bool {
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			if h, err := record.ParseHeader(p.Records); err == nil && h.Transactional() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // pendingProduce is an acks=all append waiting to commit, and where its

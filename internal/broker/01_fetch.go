@@ -35,6 +35,10 @@ package broker
 //     offset, and answers diverging_epoch when the follower's log diverged
 //     at its last fetched epoch. It long-polls like a consumer; a move of
 //     the high watermark also wakes it.
+//   - Authorization (KafkaApis): a consumer needs READ on each topic, a
+//     follower CLUSTER_ACTION on the cluster; a partition without it
+//     answers TOPIC_AUTHORIZATION_FAILED (a consumer's unknown topic id is
+//     UNKNOWN_TOPIC_ID first, as its name is not known to authorize).
 
 import (
 	"context"
@@ -49,7 +53,7 @@ import (
 	"github.com/samsa-io/samsa/internal/replica"
 )
 
-func handleFetch(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleFetch(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
 	if req.SessionEpoch > 0 {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
@@ -58,9 +62,15 @@ func handleFetch(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Requ
 		return resp, nil
 	}
 	replicaID := fetchReplicaID(req)
+	z := b.authz(c)
+	readable := z.topics(kmsg.ACLOperationRead)
+	if replicaID >= 0 {
+		ok := z.cluster(kmsg.ACLOperationClusterAction)
+		readable = func(string) bool { return ok }
+	}
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
-		resp, bytes, waitOn := b.fetchOnce(req, replicaID)
+		resp, bytes, waitOn := b.fetchOnce(req, replicaID, readable)
 		if bytes >= int(req.MinBytes) || req.MaxWaitMillis <= 0 || len(waitOn) == 0 || needsAnswer(resp) {
 			return resp, nil
 		}
@@ -91,10 +101,10 @@ func needsAnswer(resp *kmsg.FetchResponse) bool {
 }
 
 // fetchOnce reads every requested partition once, for a consumer
-// (replicaID -1) or a follower. It returns the response, how many record
-// bytes it holds, and the partitions whose appends would change the
-// answer.
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32) (*kmsg.FetchResponse, int, []<-chan struct{}) {
+// (replicaID -1) or a follower, of the topics readable allows. It returns
+// the response, how many record bytes it holds, and the partitions whose
+// appends would change the answer.
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32, readable func(topic string) bool) (*kmsg.FetchResponse, int, []<-chan struct{}) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.Version = req.Version
 	img := b.cfg.Image()
@@ -123,6 +133,15 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32) (*kmsg.Fetch
 			// (possibly empty) record set, and librdkafka rejects a null
 			// one ("invalid MessageSetSize -1").
 			sp.RecordBatches = []byte{}
+			name := rt.Topic
+			if known {
+				name = t.Name
+			}
+			if (known || req.Version < 13 || replicaID >= 0) && !readable(name) {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			if !known {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				if req.Version >= 13 {

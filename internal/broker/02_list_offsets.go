@@ -16,6 +16,8 @@ package broker
 //     A follower replica (replica_id >= 0) asking for the latest offset
 //     gets the leader's log end offset, not the high watermark: it needs
 //     it to truncate after OFFSET_OUT_OF_RANGE.
+//   - Authorization (KafkaApis): DESCRIBE on each topic, else its
+//     partitions answer TOPIC_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -37,17 +39,24 @@ const (
 	latestTieredTimestamp  = -5
 )
 
-func handleListOffsets(_ context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleListOffsets(_ context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	resp.Version = req.Version
+	describable := b.authz(c).topics(kmsg.ACLOperationDescribe)
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
+		allowed := describable(rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+			if !allowed {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			p, err := b.leaderPartition(rt.Topic, rp.Partition)
 			if err == nil {
 				err = listOffset(p, rp, req.ReplicaID >= 0, req.IsolationLevel == 1, &sp)

@@ -24,6 +24,16 @@ package broker
 //     partitions LEADER_NOT_AVAILABLE, and controller id -1. Clients then
 //     ask another broker and find the leaders the quorum elected, rather
 //     than being kept on this one by its stale image.
+//   - Authorization (KafkaApis): a topic the client may not DESCRIBE is
+//     left out of an all-topics answer, and answers
+//     TOPIC_AUTHORIZATION_FAILED when named (without its id) or asked by
+//     id (without its name). Auto-creation also needs CREATE on the
+//     cluster or on the topic; a missing topic the client may describe
+//     but not create answers TOPIC_AUTHORIZATION_FAILED. An unknown id is
+//     UNKNOWN_TOPIC_ID before any check.
+//   - include_topic_authorized_operations (v8+) fills each described
+//     topic's authorized operations; include_cluster_authorized_operations
+//     (v8-v10) the cluster's, 0 without DESCRIBE on it.
 
 import (
 	"context"
@@ -40,10 +50,16 @@ func handleMetadata(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.R
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.Version = req.Version
 
+	z := b.authz(c)
+	describable := z.topics(kmsg.ACLOperationDescribe)
 	img := b.cfg.Image()
 	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
-	if !allTopics {
-		img = b.autoCreate(ctx, img, req)
+	creatable := func(name string) bool {
+		return describable(name) && (z.cluster(kmsg.ACLOperationCreate) || z.topic(kmsg.ACLOperationCreate, name))
+	}
+	autoCreate := !allTopics && (req.Version < 4 || req.AllowAutoTopicCreation) && b.cfg.Static.AutoCreateTopicsEnable
+	if autoCreate {
+		img = b.autoCreate(ctx, img, req, creatable)
 	}
 
 	resp.ClusterID = &img.ClusterID
@@ -61,55 +77,76 @@ func handleMetadata(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.R
 		rb.Rack = br.Rack
 		resp.Brokers = append(resp.Brokers, rb)
 	}
+	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = z.clusterAuthorizedOps()
+	}
+	// described adds a topic the client may describe, with its
+	// authorized operations when asked.
+	described := func(mt kmsg.MetadataResponseTopic) {
+		if req.Version >= 8 && req.IncludeTopicAuthorizedOperations && mt.Topic != nil {
+			mt.AuthorizedOperations = z.authorizedOps(kmsg.ACLResourceTypeTopic, *mt.Topic)
+		}
+		resp.Topics = append(resp.Topics, mt)
+	}
 
 	if allTopics {
 		for _, t := range img.Topics() {
-			resp.Topics = append(resp.Topics, metadataTopic(t, live))
+			if describable(t.Name) {
+				described(metadataTopic(t, live))
+			}
 		}
 		return resp, nil
 	}
 	for _, rt := range req.Topics {
+		byName := rt.Topic != nil && *rt.Topic != ""
 		var t *metadata.TopicImage
 		var ok bool
-		if rt.Topic != nil && *rt.Topic != "" {
+		if byName {
 			t, ok = img.Topic(*rt.Topic)
 		} else {
 			t, ok = img.TopicByID(metadata.Uuid(rt.TopicID))
-		}
-		if ok {
-			resp.Topics = append(resp.Topics, metadataTopic(t, live))
-			continue
 		}
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.Topic = rt.Topic
 		mt.TopicID = rt.TopicID
 		switch {
-		case rt.Topic == nil || *rt.Topic == "":
+		case !byName && !ok:
 			mt.ErrorCode = kerr.UnknownTopicID.Code
+		case !byName && !describable(t.Name):
+			// Ids are not secret; the name is.
+			mt.Topic, mt.ErrorCode = nil, kerr.TopicAuthorizationFailed.Code
+		case byName && !describable(*rt.Topic):
+			// Whether the topic exists is not told either.
+			mt.TopicID, mt.ErrorCode = [16]byte{}, kerr.TopicAuthorizationFailed.Code
+		case ok:
+			described(metadataTopic(t, live))
+			continue
+		case autoCreate && metadata.ValidateTopicName(*rt.Topic) == nil && !creatable(*rt.Topic):
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		case metadata.ValidateTopicName(*rt.Topic) != nil:
 			mt.ErrorCode = kerr.InvalidTopicException.Code
+			described(mt)
+			continue
 		default:
 			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			described(mt)
+			continue
 		}
 		resp.Topics = append(resp.Topics, mt)
 	}
 	return resp, nil
 }
 
-// autoCreate creates the requested topics that do not exist, when allowed,
-// and returns the image that includes them.
-func (b *Broker) autoCreate(ctx context.Context, img *metadata.Image, req *kmsg.MetadataRequest) *metadata.Image {
-	allowed := req.Version < 4 || req.AllowAutoTopicCreation
-	if !allowed || !b.cfg.Static.AutoCreateTopicsEnable {
-		return img
-	}
+// autoCreate creates the requested topics that do not exist and that
+// the client may create, and returns the image that includes them.
+func (b *Broker) autoCreate(ctx context.Context, img *metadata.Image, req *kmsg.MetadataRequest, may func(topic string) bool) *metadata.Image {
 	create := kmsg.NewPtrCreateTopicsRequest()
 	create.TimeoutMillis = 30000
 	for _, rt := range req.Topics {
 		if rt.Topic == nil || *rt.Topic == "" {
 			continue
 		}
-		if _, ok := img.Topic(*rt.Topic); ok || metadata.ValidateTopicName(*rt.Topic) != nil {
+		if _, ok := img.Topic(*rt.Topic); ok || metadata.ValidateTopicName(*rt.Topic) != nil || !may(*rt.Topic) {
 			continue
 		}
 		ct := kmsg.NewCreateTopicsRequestTopic()

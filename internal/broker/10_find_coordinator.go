@@ -16,6 +16,10 @@ package broker
 //   - COORDINATOR_NOT_AVAILABLE while the coordinator partition has no
 //     leader, or its leader is fenced or unregistered (this broker
 //     included, while it fenced itself: see Metadata).
+//   - Authorization (KafkaApis), before anything else: a group key needs
+//     DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED), a transaction
+//     key DESCRIBE on the transactional id
+//     (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -35,8 +39,17 @@ func handleFindCoordinator(ctx context.Context, b *Broker, c *network.Conn, kreq
 	if req.Version < 4 {
 		keys = []string{req.CoordinatorKey}
 	}
+	z := b.authz(c)
 	for _, key := range keys {
-		co := b.findCoordinator(ctx, c, req.CoordinatorType, key)
+		var co kmsg.FindCoordinatorResponseCoordinator
+		switch {
+		case req.CoordinatorType == 0 && !z.group(kmsg.ACLOperationDescribe, key):
+			co = coordinatorError(key, kerr.GroupAuthorizationFailed)
+		case req.CoordinatorType == 1 && !z.txnID(kmsg.ACLOperationDescribe, key):
+			co = coordinatorError(key, kerr.TransactionalIDAuthorizationFailed)
+		default:
+			co = b.findCoordinator(ctx, c, req.CoordinatorType, key)
+		}
 		if req.Version < 4 {
 			resp.ErrorCode, resp.ErrorMessage = co.ErrorCode, co.ErrorMessage
 			resp.NodeID, resp.Host, resp.Port = co.NodeID, co.Host, co.Port
@@ -45,6 +58,13 @@ func handleFindCoordinator(ctx context.Context, b *Broker, c *network.Conn, kreq
 		resp.Coordinators = append(resp.Coordinators, co)
 	}
 	return resp, nil
+}
+
+// coordinatorError is a key's answer refused with err.
+func coordinatorError(key string, err *kerr.Error) kmsg.FindCoordinatorResponseCoordinator {
+	co := kmsg.NewFindCoordinatorResponseCoordinator()
+	co.Key, co.NodeID, co.Port, co.ErrorCode = key, -1, -1, err.Code
+	return co
 }
 
 func (b *Broker) findCoordinator(ctx context.Context, c *network.Conn, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {

@@ -3,19 +3,48 @@ package broker
 // DescribeGroups, versions 0-5.
 //
 // Behavior: Groups whose __consumer_offsets partition this node leads: state,
-// protocol and members with their metadata and assignments.
+// protocol and members with their metadata and assignments. A group
+// without DESCRIBE answers GROUP_AUTHORIZATION_FAILED; with
+// include_authorized_operations (v3+) each described group carries the
+// operations the client may do on it.
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/network"
 )
 
-func handleDescribeGroups(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleDescribeGroups(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
-	resp := b.cfg.Groups.DescribeGroups(ctx, req)
+	z := b.authz(c)
+	allowed := make([]bool, len(req.Groups))
+	sub := *req
+	sub.Groups = nil
+	for i, g := range req.Groups {
+		if allowed[i] = z.group(kmsg.ACLOperationDescribe, g); allowed[i] {
+			sub.Groups = append(sub.Groups, g)
+		}
+	}
+	described := b.cfg.Groups.DescribeGroups(ctx, &sub)
+	resp := *described
 	resp.Version = req.Version
-	return resp, nil
+	resp.Groups = nil
+	for i, g := range req.Groups {
+		if !allowed[i] {
+			dg := kmsg.NewDescribeGroupsResponseGroup()
+			dg.Group, dg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, dg)
+			continue
+		}
+		dg := described.Groups[0]
+		described.Groups = described.Groups[1:]
+		if req.Version >= 3 && req.IncludeAuthorizedOperations && dg.ErrorCode == 0 {
+			dg.AuthorizedOperations = z.authorizedOps(kmsg.ACLResourceTypeGroup, dg.Group)
+		}
+		resp.Groups = append(resp.Groups, dg)
+	}
+	return &resp, nil
 }

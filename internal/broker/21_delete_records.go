@@ -13,6 +13,8 @@ package broker
 //   - The timeout is not used: the answer does not wait for followers to
 //     move their log start offsets too (Kafka's DelayedDeleteRecords);
 //     they learn it from their next fetch.
+//   - Authorization (KafkaApis): DELETE on the topic, else its partitions
+//     answer TOPIC_AUTHORIZATION_FAILED (before any check of existence).
 
 import (
 	"context"
@@ -24,9 +26,10 @@ import (
 	"github.com/samsa-io/samsa/internal/replica"
 )
 
-func handleDeleteRecords(_ context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleDeleteRecords(_ context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	deletable := b.authz(c).topics(kmsg.ACLOperationDelete)
 	img := b.cfg.Image()
 	for _, rt := range req.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
@@ -38,6 +41,8 @@ func handleDeleteRecords(_ context.Context, b *Broker, _ *network.Conn, kreq kms
 			sp.LowWatermark = -1
 			p, hosted := b.cfg.Replicas.Partition(rt.Topic, rp.Partition)
 			switch {
+			case !deletable(rt.Topic):
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case !topicOK || rp.Partition < 0 || int(rp.Partition) >= len(ti.Partitions):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case ti.Partitions[rp.Partition].Leader != b.cfg.NodeID || !hosted || !p.IsLeader():

@@ -10,6 +10,10 @@ package broker
 //     id's producer id at a bumped epoch, which fences older producers and
 //     aborts their open transaction (see coordinator/txn). Without a
 //     coordinator, COORDINATOR_NOT_AVAILABLE.
+//   - Authorization (KafkaApis): a transactional id needs WRITE on it
+//     (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer
+//     needs IDEMPOTENT_WRITE on the cluster or WRITE on at least one
+//     topic (CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -21,11 +25,21 @@ import (
 	"github.com/samsa-io/samsa/internal/network"
 )
 
-func handleInitProducerID(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleInitProducerID(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.Version = req.Version
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	z := b.authz(c)
+	switch {
+	case req.TransactionalID != nil && !z.txnID(kmsg.ACLOperationWrite, *req.TransactionalID):
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	case req.TransactionalID == nil && !z.cluster(kmsg.ACLOperationIdempotentWrite) &&
+		!z.anyOfType(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic):
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	if req.TransactionalID != nil {
 		if b.cfg.Txns == nil {
 			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code

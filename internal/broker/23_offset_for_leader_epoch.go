@@ -13,27 +13,42 @@ package broker
 //   - current_leader_epoch (v2+) is checked: older → FENCED_LEADER_EPOCH,
 //     newer → UNKNOWN_LEADER_EPOCH; -1 skips the check.
 //   - Unknown topics or partitions are UNKNOWN_TOPIC_OR_PARTITION.
+//   - Authorization (KafkaApis): CLUSTER_ACTION on the cluster (a
+//     follower) or DESCRIBE on each topic (a consumer, KIP-320), else the
+//     topic's partitions answer TOPIC_AUTHORIZATION_FAILED.
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/replica"
 )
 
-func handleOffsetForLeaderEpoch(_ context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleOffsetForLeaderEpoch(_ context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	resp.Version = req.Version
+	z := b.authz(c)
+	describable := z.topics(kmsg.ACLOperationDescribe)
+	if z.cluster(kmsg.ACLOperationClusterAction) {
+		describable = func(string) bool { return true }
+	}
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
+		allowed := describable(rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
+			if !allowed {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			p, err := b.leaderPartition(rt.Topic, rp.Partition)
 			if err == nil {
 				current := rp.CurrentLeaderEpoch

@@ -11,6 +11,12 @@ package broker
 //     without asking the coordinator, as Kafka answers.
 //   - v4+ (KIP-890's batched broker-to-broker form) is not served: it only
 //     verifies transactions for other brokers.
+//   - Authorization (KafkaApis): without WRITE on the transactional id
+//     every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED. A
+//     topic without WRITE answers TOPIC_AUTHORIZATION_FAILED, as does an
+//     internal topic, which a client never adds itself (Kafka answers so
+//     even without an authorizer); then the other partitions answer
+//     OPERATION_NOT_ATTEMPTED, unknown ones UNKNOWN_TOPIC_OR_PARTITION.
 
 import (
 	"context"
@@ -21,11 +27,23 @@ import (
 	"github.com/samsa-io/samsa/internal/network"
 )
 
-func handleAddPartitionsToTxn(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleAddPartitionsToTxn(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AddPartitionsToTxnRequest)
+	z := b.authz(c)
+	if !z.txnID(kmsg.ACLOperationWrite, req.TransactionalID) {
+		resp := addPartitionsAnswer(req, func(string, int32) int16 { return kerr.TransactionalIDAuthorizationFailed.Code })
+		resp.Version = req.Version
+		return resp, nil
+	}
+	writable := z.topics(kmsg.ACLOperationWrite)
 	img := b.cfg.Image()
+	denied := map[string]bool{}
 	unknown := make(map[string]map[int32]bool)
 	for _, t := range req.Topics {
+		if isInternalTopic(t.Topic) || !writable(t.Topic) {
+			denied[t.Topic] = true
+			continue
+		}
 		ti, ok := img.Topic(t.Topic)
 		for _, p := range t.Partitions {
 			if !ok || p < 0 || int(p) >= len(ti.Partitions) {
@@ -38,9 +56,12 @@ func handleAddPartitionsToTxn(ctx context.Context, b *Broker, _ *network.Conn, k
 	}
 	var resp *kmsg.AddPartitionsToTxnResponse
 	switch {
-	case len(unknown) > 0:
+	case len(unknown) > 0 || len(denied) > 0:
 		resp = addPartitionsAnswer(req, func(topic string, p int32) int16 {
-			if unknown[topic][p] {
+			switch {
+			case denied[topic]:
+				return kerr.TopicAuthorizationFailed.Code
+			case unknown[topic][p]:
 				return kerr.UnknownTopicOrPartition.Code
 			}
 			return kerr.OperationNotAttempted.Code

@@ -6,6 +6,9 @@ package broker
 // __consumer_offsets to the transaction, so that the TxnOffsetCommit that
 // follows is ended by the same markers as the produced records. v4 (which
 // only adds the TRANSACTION_ABORTABLE code of KIP-890) is not served.
+// Authorization (KafkaApis): WRITE on the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then READ on the group
+// (GROUP_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -16,13 +19,21 @@ import (
 	"github.com/samsa-io/samsa/internal/network"
 )
 
-func handleAddOffsetsToTxn(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleAddOffsetsToTxn(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AddOffsetsToTxnRequest)
+	z := b.authz(c)
 	var resp *kmsg.AddOffsetsToTxnResponse
-	if b.cfg.Txns == nil {
+	switch {
+	case !z.txnID(kmsg.ACLOperationWrite, req.TransactionalID):
+		resp = req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+	case !z.group(kmsg.ACLOperationRead, req.Group):
+		resp = req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+	case b.cfg.Txns == nil:
 		resp = req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-	} else {
+	default:
 		resp = b.cfg.Txns.AddOffsetsToTxn(ctx, req)
 	}
 	resp.Version = req.Version

@@ -7,7 +7,8 @@ package broker
 // the background, and until then the producer's next request gets
 // CONCURRENT_TRANSACTIONS (clients retry it). v4 adds only KIP-890's
 // TRANSACTION_ABORTABLE and v5 is transaction version 2, so neither is
-// served.
+// served. Without WRITE on the transactional id:
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -18,13 +19,17 @@ import (
 	"github.com/samsa-io/samsa/internal/network"
 )
 
-func handleEndTxn(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleEndTxn(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.EndTxnRequest)
 	var resp *kmsg.EndTxnResponse
-	if b.cfg.Txns == nil {
+	switch {
+	case !b.authz(c).txnID(kmsg.ACLOperationWrite, req.TransactionalID):
+		resp = req.ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+	case b.cfg.Txns == nil:
 		resp = req.ResponseKind().(*kmsg.EndTxnResponse)
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-	} else {
+	default:
 		resp = b.cfg.Txns.EndTxn(ctx, req)
 	}
 	resp.Version = req.Version

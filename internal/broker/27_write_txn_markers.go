@@ -4,9 +4,9 @@ package broker
 //
 // Behavior:
 //   - Sent by a transaction coordinator (txn.MarkerChannel on its broker) to the
-//     leader of each partition of a transaction that ends. Kafka requires
-//     CLUSTER_ACTION on the cluster; with no ACLs yet every caller is
-//     served.
+//     leader of each partition of a transaction that ends. As in Kafka,
+//     the sender needs ALTER or CLUSTER_ACTION on the cluster, else every
+//     partition answers CLUSTER_AUTHORIZATION_FAILED.
 //   - For each marker and partition: UNKNOWN_TOPIC_OR_PARTITION for a
 //     partition the image does not know (or deleted meanwhile),
 //     NOT_LEADER_OR_FOLLOWER where this node does not lead. Otherwise the
@@ -34,10 +34,12 @@ import (
 	"github.com/samsa-io/samsa/internal/storage"
 )
 
-func handleWriteTxnMarkers(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleWriteTxnMarkers(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.WriteTxnMarkersRequest)
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 	resp.Version = req.Version
+	z := b.authz(c)
+	allowed := z.cluster(kmsg.ACLOperationAlter) || z.cluster(kmsg.ACLOperationClusterAction)
 	img := b.cfg.Image()
 	// One deadline for the whole request: markers are appended one
 	// after the other, and each waits for the rest of it.
@@ -51,6 +53,10 @@ func handleWriteTxnMarkers(ctx context.Context, b *Broker, _ *network.Conn, kreq
 			t, ok := img.Topic(rt.Topic)
 			for _, p := range rt.Partitions {
 				tp := txn.TopicPartition{Topic: rt.Topic, Partition: p}
+				if !allowed {
+					codes[tp] = kerr.ClusterAuthorizationFailed.Code
+					continue
+				}
 				if !ok || p < 0 || int(p) >= len(t.Partitions) {
 					codes[tp] = kerr.UnknownTopicOrPartition.Code
 					continue

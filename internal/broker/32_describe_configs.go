@@ -16,6 +16,11 @@ package broker
 //     level, source DYNAMIC_BROKER_LOGGER_CONFIG.
 //   - config_names filters; synonyms (v1+) and documentation (v3+) are sent
 //     only when asked for.
+//   - Authorization (Kafka's ConfigHelper): DESCRIBE_CONFIGS on the
+//     cluster for BROKER and BROKER_LOGGER resources, on the topic for
+//     TOPIC ones; a refused resource answers CLUSTER_ or
+//     TOPIC_AUTHORIZATION_FAILED with no configs (before any check of the
+//     topic's existence).
 
 import (
 	"context"
@@ -30,16 +35,22 @@ import (
 	"github.com/samsa-io/samsa/internal/network"
 )
 
-func handleDescribeConfigs(_ context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleDescribeConfigs(_ context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	resp.Version = req.Version
 	img := b.cfg.Image()
+	z := b.authz(c)
 	for _, rr := range req.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType = rr.ResourceType
 		sr.ResourceName = rr.ResourceName
 		var entries []config.Entry
+		if ok, denied := z.configResource(kmsg.ACLOperationDescribeConfigs, rr.ResourceType, rr.ResourceName); !ok {
+			sr.ErrorCode = denied.Code
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			if _, ok := img.Topic(rr.ResourceName); !ok {

@@ -12,6 +12,10 @@ package broker
 //   - BROKER_LOGGER is INVALID_REQUEST: Kafka serves log levels only
 //     through IncrementalAlterConfigs.
 //   - validate_only checks everything and changes nothing.
+//   - Authorization (Kafka's ControllerApis, decided here before
+//     forwarding): ALTER_CONFIGS on the cluster for a BROKER resource, on
+//     the topic for a TOPIC one; a refused resource answers CLUSTER_ or
+//     TOPIC_AUTHORIZATION_FAILED and is not sent to the controller.
 
 import (
 	"context"
@@ -22,12 +26,19 @@ import (
 	"github.com/samsa-io/samsa/internal/network"
 )
 
-func handleAlterConfigs(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleAlterConfigs(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	z := b.authz(c)
+	denied := make([]*kerr.Error, len(req.Resources))
 	forward := *req
 	forward.Resources = nil
-	for _, r := range req.Resources {
+	for i, r := range req.Resources {
+		var ok bool
+		if ok, denied[i] = z.configResource(kmsg.ACLOperationAlterConfigs, r.ResourceType, r.ResourceName); !ok {
+			continue
+		}
+		denied[i] = nil
 		if r.ResourceType != kmsg.ConfigResourceTypeBrokerLogger {
 			forward.Resources = append(forward.Resources, r)
 		}
@@ -36,7 +47,13 @@ func handleAlterConfigs(ctx context.Context, b *Broker, _ *network.Conn, kreq km
 	if len(forward.Resources) > 0 {
 		decided = b.cfg.Controller.Forward(ctx, &forward).(*kmsg.AlterConfigsResponse).Resources
 	}
-	for _, r := range req.Resources {
+	for i, r := range req.Resources {
+		if denied[i] != nil {
+			rr := kmsg.NewAlterConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode = r.ResourceType, r.ResourceName, denied[i].Code
+			resp.Resources = append(resp.Resources, rr)
+			continue
+		}
 		if r.ResourceType == kmsg.ConfigResourceTypeBrokerLogger {
 			rr := kmsg.NewAlterConfigsResponseResource()
 			rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName

@@ -12,6 +12,8 @@ package broker
 //     that are not hosted here are left out.
 //   - v4: TotalBytes and UsableBytes of the directory's file system
 //     (statfs; -1 when it fails).
+//   - Without DESCRIBE on the cluster: CLUSTER_AUTHORIZATION_FAILED and no
+//     directories.
 
 import (
 	"context"
@@ -19,15 +21,20 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/network"
 )
 
-func handleDescribeLogDirs(_ context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleDescribeLogDirs(_ context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
 	resp.Version = req.Version
+	if !b.authz(c).cluster(kmsg.ACLOperationDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	var dirs []string
 	if b.cfg.Static != nil {
 		for _, d := range b.cfg.Static.LogDirs {

@@ -16,6 +16,11 @@ package broker
 //     the node wired its level with SetLogLevel; otherwise the change is
 //     refused rather than pretended.
 //   - validate_only checks everything and changes nothing.
+//   - Authorization (Kafka's ConfigAdminManager and ControllerApis,
+//     decided here before forwarding): ALTER_CONFIGS on the cluster for
+//     BROKER and BROKER_LOGGER resources, on the topic for TOPIC ones; a
+//     refused resource answers CLUSTER_ or TOPIC_AUTHORIZATION_FAILED and
+//     is neither applied nor sent to the controller.
 
 import (
 	"context"
@@ -32,12 +37,19 @@ import (
 	"github.com/samsa-io/samsa/internal/wire"
 )
 
-func handleIncrementalAlterConfigs(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleIncrementalAlterConfigs(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	z := b.authz(c)
+	denied := make([]*kerr.Error, len(req.Resources))
 	forward := *req
 	forward.Resources = nil
-	for _, r := range req.Resources {
+	for i, r := range req.Resources {
+		var ok bool
+		if ok, denied[i] = z.configResource(kmsg.ACLOperationAlterConfigs, r.ResourceType, r.ResourceName); !ok {
+			continue
+		}
+		denied[i] = nil
 		if r.ResourceType != kmsg.ConfigResourceTypeBrokerLogger {
 			forward.Resources = append(forward.Resources, r)
 		}
@@ -46,7 +58,13 @@ func handleIncrementalAlterConfigs(ctx context.Context, b *Broker, _ *network.Co
 	if len(forward.Resources) > 0 {
 		decided = b.cfg.Controller.Forward(ctx, &forward).(*kmsg.IncrementalAlterConfigsResponse).Resources
 	}
-	for _, r := range req.Resources {
+	for i, r := range req.Resources {
+		if denied[i] != nil {
+			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode = r.ResourceType, r.ResourceName, denied[i].Code
+			resp.Resources = append(resp.Resources, rr)
+			continue
+		}
 		if r.ResourceType == kmsg.ConfigResourceTypeBrokerLogger {
 			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 			rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName

@@ -9,7 +9,8 @@ package broker
 // the type (MATCH_TYPE_SPECIFIED); strict keeps only entities with no
 // other parts. An invalid filter answers INVALID_REQUEST with a message;
 // an unknown entity type UNSUPPORTED_VERSION. Entries come sorted, users
-// then client ids then ips, defaults before names.
+// then client ids then ips, defaults before names. Without
+// DESCRIBE_CONFIGS on the cluster: CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -31,10 +32,14 @@ const (
 	matchSpecified = 2
 )
 
-func handleDescribeClientQuotas(_ context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleDescribeClientQuotas(_ context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
 	resp.Version = req.Version
+	if !b.authz(c).cluster(kmsg.ACLOperationDescribeConfigs) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	f, err := parseQuotaFilter(req)
 	if err != nil {
 		resp.ErrorCode, resp.ErrorMessage = wire.ErrorCodeAndMessage(err)

@@ -9,6 +9,8 @@ package broker
 //   - No users (null or empty) describes every user that has a credential.
 //   - A user without credentials is RESOURCE_NOT_FOUND, a user named twice
 //     DUPLICATE_RESOURCE, each with Kafka's message; one result per user.
+//   - Without DESCRIBE on the cluster: CLUSTER_AUTHORIZATION_FAILED, for
+//     the request and each user named.
 
 import (
 	"context"
@@ -19,10 +21,19 @@ import (
 	"github.com/samsa-io/samsa/internal/network"
 )
 
-func handleDescribeUserSCRAMCredentials(_ context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleDescribeUserSCRAMCredentials(_ context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
 	resp.Version = req.Version
+	if !b.authz(c).cluster(kmsg.ACLOperationDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		for _, u := range req.Users {
+			r := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
+			r.User, r.ErrorCode = u.Name, kerr.ClusterAuthorizationFailed.Code
+			resp.Results = append(resp.Results, r)
+		}
+		return resp, nil
+	}
 	img := b.cfg.Image()
 	infos := map[string][]kmsg.DescribeUserSCRAMCredentialsResponseResultCredentialInfo{}
 	var all []string

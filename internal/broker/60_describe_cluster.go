@@ -9,6 +9,9 @@ package broker
 //     controller id as -1, as Metadata does.
 //   - EndpointType 2 (controllers) is refused with UNSUPPORTED_ENDPOINT_TYPE,
 //     as Kafka's brokers do: that question goes to a controller listener.
+//   - Any client may describe the cluster, as in Kafka;
+//     include_cluster_authorized_operations fills the operations the
+//     client may do on it (0 without DESCRIBE on it).
 
 import (
 	"context"
@@ -31,6 +34,9 @@ func handleDescribeCluster(_ context.Context, b *Broker, c *network.Conn, kreq k
 	resp.ClusterID = img.ClusterID
 	resp.ControllerID = b.controllerID(img)
 	resp.EndpointType = 1
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = b.authz(c).clusterAuthorizedOps()
+	}
 	selfFenced := b.selfFenced()
 	for _, br := range img.Brokers() {
 		_, alive := b.brokerAlive(img, br.ID, selfFenced)

@@ -11,26 +11,35 @@ package broker
 //   - A partition of an existing topic that this node does not lead is
 //     NOT_LEADER_OR_FOLLOWER; an unknown topic or partition is
 //     UNKNOWN_TOPIC_OR_PARTITION.
+//   - Authorization (KafkaApis): READ on the topic, else its partitions
+//     answer TOPIC_AUTHORIZATION_FAILED.
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/network"
+	"github.com/samsa-io/samsa/internal/replica"
 )
 
-func handleDescribeProducers(_ context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleDescribeProducers(_ context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeProducersRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	resp.Version = req.Version
+	readable := b.authz(c).topics(kmsg.ACLOperationRead)
 	for _, rt := range req.Topics {
 		st := kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
 		for _, partition := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = partition
-			p, err := b.leaderPartition(rt.Topic, partition)
+			var p *replica.Partition
+			err := error(kerr.TopicAuthorizationFailed)
+			if readable(rt.Topic) {
+				p, err = b.leaderPartition(rt.Topic, partition)
+			}
 			if err != nil {
 				sp.ErrorCode = b.errCode(err, "describe producers")
 				st.Partitions = append(st.Partitions, sp)

@@ -6,17 +6,18 @@ package broker
 // __transaction_state this node leads, filtered by state names (unknown
 // names are echoed back), producer ids and, from v1, by running longer
 // than duration_filter ms. v2's id pattern (Kafka 4.1) is not advertised,
-// as Kafka 4.0 does not.
+// as Kafka 4.0 does not. Only the ids the client may DESCRIBE are listed.
 
 import (
 	"context"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/network"
 )
 
-func handleListTransactions(ctx context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleListTransactions(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListTransactionsRequest)
 	var resp *kmsg.ListTransactionsResponse
 	if b.cfg.Txns == nil {
@@ -27,5 +28,9 @@ func handleListTransactions(ctx context.Context, b *Broker, _ *network.Conn, kre
 		resp = b.cfg.Txns.ListTransactions(ctx, req)
 	}
 	resp.Version = req.Version
+	z := b.authz(c)
+	resp.TransactionStates = slices.DeleteFunc(resp.TransactionStates, func(s kmsg.ListTransactionsResponseTransactionState) bool {
+		return !z.txnID(kmsg.ACLOperationDescribe, s.TransactionalID)
+	})
 	return resp, nil
 }

@@ -6,12 +6,13 @@ package broker
 // 0, heartbeats with the epoch it was given, revokes partitions before new
 // ones are assigned, and leaves with epoch -1 (or -2 for a static member
 // that will come back). v1 members name themselves and may subscribe by
-// regex.
+// regex. Without READ on the group: GROUP_AUTHORIZATION_FAILED.
 
 import (
 	"context"
 	"net"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/coordinator/group"
@@ -20,6 +21,12 @@ import (
 
 func handleConsumerGroupHeartbeat(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ConsumerGroupHeartbeatRequest)
+	if !b.authz(c).group(kmsg.ACLOperationRead, req.Group) {
+		resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+		resp.Version = req.Version
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	clientID := ""
 	if id := requestHeader(ctx).ClientID; id != nil {
 		clientID = *id

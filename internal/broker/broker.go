@@ -60,8 +60,12 @@ type Config struct {
 	// Quotas measures clients against their byte-rate quotas (the
 	// publisher keeps its quotas current); nil enforces none.
 	Quotas *security.QuotaManager
-	Logger *slog.Logger
-	Now    func() time.Time
+	// Authorizer decides what each client may do (authz.go); the node's
+	// security.ACLPublisher keeps its ACLs in step with the image. Nil:
+	// no authorization, and the ACL APIs answer SECURITY_DISABLED.
+	Authorizer *security.Authorizer
+	Logger     *slog.Logger
+	Now        func() time.Time
 }
 
 // Broker dispatches requests to the handler of their API key.
@@ -139,6 +143,11 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.SASLHandshake:                {0, 1, handleSASLHandshake},
 		kmsg.SASLAuthenticate:             {0, 2, handleSASLAuthenticate},
 		kmsg.DescribeUserSCRAMCredentials: {0, 0, handleDescribeUserSCRAMCredentials},
+		kmsg.DescribeACLs:                 {1, 3, handleDescribeACLs},
+		kmsg.CreateACLs:                   {1, 3, handleCreateACLs},
+		kmsg.DeleteACLs:                   {1, 3, handleDeleteACLs},
+		kmsg.DeleteTopics:                 {1, 6, handleDeleteTopics},
+		kmsg.CreatePartitions:             {0, 3, handleCreatePartitions},
 		// Transactions, version 1 only: the versions that imply KIP-890's
 		// transaction version 2 (AddPartitionsToTxn v4+ is inter-broker,
 		// EndTxn v5, TxnOffsetCommit v5) are not served.

@@ -2,7 +2,11 @@
 // key (00_produce.go, 01_fetch.go, ...), each opening with the versions it
 // serves and a short note on its behaviour.
 //
-// Handlers decode, check, delegate and map errors to codes — nothing else.
+// Handlers decode, check, authorize, delegate and map errors to codes —
+// nothing else. Authorization follows Kafka's KafkaApis and ControllerApis
+// per API (each file's header says what it checks) through the questions
+// of authz.go; admin requests forwarded to the controller are authorized
+// here, on the broker that received them (forward.go).
 // Metadata changes go to the active controller (the Controller interface,
 // internal/controllerchannel's Channel: a call when this node is the
 // active controller, a request on its controller listener otherwise); a

@@ -54,8 +54,16 @@ type Config struct {
 	ControllerQuorumBootstrapServers []string
 	BrokerRack                       string
 	// AuthorizerClassName is authorizer.class.name; empty disables
-	// authorization.
+	// authorization (internal/server accepts only Kafka's
+	// StandardAuthorizer).
 	AuthorizerClassName string
+	// SuperUsers is super.users: principals ("User:admin") allowed
+	// everything, split on ';' and trimmed as Kafka does, empty entries
+	// dropped. Each must be Type:Name.
+	SuperUsers []string
+	// AllowEveryoneIfNoACLFound is allow.everyone.if.no.acl.found: the
+	// answer for a resource no ACL applies to.
+	AllowEveryoneIfNoACLFound bool
 	// ConnectionFailedAuthenticationDelayMs is
 	// connection.failed.authentication.delay.ms: how long a connection
 	// that failed authentication stays open (answered, but not read)
@@ -387,6 +395,10 @@ func (c *Config) fill() error {
 	}
 	c.BrokerRack = c.str("broker.rack")
 	c.AuthorizerClassName = strings.TrimSpace(c.str("authorizer.class.name"))
+	if c.SuperUsers, err = parseSuperUsers(c.str("super.users")); err != nil {
+		return err
+	}
+	c.AllowEveryoneIfNoACLFound = c.flag("allow.everyone.if.no.acl.found")
 	c.ConnectionFailedAuthenticationDelayMs = c.i32("connection.failed.authentication.delay.ms")
 
 	c.LogDirs = splitList(c.str("log.dir"))
@@ -631,4 +643,22 @@ func sortedNames(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// parseSuperUsers reads super.users as Kafka's StandardAuthorizer does:
+// principals separated by ';', each trimmed of spaces and control
+// characters, empty entries skipped; each must be Type:Name.
+func parseSuperUsers(v string) ([]string, error) {
+	var out []string
+	for _, part := range strings.Split(v, ";") {
+		p := strings.TrimFunc(part, func(r rune) bool { return r <= ' ' })
+		if p == "" {
+			continue
+		}
+		if !strings.Contains(p, ":") {
+			return nil, &ValueError{Key: "super.users", Value: v, Want: fmt.Sprintf("principals of the form Type:Name separated by ';' (e.g. User:admin;User:broker), and %q has no ':'", p)}
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }

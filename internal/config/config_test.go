@@ -195,6 +195,7 @@ func TestInvalidValuesNameKey(t *testing.T) {
 		{"controller.quorum.voters=1@a:1,1@b:2", `invalid value "1@a:1,1@b:2" for controller.quorum.voters: want each voter id once, but 1 repeats`},
 		{"controller.quorum.bootstrap.servers=localhost", `invalid value "localhost" for controller.quorum.bootstrap.servers: want a comma-separated list of host:port`},
 		{"default.replication.factor=0", `invalid value "0" for default.replication.factor: want an int between 1 and 32767`},
+		{"super.users=User:admin;bob", `invalid value "User:admin;bob" for super.users: want principals of the form Type:Name separated by ';' (e.g. User:admin;User:broker), and "bob" has no ':'`},
 	}
 	for _, tt := range tests {
 		_, _, err := Load("", []string{tt.override})
@@ -205,6 +206,21 @@ func TestInvalidValuesNameKey(t *testing.T) {
 		if err != nil && !errors.As(err, &ve) {
 			t.Errorf("%s: %v is not a *ValueError", tt.override, err)
 		}
+	}
+}
+
+// super.users is split as Kafka's StandardAuthorizer splits it.
+func TestAuthorizerKeys(t *testing.T) {
+	c, _, err := Load("", []string{"super.users= User:admin ;;User:CN=broker,O=x;", "allow.everyone.if.no.acl.found=TRUE"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.SuperUsers, "|"); got != "User:admin|User:CN=broker,O=x" || !c.AllowEveryoneIfNoACLFound {
+		t.Fatalf("super.users %q allow.everyone %v", got, c.AllowEveryoneIfNoACLFound)
+	}
+	c, _, _ = Load("", nil)
+	if c.SuperUsers != nil || c.AllowEveryoneIfNoACLFound || c.AuthorizerClassName != "" {
+		t.Fatalf("defaults: %v %v %q", c.SuperUsers, c.AllowEveryoneIfNoACLFound, c.AuthorizerClassName)
 	}
 }
 

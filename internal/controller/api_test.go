@@ -30,6 +30,10 @@ func TestAPITable(t *testing.T) {
 			r.Upsertions = append(r.Upsertions, kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion())
 		case *kmsg.AlterClientQuotasRequest:
 			r.Entries = append(r.Entries, kmsg.NewAlterClientQuotasRequestEntry())
+		case *kmsg.CreateACLsRequest:
+			r.Creations = append(r.Creations, kmsg.NewCreateACLsRequestCreation())
+		case *kmsg.DeleteACLsRequest:
+			r.Filters = append(r.Filters, kmsg.NewDeleteACLsRequestFilter())
 		}
 		return req
 	}

@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"maps"
@@ -32,6 +33,10 @@ type Delta struct {
 	FeaturesChanged    bool
 	ProducerIDsChanged bool
 	QuotasChanged      bool
+	// ChangedACLs are the ids of ACLs added or removed, sorted: those in
+	// the new image were added, the others (in Prev) removed. An id added
+	// and removed by the same batch is not listed.
+	ChangedACLs []Uuid
 	// ChangedScram are the SCRAM credentials set or removed, sorted.
 	ChangedScram []ScramKey
 }
@@ -54,6 +59,7 @@ type builder struct {
 	pids     bool
 	scram    map[ScramKey]bool
 	quotas   bool
+	acls     map[Uuid]bool
 }
 
 func newBuilder(prev *Image) *builder {
@@ -62,7 +68,7 @@ func newBuilder(prev *Image) *builder {
 		prev: prev, next: &next, owned: map[string]bool{}, ownTopic: map[Uuid]bool{},
 		created: map[Uuid]bool{}, deleted: map[Uuid]*TopicImage{},
 		parts: map[Uuid]map[int32]bool{}, configs: map[ConfigResource]bool{},
-		brokers: map[int32]bool{}, scram: map[ScramKey]bool{},
+		brokers: map[int32]bool{}, acls: map[Uuid]bool{}, scram: map[ScramKey]bool{},
 	}
 }
 
@@ -86,6 +92,8 @@ func (b *builder) own(name string) {
 		b.next.scram = maps.Clone(b.next.scram)
 	case "quotas":
 		b.next.quotas = maps.Clone(b.next.quotas)
+	case "acls":
+		b.next.acls = maps.Clone(b.next.acls)
 	}
 }
 
@@ -128,6 +136,19 @@ func (b *builder) apply(r Record) error {
 		return b.applyConfig(r)
 	case *ClientQuotaRecord:
 		return b.applyClientQuota(r)
+	case *AccessControlEntryRecord:
+		// Kafka's AclsDelta replaces an ACL whose id is already known;
+		// the controller never writes one.
+		b.own("acls")
+		b.next.acls[r.ID] = r.ACL
+		b.acls[r.ID] = true
+	case *RemoveAccessControlEntryRecord:
+		if _, ok := b.next.acls[r.ID]; !ok {
+			return fmt.Errorf("cannot remove unknown ACL id %s", r.ID)
+		}
+		b.own("acls")
+		delete(b.next.acls, r.ID)
+		b.acls[r.ID] = true
 	case *RegisterBrokerRecord:
 		b.own("brokers")
 		b.next.brokers[r.BrokerID] = BrokerImage{ID: r.BrokerID, Epoch: r.BrokerEpoch,
@@ -359,6 +380,13 @@ func (b *builder) delta() *Delta {
 		return cmp.Or(cmp.Compare(a.Type, c.Type), cmp.Compare(a.Name, c.Name))
 	})
 	d.ChangedBrokers = slices.Sorted(maps.Keys(b.brokers))
+	for id := range b.acls {
+		_, was := b.prev.acls[id]
+		if _, is := b.next.acls[id]; was || is {
+			d.ChangedACLs = append(d.ChangedACLs, id)
+		}
+	}
+	slices.SortFunc(d.ChangedACLs, func(a, c Uuid) int { return bytes.Compare(a[:], c[:]) })
 	d.ChangedScram = slices.SortedFunc(maps.Keys(b.scram), compareScramKeys)
 	return d
 }

@@ -20,6 +20,7 @@
 //
 // type is Kafka's metadata record api key (RegisterBrokerRecord 0,
 // TopicRecord 2, PartitionRecord 3, ConfigRecord 4, PartitionChangeRecord 5,
+// AccessControlEntryRecord 6, RemoveAccessControlEntryRecord 7,
 // RemoveTopicRecord 9, UserScramCredentialRecord 11, FeatureLevelRecord 12,
 // ClientQuotaRecord 14, ProducerIdsRecord 15, BrokerRegistrationChangeRecord 17,
 // RemoveUserScramCredentialRecord 22); version

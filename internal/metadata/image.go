@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"bytes"
 	"cmp"
 	"maps"
 	"slices"
@@ -19,6 +20,7 @@ type Image struct {
 	configs    map[ConfigResource]map[string]string
 	features   map[string]int16
 	quotas     map[QuotaEntity]map[string]float64
+	acls       map[Uuid]ACL
 	// nextProducerID is the first producer id not yet handed out.
 	nextProducerID int64
 	// scram holds the SCRAM credentials by user and mechanism.
@@ -208,6 +210,7 @@ func NewImage(clusterID string) *Image {
 		features:   map[string]int16{},
 		scram:      map[ScramKey]ScramCredential{},
 		quotas:     map[QuotaEntity]map[string]float64{},
+		acls:       map[Uuid]ACL{},
 	}
 }
 
@@ -288,6 +291,9 @@ func (m *Image) Features() map[string]int16 { return maps.Clone(m.features) }
 // caller must not modify it.
 func (m *Image) ClientQuotas() map[QuotaEntity]map[string]float64 { return m.quotas }
 
+// ACLs returns every ACL by its id; the caller must not modify it.
+func (m *Image) ACLs() map[Uuid]ACL { return m.acls }
+
 // ScramCredential looks up a user's SCRAM credential for a mechanism.
 func (m *Image) ScramCredential(name string, mechanism int8) (ScramCredential, bool) {
 	c, ok := m.scram[ScramKey{name, mechanism}]
@@ -309,7 +315,7 @@ func (m *Image) NextProducerID() int64 { return m.nextProducerID }
 
 // records returns records that rebuild m from an empty image, in an order
 // replay accepts (features, brokers, producer ids, topics with partitions,
-// configs, SCRAM credentials), deterministic so snapshots of equal images are equal bytes.
+// configs, client quotas, SCRAM credentials, ACLs), deterministic so snapshots of equal images are equal bytes.
 func (m *Image) records() []Record {
 	var recs []Record
 	for _, name := range slices.Sorted(maps.Keys(m.features)) {
@@ -358,6 +364,9 @@ func (m *Image) records() []Record {
 		for _, k := range slices.Sorted(maps.Keys(q)) {
 			recs = append(recs, &ClientQuotaRecord{Entity: e.Parts(), Key: k, Value: q[k]})
 		}
+	}
+	for _, id := range slices.SortedFunc(maps.Keys(m.acls), func(a, b Uuid) int { return bytes.Compare(a[:], b[:]) }) {
+		recs = append(recs, &AccessControlEntryRecord{ID: id, ACL: m.acls[id]})
 	}
 	return recs
 }

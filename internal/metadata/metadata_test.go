@@ -5,9 +5,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +32,10 @@ func dump(w *strings.Builder, d *Delta, img *Image) {
 		for _, p := range t.Partitions {
 			fmt.Fprintf(w, "    p%d leader=%d epoch=%d pepoch=%d replicas=%v isr=%v\n", p.Partition, p.Leader, p.LeaderEpoch, p.PartitionEpoch, p.Replicas, p.ISR)
 		}
+	}
+	ids := slices.SortedFunc(maps.Keys(img.ACLs()), func(a, b Uuid) int { return bytes.Compare(a[:], b[:]) })
+	for _, id := range ids {
+		fmt.Fprintf(w, "  acl %s %+v\n", id, img.ACLs()[id])
 	}
 	var created, deleted []string
 	for _, t := range d.CreatedTopics {
@@ -54,6 +60,9 @@ func dump(w *strings.Builder, d *Delta, img *Image) {
 		d.Full, created, deleted, parts, d.ChangedConfigs, d.ChangedBrokers, d.FeaturesChanged, d.ProducerIDsChanged)
 	if len(d.ChangedScram) > 0 {
 		fmt.Fprintf(w, " scram=%v", d.ChangedScram)
+	}
+	if len(d.ChangedACLs) > 0 {
+		fmt.Fprintf(w, " acls=%v", d.ChangedACLs)
 	}
 	fmt.Fprintln(w)
 }
@@ -101,6 +110,16 @@ func TestApplyGolden(t *testing.T) {
 		{"change one SCRAM credential, remove another", []Record{
 			&UserScramCredentialRecord{Name: "bob", Mechanism: 1, Salt: []byte("s4"), StoredKey: []byte("k4"), ServerKey: []byte("v4"), Iterations: 5000},
 			&RemoveUserScramCredentialRecord{Name: "alice", Mechanism: 1}}},
+		{"two ACLs", []Record{
+			&AccessControlEntryRecord{ID: uuidN(20), ACL: ACL{ResourceType: 2, ResourceName: "foo", PatternType: 3,
+				Principal: "User:alice", Host: "*", Operation: 3, Permission: 3}},
+			&AccessControlEntryRecord{ID: uuidN(21), ACL: ACL{ResourceType: 4, ResourceName: "kafka-cluster", PatternType: 3,
+				Principal: "User:bob", Host: "10.0.0.1", Operation: 2, Permission: 2}}}},
+		{"remove one ACL, add and remove another in one batch", []Record{
+			&RemoveAccessControlEntryRecord{ID: uuidN(21)},
+			&AccessControlEntryRecord{ID: uuidN(22), ACL: ACL{ResourceType: 3, ResourceName: "g", PatternType: 4,
+				Principal: "User:*", Host: "*", Operation: 2, Permission: 3}},
+			&RemoveAccessControlEntryRecord{ID: uuidN(22)}}},
 	}
 	for i, s := range steps {
 		fmt.Fprintf(&out, "\n# %s\n", s.name)
@@ -122,6 +141,7 @@ func TestApplyGolden(t *testing.T) {
 		{"half-valid batch", []Record{&TopicRecord{Name: "baz", TopicID: uuidN(8)}, &RemoveTopicRecord{TopicID: uuidN(99)}}},
 		{"producer ids going back", []Record{&ProducerIdsRecord{NextProducerID: 1000}}},
 		{"removing a SCRAM credential that does not exist", []Record{&RemoveUserScramCredentialRecord{Name: "alice", Mechanism: 1}}},
+		{"removing an unknown ACL", []Record{&RemoveAccessControlEntryRecord{ID: uuidN(21)}}},
 	}
 	before := l.Image()
 	for i, s := range bad {
@@ -135,8 +155,8 @@ func TestApplyGolden(t *testing.T) {
 	if _, ok := l.Image().Topic("baz"); ok || len(l.Image().Topics()) != len(before.Topics()) {
 		t.Fatal("rejected batch changed the image")
 	}
-	if l.Image().Offset != 104 {
-		t.Fatalf("offset %d, want 104 (rejected entries still advance it)", l.Image().Offset)
+	if l.Image().Offset != 105 {
+		t.Fatalf("offset %d, want 105 (rejected entries still advance it)", l.Image().Offset)
 	}
 	checkGolden(t, "apply.golden", out.String())
 }
@@ -205,7 +225,9 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		&ConfigRecord{ResourceType: ResourceTopic, ResourceName: "foo", Name: "retention.ms", Value: ptr("5")},
 		&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "", Name: "log.retention.ms", Value: ptr("9")},
 		&ProducerIdsRecord{BrokerID: 1, BrokerEpoch: 4, NextProducerID: 2000},
-		&UserScramCredentialRecord{Name: "alice", Mechanism: 2, Salt: []byte("salt"), StoredKey: []byte("sk"), ServerKey: []byte("vk"), Iterations: 4096})
+		&UserScramCredentialRecord{Name: "alice", Mechanism: 2, Salt: []byte("salt"), StoredKey: []byte("sk"), ServerKey: []byte("vk"), Iterations: 4096},
+		&AccessControlEntryRecord{ID: uuidN(30), ACL: ACL{ResourceType: 2, ResourceName: "f", PatternType: 4,
+			Principal: "User:alice", Host: "*", Operation: 2, Permission: 3}})
 	snap, err := l.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -231,6 +253,9 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 	if !gotFull {
 		t.Fatal("restore should publish a full delta with the topic")
+	}
+	if a := img.ACLs()[uuidN(30)]; a.ResourceName != "f" || a.Principal != "User:alice" || len(img.ACLs()) != 1 {
+		t.Fatalf("restored ACLs %v", img.ACLs())
 	}
 	snap2, _ := l2.Snapshot()
 	if !bytes.Equal(snap, snap2) {

@@ -17,7 +17,11 @@ const (
 	TypePartition       RecordType = 3
 	TypeConfig          RecordType = 4
 	TypePartitionChange RecordType = 5
-	TypeRemoveTopic     RecordType = 9
+	// TypeAccessControlEntry adds an ACL, TypeRemoveAccessControlEntry
+	// removes one.
+	TypeAccessControlEntry       RecordType = 6
+	TypeRemoveAccessControlEntry RecordType = 7
+	TypeRemoveTopic              RecordType = 9
 	// TypeUserScramCredential sets and TypeRemoveUserScramCredential
 	// removes a user's SCRAM credential for one mechanism.
 	TypeUserScramCredential RecordType = 11
@@ -105,6 +109,31 @@ type QuotaEntityPart struct {
 	Name *string
 }
 
+// ACL is one access control entry bound to a resource pattern, as the
+// metadata log and image hold it (Kafka's StandardAcl). The codes are
+// Kafka's wire codes (AclResourceType, PatternType, AclOperation,
+// AclPermissionType); the controller writes only concrete, known ones.
+type ACL struct {
+	ResourceType int8
+	ResourceName string
+	PatternType  int8
+	Principal    string
+	Host         string
+	Operation    int8
+	Permission   int8
+}
+
+// AccessControlEntryRecord adds the ACL with id ID (Kafka's record 6).
+type AccessControlEntryRecord struct {
+	ID Uuid
+	ACL
+}
+
+// RemoveAccessControlEntryRecord removes the ACL with id ID (record 7).
+type RemoveAccessControlEntryRecord struct {
+	ID Uuid
+}
+
 // ConfigRecord sets (Value non-nil) or deletes (nil) one config of a
 // resource. ResourceName "" with ResourceBroker is the cluster default.
 type ConfigRecord struct {
@@ -184,6 +213,12 @@ func (*RegisterBrokerRecord) Type() RecordType  { return TypeRegisterBroker }
 func (*FeatureLevelRecord) Type() RecordType    { return TypeFeatureLevel }
 func (*ProducerIdsRecord) Type() RecordType     { return TypeProducerIds }
 func (*ClientQuotaRecord) Type() RecordType     { return TypeClientQuota }
+func (*AccessControlEntryRecord) Type() RecordType {
+	return TypeAccessControlEntry
+}
+func (*RemoveAccessControlEntryRecord) Type() RecordType {
+	return TypeRemoveAccessControlEntry
+}
 func (*BrokerRegistrationChangeRecord) Type() RecordType {
 	return TypeBrokerRegistrationChange
 }
@@ -214,6 +249,10 @@ func newRecord(t RecordType) (Record, error) {
 		return &ProducerIdsRecord{}, nil
 	case TypeClientQuota:
 		return &ClientQuotaRecord{}, nil
+	case TypeAccessControlEntry:
+		return &AccessControlEntryRecord{}, nil
+	case TypeRemoveAccessControlEntry:
+		return &RemoveAccessControlEntryRecord{}, nil
 	case TypeBrokerRegistrationChange:
 		return &BrokerRegistrationChangeRecord{}, nil
 	case TypeUserScramCredential:

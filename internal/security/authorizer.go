@@ -38,6 +38,9 @@ type Authorizer struct {
 	superUsers   map[string]struct{}
 	defaultAllow bool
 	acls         atomic.Pointer[ACLSet]
+	// loaded is set once an ACLPublisher has given it the ACLs of a
+	// first metadata image.
+	loaded atomic.Bool
 }
 
 // Config is the authorizer's static configuration.
@@ -107,6 +110,13 @@ func (a *Authorizer) SetACLs(s *ACLSet) { a.acls.Store(s) }
 // ACLs is the current snapshot.
 func (a *Authorizer) ACLs() *ACLSet { return a.acls.Load() }
 
+// Loaded reports whether an ACLPublisher has given the authorizer the
+// ACLs of a metadata image. Until then the node does not know its ACLs:
+// Kafka's StandardAuthorizer is "not ready" and refuses everyone but
+// super users, and the broker does the same (Authorize itself answers
+// from whatever set it holds).
+func (a *Authorizer) Loaded() bool { return a.loaded.Load() }
+
 // Request is one authorization question: may Principal, connected from
 // Host, do Op on the resource (ResourceType, Name)? ResourceType is a
 // concrete type, never ANY.
@@ -136,6 +146,9 @@ func (a *Authorizer) Authorize(r Request) bool {
 }
 
 var wildcardUser = Principal{Type: UserType, Name: Wildcard}
+
+// IsSuperUser reports whether p is in super.users.
+func (a *Authorizer) IsSuperUser(p Principal) bool { return a.isSuperUser(p) }
 
 func (a *Authorizer) isSuperUser(p Principal) bool {
 	if len(a.superUsers) == 0 {

@@ -397,6 +397,10 @@ func (s *Server) startBroker(context.Context) error {
 	if s.observer != nil {
 		activeController = s.observer.Known
 	}
+	authorizer, err := newAuthorizer(s.cfg)
+	if err != nil {
+		return err
+	}
 	fcfg := fetcherConfig(s.cfg, s.logger)
 	fcfg.BrokerEpoch = func() int64 { return s.broker.Epoch() }
 	fcfg.Image, fcfg.Replicas = s.loader.Image, s.replicas
@@ -421,11 +425,20 @@ func (s *Server) startBroker(context.Context) error {
 		Groups:           s.groups,
 		Txns:             s.txns,
 		Quotas:           security.NewQuotaManager(s.cfg.QuotaWindowSize, s.cfg.QuotaWindowNum),
+		Authorizer:       authorizer,
 		Logger:           s.logger,
 		ActiveController: activeController,
 	})
 	if s.level != nil {
 		s.broker.SetLogLevel(s.level)
+	}
+	// The authorizer's ACLs follow the image, registered before the
+	// broker so that both first see the replayed image.
+	if authorizer != nil {
+		if err := s.loader.Register(security.ACLPublisher{A: authorizer}); err != nil {
+			s.fetchers.Close()
+			return err
+		}
 	}
 	// The broker's publisher opens and deletes logs as metadata changes;
 	// registered now, it first catches up on the replayed image.
@@ -439,6 +452,15 @@ func (s *Server) startBroker(context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// newAuthorizer is the broker's authorizer (Kafka's StandardAuthorizer,
+// checkAuthorizer made sure), or nil when authorizer.class.name is unset.
+func newAuthorizer(cfg *config.Config) (*security.Authorizer, error) {
+	if cfg.AuthorizerClassName == "" {
+		return nil, nil
+	}
+	return security.NewAuthorizer(security.Config{SuperUsers: cfg.SuperUsers, AllowEveryoneIfNoACLFound: cfg.AllowEveryoneIfNoACLFound})
 }
 
 // bindClients waits for an active controller (bootstrapping the metadata

@@ -140,7 +140,11 @@ func TestCheckSupportedFailsClosed(t *testing.T) {
 		{[]string{"listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.quorum.voters=1@127.0.0.1:9093",
 			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"}, "listener CONTROLLER"},
 		{[]string{"listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.quorum.voters=1@127.0.0.1:9093",
-			"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"}, "authorizer.class.name"},
+			"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"}, ""},
+		{[]string{"listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.quorum.voters=1@127.0.0.1:9093",
+			"authorizer.class.name=kafka.security.authorizer.AclAuthorizer"}, "Kafka 4 removed"},
+		{[]string{"listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.quorum.voters=1@127.0.0.1:9093",
+			"authorizer.class.name=com.example.MyAuthorizer"}, "authorizer.class.name=com.example.MyAuthorizer: Samsa cannot load custom authorizers"},
 		// Kafka 4's single-node server.properties: bootstrap from itself.
 		{[]string{"listeners=PLAINTEXT://:9092,CONTROLLER://:9093", "controller.quorum.voters=", "controller.quorum.bootstrap.servers=localhost:9093"}, ""},
 		// Other controllers to bootstrap from: never a quorum of one.

@@ -428,10 +428,24 @@ func checkSecurity(cfg *config.Config) error {
 			return fmt.Errorf("listener %s (listeners) has security protocol %s (listener.security.protocol.map), which Samsa does not serve: use PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", name, p)
 		}
 	}
-	if cfg.AuthorizerClassName != "" {
-		return fmt.Errorf("authorizer.class.name=%s: Samsa has no authorizer yet, so ACLs would not be enforced; remove the key", cfg.AuthorizerClassName)
+	return checkAuthorizer(cfg.AuthorizerClassName)
+}
+
+// StandardAuthorizer is the authorizer.class.name of Kafka's KRaft
+// authorizer, the one Samsa implements (ACLs in the metadata log).
+const StandardAuthorizer = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+// checkAuthorizer accepts no authorizer or StandardAuthorizer. Any other
+// class would be code Samsa cannot load; starting without it would leave
+// every request unauthorized, so the node does not start.
+func checkAuthorizer(class string) error {
+	switch class {
+	case "", StandardAuthorizer:
+		return nil
+	case "kafka.security.authorizer.AclAuthorizer", "kafka.security.auth.SimpleAclAuthorizer":
+		return fmt.Errorf("authorizer.class.name=%s is the ZooKeeper-based authorizer that Kafka 4 removed; a KRaft cluster (Samsa is one) uses %s, which keeps ACLs in the metadata log", class, StandardAuthorizer)
 	}
-	return nil
+	return fmt.Errorf("authorizer.class.name=%s: Samsa cannot load custom authorizers; use %s, or remove the key to run without authorization", class, StandardAuthorizer)
 }
 
 // bootstrapsItself reports whether every controller.quorum.bootstrap.servers

@@ -4,7 +4,7 @@
 # ConfigCommand, ConsumerGroupCommand, and DumpLogSegments reading Samsa's
 # segment, offset-index and time-index files directly after a clean stop;
 # then SASL/SCRAM with the Java client (users from ConfigCommand, KIP-368
-# re-authentication).
+# re-authentication), and AclCommand against a node with an authorizer.
 # Needs SAMSA_BIN, INTEROP_RESULTS and KAFKA_TOOLS_DIR (the jars that
 # `mvn dependency:copy-dependencies` put there; see ../run).
 set -uo pipefail
@@ -190,3 +190,26 @@ if [ -z "$got" ] && [ "$failed" -ge 1 ]; then
 else
 	record "$C" "SASL wrong password refused" fail "consumed '$got', $failed failed authentications logged"
 fi
+stop_samsa
+
+# AclCommand (kafka-acls.sh) against a node running StandardAuthorizer, on
+# which the tools' User:ANONYMOUS is a super user: --add (a literal and a
+# prefixed pattern), --list by resource and by principal, --remove. The
+# tool prints a resource's ACLs in no set order, so they are sorted.
+start_samsa "$work/acl" PLAINTEXT \
+	"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer" "super.users=User:ANONYMOUS" ||
+	{ record "$C" "AclCommand: start samsa with an authorizer" fail "server did not start"; exit 0; }
+A=$SAMSA_ADDR
+out=$(kt AclCommand --bootstrap-server "$A" --add --allow-principal User:alice --operation Read --operation Describe --topic orders 2>&1)
+has "AclCommand --add (literal)" "$out" '^Adding ACLs for resource `ResourcePattern\(resourceType=TOPIC, name=orders, patternType=LITERAL\)`'
+kt AclCommand --bootstrap-server "$A" --add --allow-principal User:bob --operation Write --topic app- --resource-pattern-type prefixed >/dev/null 2>&1
+out=$(kt AclCommand --bootstrap-server "$A" --list --topic orders 2>&1)
+expect_eq "$C" "AclCommand --list --topic" \
+	$'\t(principal=User:alice, host=*, operation=DESCRIBE, permissionType=ALLOW)\n\t(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)' \
+	"$(grep '(principal=' <<<"$out" | sort)"
+out=$(kt AclCommand --bootstrap-server "$A" --list --principal User:bob 2>&1)
+has "AclCommand --list --principal (prefixed)" "$out" '^Current ACLs for resource `ResourcePattern\(resourceType=TOPIC, name=app-, patternType=PREFIXED\)`'
+kt AclCommand --bootstrap-server "$A" --remove --force --allow-principal User:alice --operation Read --topic orders >/dev/null 2>&1
+out=$(kt AclCommand --bootstrap-server "$A" --list --topic orders 2>&1)
+expect_eq "$C" "AclCommand --remove" $'\t(principal=User:alice, host=*, operation=DESCRIBE, permissionType=ALLOW)' "$(grep '(principal=' <<<"$out")"
+stop_samsa
