@@ -16,11 +16,14 @@
 //
 // Faults: partitions (one node isolated, one-way, a cyclic ring, a
 // minority with or without the active controller), packet loss, SIGSTOP
-// and SIGKILL of a node (the controller, a partition leader, or any), and
-// a full disk (each node's log directory is a small tmpfs the nemesis
-// fills with a ballast file). A seed fixes the schedule: which fault, on
-// which role, for how long; the nodes a role resolves to at run time are
-// logged beside it.
+// and SIGKILL of a node (the controller, a partition leader, or any), a
+// full disk and a slow disk. Each node's log directory is a small tmpfs,
+// which the nemesis fills with a ballast file, seen by the node through a
+// passthrough FUSE file system the test serves (package slowfs), whose
+// operations the nemesis can make wait 20–500 ms each: fsync only, writes
+// and fsync, or everything. A seed fixes the schedule: which fault, on
+// which role, with which parameters, for how long; the nodes a role
+// resolves to at run time are logged beside it.
 //
 // Workloads and checkers: idempotent acks=all producers with a consumer
 // (every acknowledged record present exactly once at its offset, in order;
@@ -32,7 +35,8 @@
 // consumer group committing offsets (committed offsets never go
 // backwards).
 //
-// The tests need root (namespaces, tc, tmpfs) and skip without it.
+// The tests need root (namespaces, tc, tmpfs and FUSE mounts) and skip
+// without it.
 // SAMSA_NEMESIS_SEED picks the seed (default: from the clock) and
 // SAMSA_NEMESIS_DURATION the length of the fault phase (default 45s, the
 // short form CI runs). A failure prints the seed and the schedule. See

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/samsa-io/samsa/e2e/nemesis/slowfs"
 	"github.com/samsa-io/samsa/internal/devcluster"
 )
 
@@ -31,7 +32,7 @@ type runner struct {
 	c     *devcluster.Cluster
 	lab   *netLab
 	adm   *kadm.Client
-	dir   string
+	disks map[int32]*slowfs.FS // each node's log directory
 	ids   []int32
 	start time.Time
 
@@ -146,7 +147,7 @@ func (r *runner) inject(s step) (heal func() error, err error) {
 		return func() error { return r.c.Node(x).Start() }, nil
 	case diskFull:
 		x := r.resolve(s.Role, s.Pick)
-		dir := filepath.Join(r.dir, fmt.Sprintf("node-%d", x))
+		dir := r.disks[x].Backing // the tmpfs under the slow file system
 		n, err := fillDisk(dir)
 		r.logf("%s → node %d's disk filled (%d MiB of ballast)", s, x, n>>20)
 		if err != nil {
@@ -165,14 +166,26 @@ func (r *runner) inject(s step) (heal func() error, err error) {
 			r.c.Node(x).Kill()
 			return r.c.Node(x).Start()
 		}, nil
+	case slowDisk:
+		x := r.resolve(s.Role, s.Pick)
+		d := r.disks[x].Delay
+		before := d.Counts()
+		r.logf("%s → node %d's disk slow: %v per operation (%s)", s, x, s.Slow, s.SlowOps)
+		d.Set(s.Slow, s.SlowOps)
+		return func() error {
+			d.Off()
+			r.logf("node %d's disk fast again; operations it delayed: %v", x, d.Counts().Sub(before))
+			return nil
+		}, nil
 	}
 	return nil, fmt.Errorf("unknown fault %q", s.Kind)
 }
 
-// recover heals the network, continues paused nodes and restarts dead
-// ones (a node may stop itself on a full disk, as Kafka halts on a log
-// directory failure).
+// recover heals the network and the disks, continues paused nodes and
+// restarts dead ones (a node may stop itself on a full disk, as Kafka
+// halts on a log directory failure).
 func (r *runner) recover() error {
+	r.fastDisks()
 	if err := r.lab.healAll(); err != nil {
 		return err
 	}
@@ -198,6 +211,13 @@ func (r *runner) recover() error {
 		}
 	}
 	return nil
+}
+
+// fastDisks switches every disk's delay off.
+func (r *runner) fastDisks() {
+	for _, d := range r.disks {
+		d.Delay.Off()
+	}
 }
 
 // waitHealthy waits until every partition of the topics has a leader and
@@ -248,6 +268,9 @@ func TestScheduleIsReproducible(t *testing.T) {
 	kinds := map[kind]bool{}
 	for _, s := range a {
 		kinds[s.Kind] = true
+		if s.Kind == slowDisk && (s.Slow <= 0 || s.SlowOps == 0) {
+			t.Errorf("a slow disk without a delay: %s", s)
+		}
 	}
 	for _, k := range allKinds {
 		if !kinds[k] {
@@ -261,7 +284,10 @@ func TestScheduleIsReproducible(t *testing.T) {
 // saw. SAMSA_NEMESIS_SEED and SAMSA_NEMESIS_DURATION select the run.
 func TestNemesis(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("the nemesis needs root: network namespaces, tc and tmpfs mounts")
+		t.Skip("the nemesis needs root: network namespaces, tc, tmpfs and FUSE mounts")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Skipf("the nemesis needs FUSE for its disks: %v", err)
 	}
 	for _, tool := range []string{"ip", "tc"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -286,8 +312,12 @@ func TestNemesis(t *testing.T) {
 	lab := newNetLab(t, ids)
 	lab.selfTest(t)
 	dir := t.TempDir()
+	sweepStaleMounts(t)
+	disks := map[int32]*slowfs.FS{}
 	for _, id := range ids {
-		mountTmpfs(t, filepath.Join(dir, fmt.Sprintf("node-%d", id)), diskSize)
+		under := filepath.Join(dir, fmt.Sprintf("disk-%d", id))
+		mountTmpfs(t, under, diskSize, fmt.Sprintf("%s-disk%d", lab.name, id))
+		disks[id] = mountSlowDisk(t, under, filepath.Join(dir, fmt.Sprintf("node-%d", id)), fmt.Sprintf("%s-n%d", lab.name, id))
 	}
 	c, err := devcluster.Start(devcluster.Config{
 		Nodes: 3, Dir: dir, Binary: binary, BasePort: 9092,
@@ -306,6 +336,8 @@ func TestNemesis(t *testing.T) {
 			dumpLogs(t, dir, len(ids))
 		}
 	})
+	r := &runner{t: t, c: c, lab: lab, disks: disks, ids: ids, start: time.Now(), injected: map[kind]int{}}
+	t.Cleanup(r.fastDisks) // before the nodes stop, if a fault is left on
 	nc := func(opts ...kgo.Opt) (*kgo.Client, error) {
 		return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Bootstrap()...), kgo.Dialer(lab.dial)}, opts...)...)
 	}
@@ -314,7 +346,7 @@ func TestNemesis(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admCl.Close()
-	r := &runner{t: t, c: c, lab: lab, adm: kadm.NewClient(admCl), dir: dir, ids: ids, start: time.Now(), injected: map[kind]int{}}
+	r.adm = kadm.NewClient(admCl)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*set.Duration+10*time.Minute)
 	defer cancel()
 	minISR := "2"

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/samsa-io/samsa/e2e/nemesis/slowfs"
 )
 
 // kind is a fault.
@@ -31,11 +33,25 @@ const (
 	// diskFull fills a node's log directory (a tmpfs) to the last byte
 	// and frees it again.
 	diskFull kind = "disk-full"
+	// slowDisk makes every operation of some kinds on a node's log
+	// directory wait a while (the FUSE layer of package slowfs), and
+	// makes it fast again.
+	slowDisk kind = "slow-disk"
 )
 
 // allKinds is the order of kinds the scheduler draws from; isolate and
 // kill come twice to weigh them by how often real clusters see them.
-var allKinds = []kind{isolate, isolate, oneWay, ring, loss, pause, kill, kill, diskFull}
+var allKinds = []kind{isolate, isolate, oneWay, ring, loss, pause, kill, kill, diskFull, slowDisk}
+
+// slowDelays are the delays a slow disk adds to each operation: from a
+// busy disk to one that is failing.
+var slowDelays = []time.Duration{20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond,
+	200 * time.Millisecond, 500 * time.Millisecond}
+
+// slowOps are the kinds of operation a slow disk slows: only fsync (the
+// page cache absorbs writes, flushing is slow), writes and fsync, or
+// everything including reads and directory changes.
+var slowOps = []slowfs.Ops{slowfs.Sync, slowfs.Write | slowfs.Sync, slowfs.All}
 
 // role says which node a fault hits; the node is resolved when the fault
 // starts, from a fresh metadata request.
@@ -59,8 +75,12 @@ type step struct {
 	Pick int
 	// Loss is the fraction of packets dropped, for loss.
 	Loss float64
-	Hold time.Duration
-	Gap  time.Duration
+	// Slow is the delay of each operation of the kinds SlowOps, for
+	// slowDisk.
+	Slow    time.Duration
+	SlowOps slowfs.Ops
+	Hold    time.Duration
+	Gap     time.Duration
 }
 
 func (s step) String() string {
@@ -70,6 +90,8 @@ func (s step) String() string {
 	case ring:
 	case loss:
 		fmt.Fprintf(&b, " p=%.2f", s.Loss)
+	case slowDisk:
+		fmt.Fprintf(&b, " role=%s ops=%s d=%v", s.Role, s.SlowOps, s.Slow)
 	default:
 		fmt.Fprintf(&b, " role=%s", s.Role)
 	}
@@ -98,6 +120,9 @@ func schedule(seed uint64, duration time.Duration, kinds []kind) []step {
 			// Long enough, often, for the session to expire and the
 			// controller (or its successor) to fence the node.
 			s.Hold = ms(2000, 12000)
+		case slowDisk:
+			s.Slow = slowDelays[rng.IntN(len(slowDelays))]
+			s.SlowOps = slowOps[rng.IntN(len(slowOps))]
 		}
 		steps = append(steps, s)
 		total += s.Hold + s.Gap
