@@ -56,7 +56,13 @@ func roundTrip(t *testing.T, topic string, conn ...string) {
 // failsWith runs the CLI, expecting exit 1 and stderr containing want.
 func failsWith(t *testing.T, want string, args ...string) {
 	t.Helper()
-	r := samsa(t, "", args...)
+	failsWithInput(t, "", want, args...)
+}
+
+// failsWithInput is failsWith with stdin.
+func failsWithInput(t *testing.T, stdin, want string, args ...string) {
+	t.Helper()
+	r := samsa(t, stdin, args...)
 	if r.code != exitFail || !strings.Contains(r.stderr, want) {
 		t.Errorf("samsa %s: exit %d, stderr %q; want 1 and %q", strings.Join(args, " "), r.code, r.stderr, want)
 	}
