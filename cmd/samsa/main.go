@@ -1,6 +1,6 @@
 // Command samsa runs a Samsa node (`samsa server`) and the command-line tools
 // that talk to a running cluster: topic, produce, consume, group, txn,
-// config, acl, user and the bench load generators.
+// config, acl, user, quota and the bench load generators.
 package main
 
 import (
@@ -30,6 +30,7 @@ func commands() []command {
 		{"config", "show and change dynamic topic and broker configs", runConfig},
 		{"acl", "create, list and delete ACLs", runACL},
 		{"user", "create, list and delete SCRAM users", runUser},
+		{"quota", "set, list and delete client quotas", runQuota},
 		{"bench", "measure produce and consume throughput and latency", runBench},
 		{"bench-groups", "measure offset commits, rebalances and many groups' offsets", runBenchGroups},
 	}

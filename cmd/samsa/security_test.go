@@ -105,6 +105,12 @@ sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule require
     username="bob" password="bob-512";
 `)
 	roundTrip(t, "scram512", "--bootstrap", b, "--command-config", props)
+	// Commands whose --user names an entity log in the same way.
+	mustRun(t, "", "quota", "set", "--user", "bob", "--producer-byte-rate", "1000", "--bootstrap", b, "--command-config", props)
+	r := mustRun(t, "", "quota", "list", "--bootstrap", b, "--sasl-mechanism", "SCRAM-SHA-256", "--sasl-user", "bob", "--sasl-password", "bob-256")
+	if got := fields(r.stdout); len(got) != 2 || got[1][0] != "user=bob" {
+		t.Errorf("quota list over SCRAM printed %q", got)
+	}
 	// Flags win over the file: the same file with the wrong user's password
 	// overridden works, and a wrong password flag fails.
 	mustRun(t, "", "topic", "list", "--bootstrap", b, "--command-config", props,
