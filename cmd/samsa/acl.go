@@ -150,6 +150,11 @@ func aclCreate(args []string, stdout, stderr io.Writer) int {
 	case len(resources) == 0:
 		return usageError(fs, stderr, "give a resource: --topic, --group, --transactional-id or --cluster")
 	}
+	for _, r := range resources {
+		if err := checkOperations(r.typ, ops); err != nil {
+			return usageError(fs, stderr, "%v", err)
+		}
+	}
 	orStar := func(hosts []string) []string {
 		if len(hosts) == 0 {
 			return []string{"*"}
@@ -212,6 +217,32 @@ func aclCreate(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, failed)
 	}
 	return exitOK
+}
+
+// operationsOf are the operations each resource type has, as
+// kafka-acls.sh checks them (AclCommand's AclEntry.supportedOperations):
+// an ACL of another operation would never match a request.
+var operationsOf = map[kmsg.ACLResourceType][]kmsg.ACLOperation{
+	kmsg.ACLResourceTypeTopic: {kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationCreate, kmsg.ACLOperationDescribe,
+		kmsg.ACLOperationDelete, kmsg.ACLOperationAlter, kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs, kmsg.ACLOperationAll},
+	kmsg.ACLResourceTypeGroup: {kmsg.ACLOperationRead, kmsg.ACLOperationDescribe, kmsg.ACLOperationDelete, kmsg.ACLOperationAll},
+	kmsg.ACLResourceTypeCluster: {kmsg.ACLOperationCreate, kmsg.ACLOperationClusterAction, kmsg.ACLOperationDescribeConfigs,
+		kmsg.ACLOperationAlterConfigs, kmsg.ACLOperationIdempotentWrite, kmsg.ACLOperationAlter, kmsg.ACLOperationDescribe,
+		kmsg.ACLOperationCreateTokens, kmsg.ACLOperationDescribeTokens, kmsg.ACLOperationAll},
+	kmsg.ACLResourceTypeTransactionalId: {kmsg.ACLOperationDescribe, kmsg.ACLOperationWrite, kmsg.ACLOperationAll},
+}
+
+func checkOperations(typ kmsg.ACLResourceType, ops []kmsg.ACLOperation) error {
+	for _, op := range ops {
+		if !slices.Contains(operationsOf[typ], op) {
+			var names []string
+			for _, o := range operationsOf[typ] {
+				names = append(names, o.String())
+			}
+			return fmt.Errorf("a %s ACL cannot have operation %s: want one of %s", typ, op, strings.Join(names, ", "))
+		}
+	}
+	return nil
 }
 
 // filters are the DescribeAcls/DeleteAcls filters the flags select.

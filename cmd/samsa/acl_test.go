@@ -126,6 +126,8 @@ func TestACLUsageErrors(t *testing.T) {
 		{"acl", "create", "--allow-principal", "User:alice", "--operation", "Fly", "--topic", "t"},
 		{"acl", "create", "--allow-principal", "User:alice", "--operation", "Read", "--topic", "t", "--resource-pattern-type", "match"},
 		{"acl", "create", "--deny-host", "1.2.3.4", "--allow-principal", "User:a", "--operation", "Read", "--topic", "t"},
+		{"acl", "create", "--allow-principal", "User:a", "--operation", "Write", "--group", "g"},
+		{"acl", "create", "--allow-principal", "User:a", "--operation", "Read", "--cluster"},
 		{"acl", "list", "--resource-pattern-type", "glob"},
 		{"acl", "delete", "--allow-principal", "User:alice"},
 	} {
