@@ -155,33 +155,8 @@ func aclCreate(args []string, stdout, stderr io.Writer) int {
 			return usageError(fs, stderr, "%v", err)
 		}
 	}
-	orStar := func(hosts []string) []string {
-		if len(hosts) == 0 {
-			return []string{"*"}
-		}
-		return hosts
-	}
 	req := kmsg.NewPtrCreateACLsRequest()
-	for _, r := range resources {
-		for _, op := range ops {
-			for _, perm := range []struct {
-				typ               kmsg.ACLPermissionType
-				principals, hosts []string
-			}{
-				{kmsg.ACLPermissionTypeAllow, a.allowPrincipals, orStar(a.allowHost)},
-				{kmsg.ACLPermissionTypeDeny, a.denyPrincipals, orStar(a.denyHost)},
-			} {
-				for _, p := range perm.principals {
-					for _, h := range perm.hosts {
-						c := kmsg.NewCreateACLsRequestCreation()
-						c.ResourceType, c.ResourceName, c.ResourcePatternType = r.typ, *r.name, pattern
-						c.Operation, c.PermissionType, c.Principal, c.Host = op, perm.typ, p, h
-						req.Creations = append(req.Creations, c)
-					}
-				}
-			}
-		}
-	}
+	req.Creations = a.creations(resources, ops, pattern)
 	cl, err := a.cf.connect()
 	if err != nil {
 		return fail(stderr, err)
@@ -217,6 +192,39 @@ func aclCreate(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, failed)
 	}
 	return exitOK
+}
+
+// creations are the ACLs to create: every resource, operation, principal
+// and host combined; hosts default to *.
+func (a *aclFlags) creations(resources []aclResource, ops []kmsg.ACLOperation, pattern kmsg.ACLResourcePatternType) []kmsg.CreateACLsRequestCreation {
+	orStar := func(hosts []string) []string {
+		if len(hosts) == 0 {
+			return []string{"*"}
+		}
+		return hosts
+	}
+	var out []kmsg.CreateACLsRequestCreation
+	for _, r := range resources {
+		for _, op := range ops {
+			for _, perm := range []struct {
+				typ               kmsg.ACLPermissionType
+				principals, hosts []string
+			}{
+				{kmsg.ACLPermissionTypeAllow, a.allowPrincipals, orStar(a.allowHost)},
+				{kmsg.ACLPermissionTypeDeny, a.denyPrincipals, orStar(a.denyHost)},
+			} {
+				for _, p := range perm.principals {
+					for _, h := range perm.hosts {
+						c := kmsg.NewCreateACLsRequestCreation()
+						c.ResourceType, c.ResourceName, c.ResourcePatternType = r.typ, *r.name, pattern
+						c.Operation, c.PermissionType, c.Principal, c.Host = op, perm.typ, p, h
+						out = append(out, c)
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // operationsOf are the operations each resource type has, as

@@ -129,10 +129,13 @@ func (s *securityFlags) resolve() (*securityConfig, error) {
 	if s.user != "" {
 		sc.user = s.user
 	}
+	// The environment stands in for --password, below what a file names
+	// (a variable left set in a shell must not override a file chosen for
+	// this command).
 	switch {
 	case s.password != "":
 		sc.password = s.password
-	case os.Getenv(passwordEnv) != "":
+	case sc.password == "":
 		sc.password = os.Getenv(passwordEnv)
 	}
 	return sc, sc.check()
@@ -222,19 +225,16 @@ func (sc *securityConfig) readProperties(path string) error {
 		return fmt.Errorf("--command-config %s: %w", path, err)
 	}
 	protocol, jaas := "PLAINTEXT", ""
-	t := &sc.tls
 	for _, p := range props {
 		v := strings.TrimSpace(p.Value)
-		bad := func(format string, args ...any) error {
-			return fmt.Errorf("--command-config %s line %d: %s: %s", path, p.Line, p.Key, fmt.Sprintf(format, args...))
-		}
 		switch p.Key {
 		case "security.protocol":
 			protocol = strings.ToUpper(v)
 			switch protocol {
 			case "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
 			default:
-				return bad("invalid value %q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", p.Value)
+				return fmt.Errorf("--command-config %s line %d: security.protocol: invalid value %q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+					path, p.Line, p.Value)
 			}
 		case "sasl.mechanism":
 			sc.mechanism = v
@@ -242,75 +242,96 @@ func (sc *securityConfig) readProperties(path string) error {
 			jaas = p.Value
 		case "client.id":
 			sc.clientID = v
-		case "ssl.truststore.type":
-			t.TruststoreType = v
-		case "ssl.truststore.location":
-			t.TruststoreLocation = v
-		case "ssl.truststore.password":
-			t.TruststorePassword = p.Value
-		case "ssl.truststore.certificates":
-			t.TruststoreCertificates = p.Value
-		case "ssl.keystore.type":
-			t.KeystoreType = v
-		case "ssl.keystore.location":
-			t.KeystoreLocation = v
-		case "ssl.keystore.password":
-			t.KeystorePassword = p.Value
-		case "ssl.key.password":
-			t.KeyPassword = p.Value
-		case "ssl.keystore.key":
-			t.KeystoreKey = p.Value
-		case "ssl.keystore.certificate.chain":
-			t.KeystoreCertificateChain = p.Value
-		case "ssl.endpoint.identification.algorithm":
-			t.EndpointIdentificationAlgorithm = v
-		case "ssl.protocol":
-			t.Protocol = v
-		case "ssl.enabled.protocols":
-			t.EnabledProtocols = splitList(v)
-		case "ssl.cipher.suites":
-			t.CipherSuites = splitList(v)
 		default:
-			if ignoredClientKeys[p.Key] {
-				continue
+			if !setSSLProperty(&sc.tls, p.Key, p.Value) && !ignoredClientKeys[p.Key] {
+				return fmt.Errorf("--command-config %s line %d: %s: not supported by samsa's client tools (they read security.protocol, "+
+					"sasl.mechanism, sasl.jaas.config, client.id, ssl.keystore.*, ssl.truststore.*, ssl.key.password, ssl.protocol, "+
+					"ssl.enabled.protocols, ssl.cipher.suites and ssl.endpoint.identification.algorithm)", path, p.Line, p.Key)
 			}
-			return bad("not supported by samsa's client tools (supported: security.protocol, sasl.mechanism, sasl.jaas.config, client.id and the ssl.keystore.*, ssl.truststore.*, ssl.key.password, ssl.protocol, ssl.enabled.protocols, ssl.cipher.suites and ssl.endpoint.identification.algorithm keys)")
 		}
 	}
-	// Kafka's client defaults: JKS stores, GSSAPI for SASL (which Samsa
-	// does not serve, so a SASL protocol needs sasl.mechanism).
-	if t.TruststoreType == "" {
-		t.TruststoreType = security.StoreJKS
+	// Kafka's client defaults: JKS stores.
+	if sc.tls.TruststoreType == "" {
+		sc.tls.TruststoreType = security.StoreJKS
 	}
-	if t.KeystoreType == "" {
-		t.KeystoreType = security.StoreJKS
+	if sc.tls.KeystoreType == "" {
+		sc.tls.KeystoreType = security.StoreJKS
 	}
 	sc.useTLS = protocol == "SSL" || protocol == "SASL_SSL"
+	if err := sc.saslProperties(protocol, jaas); err != nil {
+		return fmt.Errorf("--command-config %s: %w", path, err)
+	}
+	return nil
+}
+
+// setSSLProperty sets the ssl.* key of a client properties file in t and
+// reports whether it is one a client uses.
+func setSSLProperty(t *security.TLSSettings, key, value string) bool {
+	v := strings.TrimSpace(value)
+	switch key {
+	case "ssl.truststore.type":
+		t.TruststoreType = v
+	case "ssl.truststore.location":
+		t.TruststoreLocation = v
+	case "ssl.truststore.password":
+		t.TruststorePassword = value
+	case "ssl.truststore.certificates":
+		t.TruststoreCertificates = value
+	case "ssl.keystore.type":
+		t.KeystoreType = v
+	case "ssl.keystore.location":
+		t.KeystoreLocation = v
+	case "ssl.keystore.password":
+		t.KeystorePassword = value
+	case "ssl.key.password":
+		t.KeyPassword = value
+	case "ssl.keystore.key":
+		t.KeystoreKey = value
+	case "ssl.keystore.certificate.chain":
+		t.KeystoreCertificateChain = value
+	case "ssl.endpoint.identification.algorithm":
+		t.EndpointIdentificationAlgorithm = v
+	case "ssl.protocol":
+		t.Protocol = v
+	case "ssl.enabled.protocols":
+		t.EnabledProtocols = splitList(v)
+	case "ssl.cipher.suites":
+		t.CipherSuites = splitList(v)
+	default:
+		return false
+	}
+	return true
+}
+
+// saslProperties checks sasl.mechanism against security.protocol and takes
+// the user and password from sasl.jaas.config, whose login module must be
+// the mechanism's.
+func (sc *securityConfig) saslProperties(protocol, jaas string) error {
 	sasled := protocol == "SASL_PLAINTEXT" || protocol == "SASL_SSL"
 	switch {
 	case sasled && sc.mechanism == "":
-		return fmt.Errorf("--command-config %s: security.protocol=%s needs sasl.mechanism (%s; Kafka's default GSSAPI is not supported)",
-			path, protocol, strings.Join(saslMechanisms, ", "))
+		// Kafka's default is GSSAPI, which Samsa does not serve.
+		return fmt.Errorf("security.protocol=%s needs sasl.mechanism (%s; Kafka's default GSSAPI is not supported)",
+			protocol, strings.Join(saslMechanisms, ", "))
 	case !sasled && (sc.mechanism != "" || jaas != ""):
-		return fmt.Errorf("--command-config %s: sasl.mechanism and sasl.jaas.config need security.protocol=SASL_PLAINTEXT or SASL_SSL, not %s", path, protocol)
+		return fmt.Errorf("sasl.mechanism and sasl.jaas.config need security.protocol=SASL_PLAINTEXT or SASL_SSL, not %s", protocol)
 	case !sasled:
 		return nil
 	}
-	m := strings.ToUpper(sc.mechanism)
 	want := plainLoginModule
-	switch m {
+	switch strings.ToUpper(sc.mechanism) {
 	case "PLAIN":
 	case "SCRAM-SHA-256", "SCRAM-SHA-512":
 		want = scramLoginModule
 	default:
-		return fmt.Errorf("--command-config %s: sasl.mechanism: unsupported mechanism %q: want %s", path, sc.mechanism, strings.Join(saslMechanisms, ", "))
+		return fmt.Errorf("sasl.mechanism: unsupported mechanism %q: want %s", sc.mechanism, strings.Join(saslMechanisms, ", "))
 	}
 	if jaas == "" {
 		return nil // the user and password may come from the flags
 	}
 	mod, err := security.ParseJAASModule(jaas, want)
 	if err != nil {
-		return fmt.Errorf("--command-config %s: sasl.jaas.config: %w", path, err)
+		return fmt.Errorf("sasl.jaas.config: %w", err)
 	}
 	sc.user, sc.password = mod.Options["username"], mod.Options["password"]
 	return nil

@@ -104,6 +104,8 @@ sasl.mechanism=SCRAM-SHA-512
 sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \
     username="bob" password="bob-512";
 `)
+	// $SAMSA_PASSWORD does not override the file's password.
+	t.Setenv(passwordEnv, "not-bob-512")
 	roundTrip(t, "scram512", "--bootstrap", b, "--command-config", props)
 	// Commands whose --user names an entity log in the same way.
 	mustRun(t, "", "quota", "set", "--user", "bob", "--producer-byte-rate", "1000", "--bootstrap", b, "--command-config", props)
