@@ -27,17 +27,53 @@ const (
 	exitUsage = 2 // the command line itself is wrong
 )
 
-// clientFlags are the connection flags every client subcommand takes.
+// clientFlags are the connection flags every client subcommand takes:
+// where the cluster is, how long to wait, and how to authenticate and
+// encrypt (security.go).
 type clientFlags struct {
 	bootstrap string
 	timeout   time.Duration
+	security  securityFlags
 }
 
-func (cf *clientFlags) register(fs *flag.FlagSet) {
+func (cf *clientFlags) register(fs *flag.FlagSet) { cf.registerFlags(fs, true) }
+
+// registerNoLoginAliases is register for commands whose own --user or
+// --password flag names something else; they log in with --sasl-user and
+// --sasl-password.
+func (cf *clientFlags) registerNoLoginAliases(fs *flag.FlagSet) { cf.registerFlags(fs, false) }
+
+func (cf *clientFlags) registerFlags(fs *flag.FlagSet, loginAliases bool) {
 	fs.StringVar(&cf.bootstrap, "bootstrap", "127.0.0.1:9092",
 		"comma-separated `host:port` list of brokers to bootstrap from")
 	fs.DurationVar(&cf.timeout, "timeout", 10*time.Second,
 		"give up if the cluster does not answer within this `duration`")
+	cf.security.register(fs, loginAliases)
+}
+
+// clientOpts are the options every client of a subcommand starts from:
+// seeds, client id, dial timeout, TLS and SASL.
+func (cf *clientFlags) clientOpts() ([]kgo.Opt, error) {
+	seeds := cf.seeds()
+	if len(seeds) == 0 {
+		return nil, errors.New("--bootstrap is empty")
+	}
+	sc, err := cf.security.resolve()
+	if err != nil {
+		return nil, err
+	}
+	sec, err := sc.opts(cf.timeout)
+	if err != nil {
+		return nil, err
+	}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(seeds...),
+		kgo.ClientID("samsa-cli"),
+	}
+	if !sc.useTLS { // the TLS dialer has the timeout itself
+		opts = append(opts, kgo.DialTimeout(cf.timeout))
+	}
+	return append(opts, sec...), nil
 }
 
 func (cf *clientFlags) seeds() []string {
@@ -54,16 +90,11 @@ func (cf *clientFlags) seeds() []string {
 // metadata request, so that an unreachable cluster gives one clear error
 // instead of a client that silently retries until some later deadline.
 func (cf *clientFlags) connect(extra ...kgo.Opt) (*kgo.Client, error) {
-	seeds := cf.seeds()
-	if len(seeds) == 0 {
-		return nil, errors.New("--bootstrap is empty")
+	opts, err := cf.clientOpts()
+	if err != nil {
+		return nil, err
 	}
-	opts := append([]kgo.Opt{
-		kgo.SeedBrokers(seeds...),
-		kgo.ClientID("samsa-cli"),
-		kgo.DialTimeout(cf.timeout),
-	}, extra...)
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(append(opts, extra...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -73,6 +104,10 @@ func (cf *clientFlags) connect(extra ...kgo.Opt) (*kgo.Client, error) {
 		cl.Close()
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("cannot reach %s: no answer within %v", cf.bootstrap, cf.timeout)
+		}
+		if ke := (*kerr.Error)(nil); errors.As(err, &ke) {
+			// The broker answered, but refused this client (SASL).
+			return nil, fmt.Errorf("cannot log in to %s: %v", cf.bootstrap, err)
 		}
 		return nil, fmt.Errorf("cannot reach %s: %v", cf.bootstrap, err)
 	}
@@ -279,4 +314,32 @@ func parseStates(value, what string, known []string) ([]string, error) {
 		out = append(out, known[i])
 	}
 	return out, nil
+}
+
+// kafkaErr turns a Kafka error code into the line users read: Kafka's
+// error name, then the broker's message (brokerMsg, or the one kadm
+// carried) or, without one, the code's description, and for the errors
+// a setting causes, what to change.
+func kafkaErr(err error, brokerMsg string) error {
+	var em *kadm.ErrAndMessage
+	if errors.As(err, &em) && brokerMsg == "" {
+		brokerMsg = em.ErrMessage
+	}
+	var ke *kerr.Error
+	if !errors.As(err, &ke) {
+		return err
+	}
+	msg := strings.TrimSuffix(brokerMsg, ".")
+	if msg == "" {
+		msg = strings.TrimSuffix(ke.Description, ".")
+	}
+	out := fmt.Sprintf("%s: %s", ke.Message, msg)
+	switch ke {
+	case kerr.SecurityDisabled:
+		out += " (the brokers have no authorizer: set authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer" +
+			" and super.users in their server.properties and restart them)"
+	case kerr.ClusterAuthorizationFailed:
+		out += " (the principal needs an ACL on the cluster resource, or to be one of the brokers' super.users)"
+	}
+	return errors.New(out)
 }

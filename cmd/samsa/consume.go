@@ -210,14 +210,16 @@ func (o *consumeOpts) consume(ctx context.Context, plan consumePlan, tmpl []fmtT
 			remaining[p] = plan.end[p]
 		}
 	}
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(o.cf.seeds()...),
-		kgo.ClientID("samsa-cli"),
+	base, err := o.cf.clientOpts()
+	if err != nil {
+		return fail(stderr, err)
+	}
+	cl, err := kgo.NewClient(append(base,
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{o.topic: offsets}),
 		// Control records (transaction markers) are never printed, but
 		// their offsets tell --exit-at-end that a partition's end is reached.
 		kgo.KeepControlRecords(),
-	)
+	)...)
 	if err != nil {
 		return fail(stderr, err)
 	}

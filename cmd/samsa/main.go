@@ -1,6 +1,6 @@
 // Command samsa runs a Samsa node (`samsa server`) and the command-line tools
-// that talk to a running cluster: topic, produce, consume, group, txn, config and
-// the bench load generators.
+// that talk to a running cluster: topic, produce, consume, group, txn,
+// config, acl, user, quota and the bench load generators.
 package main
 
 import (
@@ -28,6 +28,9 @@ func commands() []command {
 		{"group", "list, describe, delete consumer groups and reset their offsets", runGroup},
 		{"txn", "list and describe transactions", runTxn},
 		{"config", "show and change dynamic topic and broker configs", runConfig},
+		{"acl", "create, list and delete ACLs", runACL},
+		{"user", "create, list and delete SCRAM users", runUser},
+		{"quota", "set, list and delete client quotas", runQuota},
 		{"bench", "measure produce and consume throughput and latency", runBench},
 		{"bench-groups", "measure offset commits, rebalances and many groups' offsets", runBenchGroups},
 	}
