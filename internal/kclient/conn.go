@@ -21,6 +21,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/samsa-io/samsa/internal/wire"
 )
@@ -47,6 +48,9 @@ type Conn struct {
 		next    int32
 		pending map[int32]*call
 		err     error // set once broken
+		// expiry, when set, is when the SASL session ends (sasl.go):
+		// from then on requests fail with ErrClosed.
+		expiry time.Time
 	}
 	done chan struct{}
 }
@@ -69,6 +73,10 @@ type Dialer struct {
 	// (host:port); the connection is then TLS from its first byte, and
 	// the handshake is part of the dial.
 	TLS func(addr string) *tls.Config
+	// SASL, when set, returns the mechanism to authenticate with after
+	// ApiVersions (a SASL_PLAINTEXT or SASL_SSL listener); a refused
+	// login fails the dial with ErrAuthentication.
+	SASL func() sasl.Mechanism
 }
 
 // Dial connects to addr and learns the server's API versions.
@@ -109,6 +117,12 @@ func (dl Dialer) Dial(ctx context.Context, addr, clientID string) (*Conn, error)
 	c.versions = make(map[int16][2]int16, len(av.ApiKeys))
 	for _, k := range av.ApiKeys {
 		c.versions[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+	}
+	if dl.SASL != nil {
+		if err := c.authenticate(ctx, addr, dl.SASL()); err != nil {
+			c.Close()
+			return nil, err
+		}
 	}
 	return c, nil
 }
@@ -153,6 +167,11 @@ func (c *Conn) do(ctx context.Context, req kmsg.Request) (kmsg.Response, error) 
 	cl := &call{resp: req.ResponseKind(), ch: make(chan error, 1)}
 	cl.resp.SetVersion(req.GetVersion())
 	c.mu.Lock()
+	if c.mu.err == nil && !c.mu.expiry.IsZero() && time.Now().After(c.mu.expiry) {
+		c.mu.Unlock()
+		c.fail(errors.New("SASL session expired"))
+		c.mu.Lock()
+	}
 	if c.mu.err != nil {
 		c.mu.Unlock()
 		return nil, c.mu.err
