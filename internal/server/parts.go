@@ -174,7 +174,7 @@ func (s *Server) startTransport(context.Context) error {
 	}
 	t, err := raft.NewTCPTransport(raft.TCPConfig{
 		ID: uint64(s.cfg.NodeID), ClusterID: s.clusterID, Peers: tpeers,
-		Listener: s.ctrlLn.raft, Logger: s.logger, Dial: rawDial(s.tls.controller),
+		Listener: s.ctrlLn.raft, Logger: s.logger, Dial: s.dial.controller.raw(),
 	})
 	if err != nil {
 		return err
@@ -283,7 +283,7 @@ func (s *Server) controllerReady(ctx context.Context) error {
 func (s *Server) observe(ctx context.Context) error {
 	voters := s.voters()
 	s.observer = raft.NewObserver(raft.ObserverConfig{
-		NodeID: s.cfg.NodeID, Voters: voters, Applier: s.loader, Logger: s.logger, Dialer: dialer(s.tls.controller),
+		NodeID: s.cfg.NodeID, Voters: voters, Applier: s.loader, Logger: s.logger, Dialer: s.dial.controller.kclient(),
 		Ready: func() bool {
 			_, ok := s.loader.Image().Features()[metadata.MetadataVersionFeature]
 			return ok
@@ -359,10 +359,10 @@ func (s *Server) startMarkers(context.Context) error {
 		NodeID: s.cfg.NodeID, Replicas: s.replicas, Image: s.loader.Image, Groups: s.groups,
 		Listener: s.cfg.InterBrokerListenerName, Logger: s.logger,
 	}
-	if s.tls.interBroker != nil {
-		d, clientID := dialer(s.tls.interBroker), fmt.Sprintf("samsa-txn-markers-%d", s.cfg.NodeID)
+	if d := s.dial.interBroker; !d.plain() {
+		clientID := fmt.Sprintf("samsa-txn-markers-%d", s.cfg.NodeID)
 		mcfg.Dial = func(ctx context.Context, addr string) (txn.PeerConn, error) {
-			c, err := d.Dial(ctx, addr, clientID)
+			c, err := d.dial(ctx, addr, clientID)
 			if err != nil {
 				return nil, err
 			}
@@ -404,10 +404,10 @@ func (s *Server) startBroker(context.Context) error {
 	fcfg := fetcherConfig(s.cfg, s.logger)
 	fcfg.BrokerEpoch = func() int64 { return s.broker.Epoch() }
 	fcfg.Image, fcfg.Replicas = s.loader.Image, s.replicas
-	if s.tls.interBroker != nil {
-		d, clientID := dialer(s.tls.interBroker), fmt.Sprintf("samsa-replica-fetcher-%d", s.cfg.NodeID)
+	if d := s.dial.interBroker; !d.plain() {
+		clientID := fmt.Sprintf("samsa-replica-fetcher-%d", s.cfg.NodeID)
 		fcfg.Dial = func(ctx context.Context, addr string) (replica.PeerConn, error) {
-			c, err := d.Dial(ctx, addr, clientID)
+			c, err := d.dial(ctx, addr, clientID)
 			if err != nil {
 				return nil, err
 			}

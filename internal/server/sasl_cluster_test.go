@@ -1,0 +1,293 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+
+	"github.com/samsa-io/samsa/internal/config"
+)
+
+// saslNodeProps are the keys of a node whose inter-broker listener,
+// SASL_PLAINTEXT, is also the clients' listener: PLAIN's users (alice
+// for the test's clients, broker for the nodes) and SCRAM-SHA-512 from
+// the metadata log; the node logs in to the others with mech as broker
+// with password pass.
+func saslNodeProps(mech, pass string) []string {
+	return []string{
+		"listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"inter.broker.listener.name=SASL_PLAINTEXT",
+		"sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512",
+		"sasl.mechanism.inter.broker.protocol=" + mech,
+		`listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required ` +
+			`username="broker" password="` + pass + `" user_broker="broker-secret" user_alice="alice-secret";`,
+		`listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required ` +
+			`username="broker" password="` + pass + `";`,
+	}
+}
+
+// syncBuffer collects a node's log.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// saslCluster is three combined nodes started in-process.
+type saslCluster struct {
+	t     *testing.T
+	cfgs  []*config.Config
+	nodes []*Server
+	logs  []*syncBuffer
+	lis   string // the clients' listener
+}
+
+// startSASLCluster starts three combined nodes; nodeProps gives node i's
+// keys (ids from 1). The returned cluster closes its nodes at the end of
+// the test.
+func startSASLCluster(t *testing.T, lis string, nodeProps func(i int) []string) *saslCluster {
+	t.Helper()
+	addrs := freeAddrs(t, 3)
+	voters := fmt.Sprintf("controller.quorum.voters=1@%s,2@%s,3@%s", addrs[0], addrs[1], addrs[2])
+	c := &saslCluster{t: t, lis: lis, cfgs: make([]*config.Config, 3), nodes: make([]*Server, 3), logs: make([]*syncBuffer, 3)}
+	for i := range c.cfgs {
+		c.cfgs[i] = loadCluster(t, append(nodeProps(i),
+			"node.id="+strconv.Itoa(i+1), voters,
+			"listeners="+lis+"://127.0.0.1:0,CONTROLLER://"+addrs[i],
+			"offsets.topic.replication.factor=3", "transaction.state.log.replication.factor=3",
+			"transaction.state.log.min.isr=2", "replica.lag.time.max.ms=3000",
+			"replica.fetch.backoff.ms=50", "replica.fetch.wait.max.ms=100")...)
+		c.cfgs[i].AddScram = []string{"SCRAM-SHA-512=[name=broker,password=broker-secret]"}
+		c.logs[i] = &syncBuffer{}
+	}
+	errs := make(chan error, 3)
+	for i := range c.nodes {
+		go func() { errs <- c.start(i) }()
+	}
+	t.Cleanup(func() {
+		for _, s := range c.nodes {
+			if s != nil {
+				s.Close()
+			}
+		}
+	})
+	for range c.nodes {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+func (c *saslCluster) start(i int) error {
+	logger := slog.New(slog.NewTextHandler(c.logs[i], nil))
+	s, err := Start(c.cfgs[i], logger, nil)
+	c.nodes[i] = s
+	return err
+}
+
+func (c *saslCluster) seeds() []string {
+	var out []string
+	for _, s := range c.nodes {
+		if s != nil {
+			out = append(out, s.Addr(c.lis))
+		}
+	}
+	return out
+}
+
+// client is a franz-go client logged in as alice, with opts.
+func (c *saslCluster) client(opts ...kgo.Opt) *kgo.Client {
+	c.t.Helper()
+	opts = append([]kgo.Opt{kgo.SeedBrokers(c.seeds()...), kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism()),
+		kgo.RetryTimeout(20 * time.Second), kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(cl.Close)
+	return cl
+}
+
+// waitInSync waits until every partition of topic has all three replicas
+// in sync and its high watermark at want.
+func (c *saslCluster) waitInSync(ctx context.Context, adm *kadm.Client, topic string, want int64) {
+	c.t.Helper()
+	for {
+		md, err := adm.Metadata(ctx, topic)
+		if err == nil {
+			ends, err2 := adm.ListEndOffsets(ctx, topic)
+			inSync := err2 == nil
+			for _, pd := range md.Topics[topic].Partitions {
+				inSync = inSync && len(pd.ISR) == 3
+				if o, ok := ends.Lookup(topic, pd.Partition); !ok || o.Offset != want {
+					inSync = false
+				}
+			}
+			if inSync {
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			c.t.Fatalf("replicas of %s not in sync at %d: %v %+v", topic, want, err, md.Topics[topic].Partitions)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// produceRound writes n records to each of topic's 3 partitions.
+func (c *saslCluster) produceRound(ctx context.Context, cl *kgo.Client, topic string, n int) {
+	c.t.Helper()
+	var recs []*kgo.Record
+	for i := range 3 * n {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % 3), Value: []byte(strconv.Itoa(i))})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		c.t.Fatalf("acks=all produce: %v", err)
+	}
+}
+
+// checkReplicationAndTxn is what a cluster whose nodes authenticate to
+// each other must do: a topic replicated three times keeps all replicas
+// in sync, a transaction over partitions led by every node commits (its
+// markers cross the inter-broker listener), and a node that restarts
+// catches up again.
+func (c *saslCluster) checkReplicationAndTxn() {
+	t := c.t
+	cl := c.client()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if r, err := adm.CreateTopic(ctx, 3, 3, nil, "replicated"); err != nil || (r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists)) {
+		t.Fatalf("create topic: %v / %v", err, r.Err)
+	}
+	c.produceRound(ctx, cl, "replicated", 20)
+	c.waitInSync(ctx, adm, "replicated", 20)
+
+	txn := c.client(kgo.TransactionalID("sasl-txn"))
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := txn.ProduceSync(ctx, &kgo.Record{Topic: "replicated", Partition: int32(i), Value: []byte("txn")}).FirstErr(); err != nil {
+			t.Fatalf("transactional produce: %v", err)
+		}
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	cons := c.client(kgo.ConsumeTopics("replicated"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	got, committed := 0, 0
+	for got < 63 {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of 63 records", got)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
+		for _, r := range fs.Records() {
+			got++
+			if string(r.Value) == "txn" {
+				committed++
+			}
+		}
+	}
+	if committed != 3 {
+		t.Fatalf("read %d committed transactional records, want 3", committed)
+	}
+
+	// Node 3 stops; the others take writes; it restarts, logs in again
+	// and catches up: all three replicas are back in sync.
+	c.nodes[2].Close()
+	c.nodes[2] = nil
+	c.produceRound(ctx, cl, "replicated", 10)
+	if err := c.start(2); err != nil {
+		t.Fatalf("restart node 3: %v", err)
+	}
+	c.produceRound(ctx, cl, "replicated", 10)
+	// 20 + the transaction's record and its marker + 10 + 10.
+	c.waitInSync(ctx, adm, "replicated", 42)
+}
+
+// Three nodes whose inter-broker listener is SASL_PLAINTEXT: replica
+// fetchers and transaction markers log in with PLAIN (its users from the
+// JAAS config) and with SCRAM-SHA-512 (the broker's credential given at
+// bootstrap, as kafka-storage format --add-scram gives it).
+func TestSASLInterBrokerCluster(t *testing.T) {
+	for _, mech := range []string{"PLAIN", "SCRAM-SHA-512"} {
+		t.Run(mech, func(t *testing.T) {
+			c := startSASLCluster(t, "SASL_PLAINTEXT", func(int) []string { return saslNodeProps(mech, "broker-secret") })
+			c.checkReplicationAndTxn()
+		})
+	}
+}
+
+// A node whose inter-broker password is wrong cannot replicate: its log
+// says which credentials were refused and where they come from, it never
+// joins the ISR of a partition it follows, and the other nodes keep
+// taking acks=all writes.
+func TestSASLInterBrokerWrongPassword(t *testing.T) {
+	c := startSASLCluster(t, "SASL_PLAINTEXT", func(i int) []string {
+		if i == 2 {
+			return saslNodeProps("SCRAM-SHA-512", "wrong")
+		}
+		return saslNodeProps("SCRAM-SHA-512", "broker-secret")
+	})
+	cl := c.client()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if r, err := adm.CreateTopic(ctx, 3, 3, nil, "replicated"); err != nil || r.Err != nil {
+		t.Fatalf("create topic: %v / %v", err, r.Err)
+	}
+	c.produceRound(ctx, cl, "replicated", 5) // once node 3 left the ISRs it follows in
+	for {
+		md, err := adm.Metadata(ctx, "replicated")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := true
+		for _, pd := range md.Topics["replicated"].Partitions {
+			if pd.Leader != 3 && slices.Contains(pd.ISR, 3) {
+				out = false
+			}
+		}
+		if out {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("node 3 still in sync: %+v", md.Topics["replicated"].Partitions)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.produceRound(ctx, cl, "replicated", 5)
+	log := c.logs[2].String()
+	for _, want := range []string{"SASL authentication failed", `as \"broker\" with SCRAM-SHA-512`, "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config"} {
+		if !strings.Contains(log, want) {
+			t.Fatalf("node 3's log does not say %q:\n%s", want, log)
+		}
+	}
+}
