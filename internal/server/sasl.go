@@ -94,16 +94,11 @@ func (s *Server) saslListeners() (map[string]*network.SASLConfig, error) {
 	return out, nil
 }
 
-// checkSASL refuses SASL settings Samsa cannot honour: a mechanism it
-// does not have, PLAIN without users, and SASL on the controller
-// listener, whose server side is not built yet. The credentials this node
-// dials other nodes' SASL listeners with are checked by newNodeDialers
-// (sasl_client.go).
+// checkSASL refuses SASL settings Samsa cannot honour on this node's
+// listener: a mechanism it does not have, PLAIN without users. The
+// credentials this node dials other nodes' SASL listeners with are
+// checked by newNodeDialers (sasl_client.go).
 func checkSASL(cfg *config.Config, listener string) error {
-	if cfg.IsControllerListener(listener) {
-		return fmt.Errorf("controller listener %s has security protocol %s (listener.security.protocol.map): Samsa's controller listener cannot authenticate with SASL yet; use PLAINTEXT or SSL for the controller listener",
-			listener, cfg.ListenerSecurityProtocolMap[listener])
-	}
 	if !slices.ContainsFunc(cfg.Listeners, func(l config.Listener) bool { return l.Name == listener }) {
 		return nil // another node's listener, only dialed
 	}

@@ -155,6 +155,12 @@ func (d interNodeDialer) raw() func(ctx context.Context, network, addr string) (
 		if err != nil {
 			return nil, err
 		}
+		// The magic first, so the listener knows this is the transport
+		// and authenticates it itself (splitListener.authenticateRaft).
+		if _, err := nc.Write([]byte(raftMagic)); err != nil {
+			nc.Close()
+			return nil, err
+		}
 		if err := kclient.AuthenticateRaw(ctx, nc, d.sc.newMech()); err != nil {
 			nc.Close()
 			return nil, d.sc.explain(err)

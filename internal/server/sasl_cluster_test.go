@@ -64,16 +64,18 @@ type saslCluster struct {
 	nodes []*Server
 	logs  []*syncBuffer
 	lis   string // the clients' listener
+	// clientOpts are added to every client (TLS for SASL_SSL).
+	clientOpts []kgo.Opt
 }
 
 // startSASLCluster starts three combined nodes; nodeProps gives node i's
 // keys (ids from 1). The returned cluster closes its nodes at the end of
 // the test.
-func startSASLCluster(t *testing.T, lis string, nodeProps func(i int) []string) *saslCluster {
+func startSASLCluster(t *testing.T, lis string, nodeProps func(i int) []string, clientOpts ...kgo.Opt) *saslCluster {
 	t.Helper()
 	addrs := freeAddrs(t, 3)
 	voters := fmt.Sprintf("controller.quorum.voters=1@%s,2@%s,3@%s", addrs[0], addrs[1], addrs[2])
-	c := &saslCluster{t: t, lis: lis, cfgs: make([]*config.Config, 3), nodes: make([]*Server, 3), logs: make([]*syncBuffer, 3)}
+	c := &saslCluster{t: t, lis: lis, clientOpts: clientOpts, cfgs: make([]*config.Config, 3), nodes: make([]*Server, 3), logs: make([]*syncBuffer, 3)}
 	for i := range c.cfgs {
 		c.cfgs[i] = loadCluster(t, append(nodeProps(i),
 			"node.id="+strconv.Itoa(i+1), voters,
@@ -84,6 +86,13 @@ func startSASLCluster(t *testing.T, lis string, nodeProps func(i int) []string) 
 		c.cfgs[i].AddScram = []string{"SCRAM-SHA-512=[name=broker,password=broker-secret]"}
 		c.logs[i] = &syncBuffer{}
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, l := range c.logs {
+				t.Logf("log of node %d:\n%s", i+1, l)
+			}
+		}
+	})
 	errs := make(chan error, 3)
 	for i := range c.nodes {
 		go func() { errs <- c.start(i) }()
@@ -124,7 +133,7 @@ func (c *saslCluster) seeds() []string {
 func (c *saslCluster) client(opts ...kgo.Opt) *kgo.Client {
 	c.t.Helper()
 	opts = append([]kgo.Opt{kgo.SeedBrokers(c.seeds()...), kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism()),
-		kgo.RetryTimeout(20 * time.Second), kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)
+		kgo.RetryTimeout(20 * time.Second), kgo.RecordPartitioner(kgo.ManualPartitioner())}, append(slices.Clone(c.clientOpts), opts...)...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		c.t.Fatal(err)
@@ -290,4 +299,37 @@ func TestSASLInterBrokerWrongPassword(t *testing.T) {
 			t.Fatalf("node 3's log does not say %q:\n%s", want, log)
 		}
 	}
+}
+
+// saslSSLNodeProps are the keys of node id whose inter-broker and
+// controller listeners are SASL_SSL (client certificates required too):
+// SCRAM-SHA-512 between brokers, PLAIN to the controllers (SCRAM cannot
+// serve there), and controllerPass the password it logs in to the
+// controllers with.
+func saslSSLNodeProps(t *testing.T, p *testPKI, id int, controllerPass string) []string {
+	props := slices.DeleteFunc(p.nodeSSLProps(t, id), func(kv string) bool { return strings.HasPrefix(kv, "listener.security.protocol.map=") })
+	return append(props,
+		"listener.security.protocol.map=SASL_SSL:SASL_SSL,CONTROLLER:SASL_SSL",
+		"inter.broker.listener.name=SASL_SSL",
+		"sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512",
+		"listener.name.controller.sasl.enabled.mechanisms=PLAIN",
+		"sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512",
+		"sasl.mechanism.controller.protocol=PLAIN",
+		`listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";`,
+		`listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="broker-secret";`,
+		`listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required `+
+			`username="controller" password="`+controllerPass+`" user_controller="controller-secret";`,
+	)
+}
+
+// Three nodes whose inter-broker and controller listeners are SASL_SSL:
+// the raft transport, registration, heartbeats and forwarding log in to
+// the controller listener with PLAIN, replica fetchers and transaction
+// markers to the inter-broker listener with SCRAM-SHA-512, all inside
+// mutual TLS.
+func TestSASLSSLCluster(t *testing.T) {
+	p := newTestPKI(t)
+	c := startSASLCluster(t, "SASL_SSL", func(i int) []string { return saslSSLNodeProps(t, p, i+1, "controller-secret") },
+		kgo.DialTLSConfig(p.clientTLS(p.client)))
+	c.checkReplicationAndTxn()
 }

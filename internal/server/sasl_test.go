@@ -26,7 +26,9 @@ func TestCheckSASL(t *testing.T) {
 		"controller.quorum.voters=1@127.0.0.1:9093", "log.dirs=/tmp/unused",
 		"listeners=PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9094,CONTROLLER://127.0.0.1:9093"}
 	plain := "listener.name.sasl_plaintext.plain.sasl.jaas.config=" + testPlainJAAS
-	interBroker := []string{"inter.broker.listener.name=SASL_PLAINTEXT", "controller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.1:9095"}
+	voters2 := "controller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.1:9095"
+	ctrlSASL := "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"
+	interBroker := []string{"inter.broker.listener.name=SASL_PLAINTEXT", voters2}
 	scramClient := func(bits string) string {
 		return "listener.name.sasl_plaintext.scram-sha-" + bits + `.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="b";`
 	}
@@ -52,9 +54,22 @@ func TestCheckSASL(t *testing.T) {
 			`invalid value "soon" for listener.name.sasl_plaintext.scram-sha-256.connections.max.reauth.ms`},
 		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", "listener.name.sasl_plaintext.sasl.server.max.receive.size=0"},
 			"listener.name.sasl_plaintext.sasl.server.max.receive.size"},
-		// The controller listener does not serve SASL yet.
-		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"},
-			"controller listener CONTROLLER"},
+		// A SASL controller listener: served on a single node; in a
+		// quorum the nodes log in to it with
+		// sasl.mechanism.controller.protocol, which must be PLAIN.
+		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", ctrlSASL}, ""},
+		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", ctrlSASL, voters2}, "sasl.mechanism.controller.protocol=GSSAPI, which Samsa does not support"},
+		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", ctrlSASL, voters2, "sasl.mechanism.controller.protocol=SCRAM-SHA-256"}, "KAFKA-15513"},
+		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", ctrlSASL, voters2, "sasl.mechanism.controller.protocol=PLAIN"},
+			"sasl.mechanism.controller.protocol=PLAIN must be enabled on controller listener CONTROLLER"},
+		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", ctrlSASL, voters2, "sasl.mechanism.controller.protocol=PLAIN",
+			"listener.name.controller.sasl.enabled.mechanisms=PLAIN"}, "listener.name.controller.plain.sasl.jaas.config is not set"},
+		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", ctrlSASL, voters2, "sasl.mechanism.controller.protocol=PLAIN",
+			"listener.name.controller.sasl.enabled.mechanisms=PLAIN", "listener.name.controller.plain.sasl.jaas.config=" + testPlainJAAS},
+			"listener.name.controller.plain.sasl.jaas.config has no username and password"},
+		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", ctrlSASL, voters2, "sasl.mechanism.controller.protocol=PLAIN",
+			"listener.name.controller.sasl.enabled.mechanisms=PLAIN",
+			`listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="c" password="p" user_c="p";`}, ""},
 		// A SASL inter-broker listener in a cluster: this node logs in
 		// with sasl.mechanism.inter.broker.protocol (default GSSAPI) as
 		// the user of its JAAS config for that mechanism.
