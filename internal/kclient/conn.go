@@ -4,7 +4,8 @@
 // leaders (replica fetches). It speaks to Samsa only, so it needs none of a
 // general client's machinery (metadata, routing, retries): one connection,
 // versions negotiated once with ApiVersions, requests pipelined and matched
-// to responses by correlation id.
+// to responses by correlation id. A Dialer adds TLS and SASL (sasl.go) to
+// the dial, so a Conn is ready for requests when Dial returns.
 package kclient
 
 import (

@@ -151,7 +151,7 @@ func exchangeSASL(ctx context.Context, addr string, mech sasl.Mechanism, authV i
 // Conn stops taking requests a little before the server would close it,
 // and the caller dials again, as it does for any broken connection.
 func (c *Conn) setExpiry(lifetime time.Duration) {
-	margin := max(lifetime/20, time.Second)
+	margin := min(max(lifetime/20, time.Second), lifetime/2)
 	c.mu.Lock()
 	c.mu.expiry = time.Now().Add(max(lifetime-margin, 0))
 	c.mu.Unlock()

@@ -60,3 +60,33 @@ func TestDialSASL(t *testing.T) {
 		t.Fatalf("metadata without SASL: %v", err)
 	}
 }
+
+// With a session lifetime (connections.max.reauth.ms) the connection
+// stops taking requests before the server would close it, so the caller
+// dials again rather than lose a request in flight.
+func TestDialSASLSessionLifetime(t *testing.T) {
+	s := servertest.Start(t,
+		"listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"sasl.enabled.mechanisms=PLAIN", "connections.max.reauth.ms=2000",
+		`listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_broker="broker-secret";`)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	d := kclient.Dialer{SASL: func() sasl.Mechanism { return plain.Auth{User: "broker", Pass: "broker-secret"}.AsMechanism() }}
+	c, err := d.Dial(ctx, s.Addr("SASL_PLAINTEXT"), "kclient-sasl-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
+		t.Fatalf("metadata within the session: %v", err)
+	}
+	time.Sleep(1100 * time.Millisecond) // past 2 s less the margin
+	if _, err := c.Request(ctx, kmsg.NewPtrMetadataRequest()); !errors.Is(err, kclient.ErrClosed) {
+		t.Fatalf("metadata at the end of the session: %v", err)
+	}
+	select {
+	case <-c.Done():
+	default:
+		t.Fatal("the connection is not closed")
+	}
+}

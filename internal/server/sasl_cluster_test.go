@@ -73,6 +73,19 @@ type saslCluster struct {
 // the test.
 func startSASLCluster(t *testing.T, lis string, nodeProps func(i int) []string, clientOpts ...kgo.Opt) *saslCluster {
 	t.Helper()
+	c := configureSASLCluster(t, lis, nodeProps, clientOpts...)
+	for i, err := range c.startAll(context.Background()) {
+		if err != nil {
+			t.Fatalf("node %d: %v", i+1, err)
+		}
+	}
+	return c
+}
+
+// configureSASLCluster loads the configurations of three combined nodes
+// and starts none.
+func configureSASLCluster(t *testing.T, lis string, nodeProps func(i int) []string, clientOpts ...kgo.Opt) *saslCluster {
+	t.Helper()
 	addrs := freeAddrs(t, 3)
 	voters := fmt.Sprintf("controller.quorum.voters=1@%s,2@%s,3@%s", addrs[0], addrs[1], addrs[2])
 	c := &saslCluster{t: t, lis: lis, clientOpts: clientOpts, cfgs: make([]*config.Config, 3), nodes: make([]*Server, 3), logs: make([]*syncBuffer, 3)}
@@ -93,10 +106,6 @@ func startSASLCluster(t *testing.T, lis string, nodeProps func(i int) []string, 
 			}
 		}
 	})
-	errs := make(chan error, 3)
-	for i := range c.nodes {
-		go func() { errs <- c.start(i) }()
-	}
 	t.Cleanup(func() {
 		for _, s := range c.nodes {
 			if s != nil {
@@ -104,18 +113,36 @@ func startSASLCluster(t *testing.T, lis string, nodeProps func(i int) []string, 
 			}
 		}
 	})
-	for range c.nodes {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
 	return c
 }
 
-func (c *saslCluster) start(i int) error {
+// startAll starts the nodes not running, together (a voter waits for a
+// quorum), and returns each one's error.
+func (c *saslCluster) startAll(ctx context.Context) []error {
+	errs := make([]error, len(c.nodes))
+	var wg sync.WaitGroup
+	for i := range c.nodes {
+		if c.nodes[i] != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.startContext(ctx, i)
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+func (c *saslCluster) start(i int) error { return c.startContext(context.Background(), i) }
+
+func (c *saslCluster) startContext(ctx context.Context, i int) error {
 	logger := slog.New(slog.NewTextHandler(c.logs[i], nil))
-	s, err := Start(c.cfgs[i], logger, nil)
-	c.nodes[i] = s
+	s, err := StartContext(ctx, c.cfgs[i], logger, nil)
+	if err == nil {
+		c.nodes[i] = s
+	}
 	return err
 }
 
@@ -332,4 +359,42 @@ func TestSASLSSLCluster(t *testing.T) {
 	c := startSASLCluster(t, "SASL_SSL", func(i int) []string { return saslSSLNodeProps(t, p, i+1, "controller-secret") },
 		kgo.DialTLSConfig(p.clientTLS(p.client)))
 	c.checkReplicationAndTxn()
+}
+
+// A node whose controller password is wrong cannot reach the quorum:
+// its raft connections and its registration are refused, it does not
+// finish starting and its log names the credentials; the other two
+// form the quorum and serve.
+func TestSASLControllerWrongPassword(t *testing.T) {
+	p := newTestPKI(t)
+	c := configureSASLCluster(t, "SASL_SSL", func(i int) []string {
+		pass := "controller-secret"
+		if i == 2 {
+			pass = "wrong"
+		}
+		return saslSSLNodeProps(t, p, i+1, pass)
+	}, kgo.DialTLSConfig(p.clientTLS(p.client)))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	errs := c.startAll(ctx)
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("nodes 1 and 2: %v, %v", errs[0], errs[1])
+	}
+	if errs[2] == nil {
+		t.Fatal("node 3 started with a wrong controller password")
+	}
+	log := c.logs[2].String()
+	for _, want := range []string{"SASL authentication failed", `as \"controller\" with PLAIN`, "listener.name.controller.plain.sasl.jaas.config"} {
+		if !strings.Contains(log, want) {
+			t.Fatalf("node 3's log does not say %q:\n%s", want, log)
+		}
+	}
+	cl := c.client()
+	adm := kadm.NewClient(cl)
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+	if r, err := adm.CreateTopic(wctx, 3, 2, nil, "two"); err != nil || r.Err != nil {
+		t.Fatalf("create topic: %v / %v", err, r.Err)
+	}
+	c.produceRound(wctx, cl, "two", 5)
 }
