@@ -78,6 +78,9 @@ type Dialer struct {
 	// ApiVersions (a SASL_PLAINTEXT or SASL_SSL listener); a refused
 	// login fails the dial with ErrAuthentication.
 	SASL func() sasl.Mechanism
+	// SASLHint, when set, is added to a refused login's error: which
+	// credentials were used and where they are configured.
+	SASLHint string
 }
 
 // Dial connects to addr and learns the server's API versions.
@@ -122,6 +125,9 @@ func (dl Dialer) Dial(ctx context.Context, addr, clientID string) (*Conn, error)
 	if dl.SASL != nil {
 		if err := c.authenticate(ctx, addr, dl.SASL()); err != nil {
 			c.Close()
+			if dl.SASLHint != "" && errors.Is(err, ErrAuthentication) {
+				err = fmt.Errorf("%w (%s)", err, dl.SASLHint)
+			}
 			return nil, err
 		}
 	}

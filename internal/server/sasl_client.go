@@ -101,13 +101,18 @@ func newSASLClient(cfg *config.Config, listener, mechKey, mechanism string, cont
 	return c, nil
 }
 
-// explain adds to a refused login which credentials were used, so the
-// log of a node with a wrong password says what to fix.
+// hint says which credentials were used, so the log of a node whose
+// login is refused says what to fix.
+func (c *saslClient) hint() string {
+	return fmt.Sprintf("this node logs in to listener %s as %q with %s: check %s", c.listener, c.user, c.mechanism, c.jaasKey)
+}
+
+// explain adds the hint to a refused login.
 func (c *saslClient) explain(err error) error {
 	if c == nil || !errors.Is(err, kclient.ErrAuthentication) {
 		return err
 	}
-	return fmt.Errorf("%w (this node logs in to listener %s as %q with %s: check %s)", err, c.listener, c.user, c.mechanism, c.jaasKey)
+	return fmt.Errorf("%w (%s)", err, c.hint())
 }
 
 // interNodeDialer dials another node's listener: TLS when tc is set, then
@@ -125,15 +130,14 @@ func (d interNodeDialer) plain() bool { return d.tc == nil && d.sc == nil }
 func (d interNodeDialer) kclient() kclient.Dialer {
 	out := dialer(d.tc)
 	if d.sc != nil {
-		out.SASL = d.sc.newMech
+		out.SASL, out.SASLHint = d.sc.newMech, d.sc.hint()
 	}
 	return out
 }
 
-// dial connects with kclient, explaining a refused login.
+// dial connects with kclient.
 func (d interNodeDialer) dial(ctx context.Context, addr, clientID string) (*kclient.Conn, error) {
-	c, err := d.kclient().Dial(ctx, addr, clientID)
-	return c, d.sc.explain(err)
+	return d.kclient().Dial(ctx, addr, clientID)
 }
 
 // raw is the dial of the raft transport: the connection is

@@ -346,6 +346,9 @@ func saslSSLNodeProps(t *testing.T, p *testPKI, id int, controllerPass string) [
 		`listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="broker-secret";`,
 		`listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required `+
 			`username="controller" password="`+controllerPass+`" user_controller="controller-secret";`,
+		// Replica fetches and markers are allowed only to the nodes' own
+		// SASL user: this checks that they authenticate as it.
+		"authorizer.class.name="+StandardAuthorizer, "super.users=User:broker;User:alice",
 	)
 }
 
@@ -353,7 +356,9 @@ func saslSSLNodeProps(t *testing.T, p *testPKI, id int, controllerPass string) [
 // the raft transport, registration, heartbeats and forwarding log in to
 // the controller listener with PLAIN, replica fetchers and transaction
 // markers to the inter-broker listener with SCRAM-SHA-512, all inside
-// mutual TLS.
+// mutual TLS. With an authorizer whose only super users are the nodes'
+// SCRAM user and the test's client, replication works only if the nodes
+// are who they logged in as.
 func TestSASLSSLCluster(t *testing.T) {
 	p := newTestPKI(t)
 	c := startSASLCluster(t, "SASL_SSL", func(i int) []string { return saslSSLNodeProps(t, p, i+1, "controller-secret") },
@@ -397,4 +402,35 @@ func TestSASLControllerWrongPassword(t *testing.T) {
 		t.Fatalf("create topic: %v / %v", err, r.Err)
 	}
 	c.produceRound(wctx, cl, "two", 5)
+}
+
+// A controller-only node and a broker-only node whose controller listener
+// is SASL_PLAINTEXT: the broker fetches the metadata log, registers and
+// forwards admin requests as the controller listener's PLAIN user.
+func TestSASLControllerListenerSplitNodes(t *testing.T) {
+	ctrlAddr := freeAddrs(t, 1)[0]
+	voters := "controller.quorum.voters=1@" + ctrlAddr
+	common := []string{voters,
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+		"sasl.enabled.mechanisms=PLAIN", "sasl.mechanism.controller.protocol=PLAIN",
+		`listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required ` +
+			`username="controller" password="controller-secret" user_controller="controller-secret";`,
+	}
+	ctrl := start(t, loadCluster(t, append(slices.Clone(common), "process.roles=controller", "node.id=1", "listeners=CONTROLLER://"+ctrlAddr)...))
+	defer ctrl.Close()
+	brk := start(t, loadCluster(t, append(slices.Clone(common), "process.roles=broker", "node.id=2", "listeners=PLAINTEXT://127.0.0.1:0")...))
+	defer brk.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brk.Addr("PLAINTEXT")), kgo.RetryTimeout(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if r, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "split"); err != nil || r.Err != nil {
+		t.Fatalf("create topic (forwarded to the controller): %v / %v", err, r.Err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "split", Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
 }
