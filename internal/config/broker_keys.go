@@ -208,8 +208,8 @@ var brokerKeyList = []*Key{
 	// start only, so they are read-only here: AlterConfigs refuses a
 	// change rather than accept one that would never apply.
 	k("sasl.enabled.mechanisms", List, "GSSAPI", nil, Medium, ReadOnly, "SASL mechanisms offered by the server: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512."),
-	k("sasl.mechanism.inter.broker.protocol", String, "GSSAPI", nil, Medium, ReadOnly, "SASL mechanism between brokers."),
-	k("sasl.mechanism.controller.protocol", String, "GSSAPI", nil, High, ReadOnly, "SASL mechanism used to reach controllers."),
+	k("sasl.mechanism.inter.broker.protocol", String, "GSSAPI", nil, Medium, ReadOnly, "SASL mechanism this node logs in to other brokers' SASL inter-broker listener with (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512), as the username and password of that listener's JAAS config for it."),
+	k("sasl.mechanism.controller.protocol", String, "GSSAPI", nil, High, ReadOnly, "SASL mechanism this node logs in to the controllers' SASL controller listener with: PLAIN (SCRAM cannot serve the quorum, as in Kafka), as the username and password of that listener's JAAS config for it."),
 	k("sasl.jaas.config", Password, null, nil, Medium, ReadOnly, "JAAS login configuration. A broker reads it only prefixed with the listener and mechanism: listener.name.<listener>.<mechanism>.sasl.jaas.config."),
 	k("sasl.server.max.receive.size", Int, "524288", atLeast(1), Medium, ReadOnly, "Largest frame accepted before and during SASL authentication."),
 	k("connection.failed.authentication.delay.ms", Int, "100", atLeast(0), Low, ReadOnly, "Delay before a connection that failed authentication is closed."),

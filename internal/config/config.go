@@ -70,6 +70,14 @@ type Config struct {
 	// before it is closed. The rest of the SASL keys are per listener:
 	// SASLListener.
 	ConnectionFailedAuthenticationDelayMs int32
+	// SASLMechanismInterBrokerProtocol is
+	// sasl.mechanism.inter.broker.protocol and
+	// SASLMechanismControllerProtocol sasl.mechanism.controller.protocol:
+	// the mechanisms this node authenticates with when it dials a SASL
+	// inter-broker or controller listener (Kafka's default, GSSAPI, is
+	// refused by internal/server when it would be used).
+	SASLMechanismInterBrokerProtocol string
+	SASLMechanismControllerProtocol  string
 	// ClusterID is not a property: `samsa server --cluster-id` sets it to
 	// format fresh data directories with a cluster id shared by every node
 	// (Kafka's `kafka-storage format -t`). Empty: generate one, which only
@@ -400,6 +408,8 @@ func (c *Config) fill() error {
 	}
 	c.AllowEveryoneIfNoACLFound = c.flag("allow.everyone.if.no.acl.found")
 	c.ConnectionFailedAuthenticationDelayMs = c.i32("connection.failed.authentication.delay.ms")
+	c.SASLMechanismInterBrokerProtocol = c.str("sasl.mechanism.inter.broker.protocol")
+	c.SASLMechanismControllerProtocol = c.str("sasl.mechanism.controller.protocol")
 
 	c.LogDirs = splitList(c.str("log.dir"))
 	if d, ok := c.values["log.dirs"]; ok {

@@ -41,6 +41,15 @@ func JAASKey(listener, mechanism string) string {
 	return ListenerPrefix(listener) + strings.ToLower(mechanism) + ".sasl.jaas.config"
 }
 
+// ListenerJAAS is the JAAS configuration of a mechanism on a listener
+// (JAASKey), whether or not the listener enables that mechanism: a broker
+// takes its own client credentials for a listener from it, as Kafka's
+// brokers do when they dial another node's SASL listener.
+func (c *Config) ListenerJAAS(listener, mechanism string) (string, bool) {
+	v, ok := c.Explicit[JAASKey(listener, mechanism)]
+	return v, ok
+}
+
 // SASLListener resolves the SASL keys of a listener. It fails on a value
 // that does not parse, naming the key as written.
 func (c *Config) SASLListener(listener string) (SASLListener, error) {

@@ -4,7 +4,8 @@
 // leaders (replica fetches). It speaks to Samsa only, so it needs none of a
 // general client's machinery (metadata, routing, retries): one connection,
 // versions negotiated once with ApiVersions, requests pipelined and matched
-// to responses by correlation id.
+// to responses by correlation id. A Dialer adds TLS and SASL (sasl.go) to
+// the dial, so a Conn is ready for requests when Dial returns.
 package kclient
 
 import (
@@ -21,6 +22,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/samsa-io/samsa/internal/wire"
 )
@@ -47,6 +49,9 @@ type Conn struct {
 		next    int32
 		pending map[int32]*call
 		err     error // set once broken
+		// expiry, when set, is when the SASL session ends (sasl.go):
+		// from then on requests fail with ErrClosed.
+		expiry time.Time
 	}
 	done chan struct{}
 }
@@ -69,6 +74,13 @@ type Dialer struct {
 	// (host:port); the connection is then TLS from its first byte, and
 	// the handshake is part of the dial.
 	TLS func(addr string) *tls.Config
+	// SASL, when set, returns the mechanism to authenticate with after
+	// ApiVersions (a SASL_PLAINTEXT or SASL_SSL listener); a refused
+	// login fails the dial with ErrAuthentication.
+	SASL func() sasl.Mechanism
+	// SASLHint, when set, is added to a refused login's error: which
+	// credentials were used and where they are configured.
+	SASLHint string
 }
 
 // Dial connects to addr and learns the server's API versions.
@@ -109,6 +121,15 @@ func (dl Dialer) Dial(ctx context.Context, addr, clientID string) (*Conn, error)
 	c.versions = make(map[int16][2]int16, len(av.ApiKeys))
 	for _, k := range av.ApiKeys {
 		c.versions[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+	}
+	if dl.SASL != nil {
+		if err := c.authenticate(ctx, addr, dl.SASL()); err != nil {
+			c.Close()
+			if dl.SASLHint != "" && errors.Is(err, ErrAuthentication) {
+				err = fmt.Errorf("%w (%s)", err, dl.SASLHint)
+			}
+			return nil, err
+		}
 	}
 	return c, nil
 }
@@ -153,6 +174,11 @@ func (c *Conn) do(ctx context.Context, req kmsg.Request) (kmsg.Response, error) 
 	cl := &call{resp: req.ResponseKind(), ch: make(chan error, 1)}
 	cl.resp.SetVersion(req.GetVersion())
 	c.mu.Lock()
+	if c.mu.err == nil && !c.mu.expiry.IsZero() && time.Now().After(c.mu.expiry) {
+		c.mu.Unlock()
+		c.fail(errors.New("SASL session expired"))
+		c.mu.Lock()
+	}
 	if c.mu.err != nil {
 		c.mu.Unlock()
 		return nil, c.mu.err

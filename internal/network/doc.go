@@ -20,5 +20,7 @@
 // ApiVersions reaches the Handler until the client has authenticated, and
 // the connection's Principal is then who it authenticated as. The reader
 // also takes KIP-368 re-authentications and closes a connection whose
-// session expired.
+// session expired. AuthenticateConn (sasl_conn.go) runs the same exchange
+// on a connection of another protocol, the raft transport on a SASL
+// controller listener, before that protocol starts.
 package network

@@ -35,8 +35,14 @@ type controllerMux struct {
 	versions *wire.VersionTable
 }
 
-func newControllerMux(ctrl *controller.Controller, rn *raft.Node) *controllerMux {
+// newControllerMux serves ctrl and rn's metadata log; withSASL (a SASL
+// controller listener) advertises the SASL exchange's APIs too, which the
+// network layer serves before any other request.
+func newControllerMux(ctrl *controller.Controller, rn *raft.Node, withSASL bool) *controllerMux {
 	ranges := []wire.VersionRange{{Key: kmsg.ApiVersions, Min: 0, Max: 4}}
+	if withSASL {
+		ranges = append(ranges, wire.VersionRange{Key: kmsg.SASLHandshake, Min: 0, Max: 1}, wire.VersionRange{Key: kmsg.SASLAuthenticate, Min: 0, Max: 2})
+	}
 	for _, a := range raft.ObserverAPIs() {
 		ranges = append(ranges, wire.VersionRange{Key: a.Key, Min: a.Min, Max: a.Max})
 	}
@@ -57,6 +63,16 @@ func (m *controllerMux) Handle(ctx context.Context, _ *network.Conn, req wire.Re
 	}
 	var resp kmsg.Response
 	switch key {
+	case kmsg.SASLHandshake, kmsg.SASLAuthenticate:
+		// The network layer ran the exchange; one after it is out of
+		// place, as on a broker listener.
+		resp = req.Body.ResponseKind()
+		switch r := resp.(type) {
+		case *kmsg.SASLHandshakeResponse:
+			r.ErrorCode = kerr.IllegalSaslState.Code
+		case *kmsg.SASLAuthenticateResponse:
+			r.ErrorCode = kerr.IllegalSaslState.Code
+		}
 	case kmsg.Fetch, kmsg.FetchSnapshot:
 		resp = m.meta.Handle(ctx, req.Body)
 	default:
@@ -101,10 +117,15 @@ type splitListener struct {
 	// protocols run under: each connection's handshake is done before
 	// its first bytes are peeked.
 	tls *tls.Config
+	// sasl, when set (a SASL controller listener), authenticates both
+	// protocols: Kafka clients through the network layer as on any SASL
+	// listener, raft connections here (authenticateRaft).
+	sasl     *network.SASLConfig
+	listener string
 }
 
-func newSplitListener(ln net.Listener, logger *slog.Logger, tlsCfg *tls.Config) *splitListener {
-	s := &splitListener{ln: ln, logger: logger, tls: tlsCfg,
+func newSplitListener(ln net.Listener, logger *slog.Logger, tlsCfg *tls.Config, listener string, sasl *network.SASLConfig) *splitListener {
+	s := &splitListener{ln: ln, logger: logger, tls: tlsCfg, listener: listener, sasl: sasl,
 		raft: newChanListener(ln.Addr()), kafka: newChanListener(ln.Addr())}
 	s.wg.Add(1)
 	go s.acceptLoop()
@@ -150,10 +171,35 @@ func (s *splitListener) route(c net.Conn) {
 		pc = &peekedTLSConn{peekedConn{Conn: c, r: br}, tc}
 	}
 	if string(head) == raftMagic {
+		if s.sasl != nil && !s.authenticateRaft(c, br, pc) {
+			return
+		}
 		s.raft.deliver(pc)
 	} else {
 		s.kafka.deliver(pc)
 	}
+}
+
+// authenticateRaft runs SASL on a raft connection of a SASL controller
+// listener: after the magic, the dialer (sasl_client.go) logs in with
+// Kafka's SaslHandshake and SaslAuthenticate, and only then does the
+// transport's own hello follow, so nothing reaches the quorum from a
+// node that did not authenticate. It reports whether pc may go on; a
+// refused connection is closed.
+func (s *splitListener) authenticateRaft(c net.Conn, br *bufio.Reader, pc net.Conn) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	_, _ = br.Discard(len(raftMagic))
+	p, err := network.AuthenticateConn(ctx, pc, s.listener, s.sasl, s.logger)
+	c.SetDeadline(time.Time{})
+	if err != nil {
+		s.logger.Info("controller listener: raft connection failed SASL authentication", "remote", c.RemoteAddr().String(), "err", err)
+		c.Close()
+		return false
+	}
+	s.logger.Debug("controller listener: raft connection authenticated", "remote", c.RemoteAddr().String(), "principal", p.Type+":"+p.Name)
+	return true
 }
 
 // peekedTLSConn is a peekedConn under TLS; its ConnectionState lets the

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/samsa-io/samsa/internal/broker"
@@ -163,7 +164,20 @@ func (s *Server) bindControllerListener(context.Context) error {
 	if srv := s.tls.servers[s.cfg.ControllerListenerNames[0]]; srv != nil {
 		tlsCfg = srv.Config()
 	}
-	s.ctrlLn = newSplitListener(ln, s.logger, tlsCfg)
+	name := s.cfg.ControllerListenerNames[0]
+	var sc *network.SASLConfig
+	if isSASL(s.cfg.ListenerSecurityProtocolMap[name]) {
+		var warnings []string
+		if sc, warnings, err = saslListener(s.cfg, name, s.scramCredentials()); err != nil {
+			ln.Close()
+			return err
+		}
+		for _, w := range warnings {
+			s.logger.Warn(w)
+		}
+		s.logger.Info("SASL authentication", "listener", name, "mechanisms", strings.Join(sc.Mechanisms, ","))
+	}
+	s.ctrlLn = newSplitListener(ln, s.logger, tlsCfg, name, sc)
 	return nil
 }
 
@@ -174,7 +188,7 @@ func (s *Server) startTransport(context.Context) error {
 	}
 	t, err := raft.NewTCPTransport(raft.TCPConfig{
 		ID: uint64(s.cfg.NodeID), ClusterID: s.clusterID, Peers: tpeers,
-		Listener: s.ctrlLn.raft, Logger: s.logger, Dial: rawDial(s.tls.controller),
+		Listener: s.ctrlLn.raft, Logger: s.logger, Dial: s.dial.controller.raw(),
 	})
 	if err != nil {
 		return err
@@ -248,7 +262,7 @@ func (s *Server) startController(context.Context) error {
 // serveController serves Kafka requests on the controller listener
 // (mux.go).
 func (s *Server) serveController(context.Context) error {
-	api := newControllerMux(s.ctrl, s.raft)
+	api := newControllerMux(s.ctrl, s.raft, s.ctrlLn.sasl != nil)
 	ncfg := network.Config{
 		Listener:       s.cfg.ControllerListenerNames[0],
 		MaxRequestSize: s.cfg.SocketRequestMaxBytes,
@@ -261,6 +275,7 @@ func (s *Server) serveController(context.Context) error {
 		// under TLS and only their principal is left to set.
 		ncfg.TLSPrincipal = srv.Principal
 	}
+	ncfg.SASL = s.ctrlLn.sasl
 	s.ctrlAPI = network.Serve(s.ctrlLn.kafka, ncfg)
 	s.logger.Info("serving the controller quorum", "listener", s.cfg.ControllerListenerNames[0], "addr", s.ctrlLn.ln.Addr().String(), "voters", len(s.cfg.ControllerQuorumVoters))
 	return nil
@@ -283,7 +298,7 @@ func (s *Server) controllerReady(ctx context.Context) error {
 func (s *Server) observe(ctx context.Context) error {
 	voters := s.voters()
 	s.observer = raft.NewObserver(raft.ObserverConfig{
-		NodeID: s.cfg.NodeID, Voters: voters, Applier: s.loader, Logger: s.logger, Dialer: dialer(s.tls.controller),
+		NodeID: s.cfg.NodeID, Voters: voters, Applier: s.loader, Logger: s.logger, Dialer: s.dial.controller.kclient(),
 		Ready: func() bool {
 			_, ok := s.loader.Image().Features()[metadata.MetadataVersionFeature]
 			return ok
@@ -303,7 +318,7 @@ func (s *Server) observe(ctx context.Context) error {
 // openChannel opens the channel to the active controller: the local one
 // when it leads, on a voter; the leader the observer learns, otherwise.
 func (s *Server) openChannel(context.Context) error {
-	ccfg := controllerchannel.Config{NodeID: s.cfg.NodeID, Voters: s.voters(), Logger: s.logger, Dialer: dialer(s.tls.controller)}
+	ccfg := controllerchannel.Config{NodeID: s.cfg.NodeID, Voters: s.voters(), Logger: s.logger, Dialer: s.dial.controller.kclient()}
 	if s.ctrl != nil {
 		ccfg.Local, ccfg.Leaders = s.ctrl, controllerchannel.RaftLeaders{Node: s.raft}
 	} else {
@@ -359,10 +374,10 @@ func (s *Server) startMarkers(context.Context) error {
 		NodeID: s.cfg.NodeID, Replicas: s.replicas, Image: s.loader.Image, Groups: s.groups,
 		Listener: s.cfg.InterBrokerListenerName, Logger: s.logger,
 	}
-	if s.tls.interBroker != nil {
-		d, clientID := dialer(s.tls.interBroker), fmt.Sprintf("samsa-txn-markers-%d", s.cfg.NodeID)
+	if d := s.dial.interBroker; !d.plain() {
+		clientID := fmt.Sprintf("samsa-txn-markers-%d", s.cfg.NodeID)
 		mcfg.Dial = func(ctx context.Context, addr string) (txn.PeerConn, error) {
-			c, err := d.Dial(ctx, addr, clientID)
+			c, err := d.dial(ctx, addr, clientID)
 			if err != nil {
 				return nil, err
 			}
@@ -404,10 +419,10 @@ func (s *Server) startBroker(context.Context) error {
 	fcfg := fetcherConfig(s.cfg, s.logger)
 	fcfg.BrokerEpoch = func() int64 { return s.broker.Epoch() }
 	fcfg.Image, fcfg.Replicas = s.loader.Image, s.replicas
-	if s.tls.interBroker != nil {
-		d, clientID := dialer(s.tls.interBroker), fmt.Sprintf("samsa-replica-fetcher-%d", s.cfg.NodeID)
+	if d := s.dial.interBroker; !d.plain() {
+		clientID := fmt.Sprintf("samsa-replica-fetcher-%d", s.cfg.NodeID)
 		fcfg.Dial = func(ctx context.Context, addr string) (replica.PeerConn, error) {
-			c, err := d.Dial(ctx, addr, clientID)
+			c, err := d.dial(ctx, addr, clientID)
 			if err != nil {
 				return nil, err
 			}

@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/rand"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,19 +94,13 @@ func (s *Server) saslListeners() (map[string]*network.SASLConfig, error) {
 	return out, nil
 }
 
-// checkSASL refuses SASL settings Samsa cannot honour: a mechanism it
-// does not have, PLAIN without users, and SASL where Samsa's own nodes
-// would have to authenticate to each other (they cannot yet): on the
-// controller listener, and on the inter-broker listener of a cluster with
-// other brokers.
+// checkSASL refuses SASL settings Samsa cannot honour on this node's
+// listener: a mechanism it does not have, PLAIN without users. The
+// credentials this node dials other nodes' SASL listeners with are
+// checked by newNodeDialers (sasl_client.go).
 func checkSASL(cfg *config.Config, listener string) error {
-	if cfg.IsControllerListener(listener) {
-		return fmt.Errorf("controller listener %s has security protocol %s (listener.security.protocol.map): Samsa's nodes cannot authenticate to each other with SASL yet; use PLAINTEXT for the controller listener",
-			listener, cfg.ListenerSecurityProtocolMap[listener])
-	}
-	if listener == cfg.InterBrokerListenerName && (len(cfg.ControllerQuorumVoters) > 1 || !cfg.HasRole("controller")) {
-		return fmt.Errorf("inter-broker listener %s (inter.broker.listener.name) has security protocol %s: Samsa's brokers cannot authenticate to each other with SASL yet; use a PLAINTEXT listener for inter-broker traffic",
-			listener, cfg.ListenerSecurityProtocolMap[listener])
+	if !slices.ContainsFunc(cfg.Listeners, func(l config.Listener) bool { return l.Name == listener }) {
+		return nil // another node's listener, only dialed
 	}
 	_, _, err := saslListener(cfg, listener, nil)
 	return err

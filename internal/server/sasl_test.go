@@ -26,6 +26,12 @@ func TestCheckSASL(t *testing.T) {
 		"controller.quorum.voters=1@127.0.0.1:9093", "log.dirs=/tmp/unused",
 		"listeners=PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9094,CONTROLLER://127.0.0.1:9093"}
 	plain := "listener.name.sasl_plaintext.plain.sasl.jaas.config=" + testPlainJAAS
+	voters2 := "controller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.1:9095"
+	ctrlSASL := "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"
+	interBroker := []string{"inter.broker.listener.name=SASL_PLAINTEXT", voters2}
+	scramClient := func(bits string) string {
+		return "listener.name.sasl_plaintext.scram-sha-" + bits + `.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="b";`
+	}
 	for _, tc := range []struct {
 		props []string
 		want  string // "" for accepted; else a substring of the error
@@ -48,11 +54,36 @@ func TestCheckSASL(t *testing.T) {
 			`invalid value "soon" for listener.name.sasl_plaintext.scram-sha-256.connections.max.reauth.ms`},
 		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", "listener.name.sasl_plaintext.sasl.server.max.receive.size=0"},
 			"listener.name.sasl_plaintext.sasl.server.max.receive.size"},
-		// The nodes cannot authenticate to each other yet.
-		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"},
-			"controller listener CONTROLLER"},
-		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", "inter.broker.listener.name=SASL_PLAINTEXT",
-			"controller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.1:9095"}, "inter-broker listener SASL_PLAINTEXT"},
+		// A SASL controller listener: served on a single node; in a
+		// quorum the nodes log in to it with
+		// sasl.mechanism.controller.protocol, which must be PLAIN.
+		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", ctrlSASL}, ""},
+		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", ctrlSASL, voters2}, "sasl.mechanism.controller.protocol=GSSAPI, which Samsa does not support"},
+		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", ctrlSASL, voters2, "sasl.mechanism.controller.protocol=SCRAM-SHA-256"}, "KAFKA-15513"},
+		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", ctrlSASL, voters2, "sasl.mechanism.controller.protocol=PLAIN"},
+			"sasl.mechanism.controller.protocol=PLAIN must be enabled on controller listener CONTROLLER"},
+		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", ctrlSASL, voters2, "sasl.mechanism.controller.protocol=PLAIN",
+			"listener.name.controller.sasl.enabled.mechanisms=PLAIN"}, "listener.name.controller.plain.sasl.jaas.config is not set"},
+		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", ctrlSASL, voters2, "sasl.mechanism.controller.protocol=PLAIN",
+			"listener.name.controller.sasl.enabled.mechanisms=PLAIN", "listener.name.controller.plain.sasl.jaas.config=" + testPlainJAAS},
+			"listener.name.controller.plain.sasl.jaas.config has no username and password"},
+		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", ctrlSASL, voters2, "sasl.mechanism.controller.protocol=PLAIN",
+			"listener.name.controller.sasl.enabled.mechanisms=PLAIN",
+			`listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="c" password="p" user_c="p";`}, ""},
+		// A SASL inter-broker listener in a cluster: this node logs in
+		// with sasl.mechanism.inter.broker.protocol (default GSSAPI) as
+		// the user of its JAAS config for that mechanism.
+		{append(slices.Clone(interBroker), "sasl.enabled.mechanisms=SCRAM-SHA-256"), "sasl.mechanism.inter.broker.protocol=GSSAPI, which Samsa does not support"},
+		{append(slices.Clone(interBroker), "sasl.enabled.mechanisms=SCRAM-SHA-256", "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-256"),
+			"needs its own credentials in listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config"},
+		{append(slices.Clone(interBroker), "sasl.enabled.mechanisms=SCRAM-SHA-256", "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512", scramClient("512")),
+			"sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512 must be enabled"},
+		{append(slices.Clone(interBroker), "sasl.enabled.mechanisms=SCRAM-SHA-256", "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-256",
+			"listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"broker\";"),
+			"listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config has no username and password"},
+		{append(slices.Clone(interBroker), "sasl.enabled.mechanisms=SCRAM-SHA-256", "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-256", scramClient("256")), ""},
+		{append(slices.Clone(interBroker), "sasl.enabled.mechanisms=PLAIN", "sasl.mechanism.inter.broker.protocol=PLAIN",
+			"listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=\"broker\" password=\"b\" user_broker=\"b\";"), ""},
 		// ... but a single node never dials its own inter-broker listener.
 		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", "inter.broker.listener.name=SASL_PLAINTEXT"}, ""},
 		// SASL_SSL: the same SASL checks (its stores are newNodeTLS's).

@@ -76,6 +76,8 @@ type Server struct {
 	// tls is the material of the SSL listeners and of the clients of
 	// other nodes' SSL listeners (tls.go).
 	tls *nodeTLS
+	// dial is how this node dials the others (TLS, SASL; sasl_client.go).
+	dial nodeDialers
 }
 
 // Hooks are a node's injection points for tests; production passes none.
@@ -127,7 +129,11 @@ func StartWithHooks(ctx context.Context, cfg *config.Config, logger *slog.Logger
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, logger: logger, level: level, hooks: hooks, failed: make(chan struct{}), tls: nodeTLS}
+	dial, err := newNodeDialers(cfg, nodeTLS)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, logger: logger, level: level, hooks: hooks, failed: make(chan struct{}), tls: nodeTLS, dial: dial}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -406,7 +412,8 @@ func checkSupported(cfg *config.Config) error {
 // configuration says. Each security protocol is one case: PLAINTEXT, SSL
 // (its key and trust stores are loaded and checked by newNodeTLS, tls.go),
 // SASL_PLAINTEXT and SASL_SSL (checkSASL, sasl.go: supported mechanisms,
-// PLAIN's users, not between Samsa's own nodes; SASL_SSL's stores as
+// PLAIN's users, not on the controller listener; the credentials this
+// node dials the others with, sasl_client.go; SASL_SSL's stores as
 // SSL's). The controller listener a broker-only node dials counts too.
 func checkSecurity(cfg *config.Config) error {
 	listeners := make([]string, 0, len(cfg.Listeners)+1)
@@ -427,6 +434,10 @@ func checkSecurity(cfg *config.Config) error {
 		default:
 			return fmt.Errorf("listener %s (listeners) has security protocol %s (listener.security.protocol.map), which Samsa does not serve: use PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", name, p)
 		}
+	}
+	// How this node logs in to the others' SASL listeners.
+	if _, err := newNodeDialers(cfg, &nodeTLS{}); err != nil {
+		return err
 	}
 	return checkAuthorizer(cfg.AuthorizerClassName)
 }

@@ -23,8 +23,8 @@ import (
 // its server and client channels.
 type nodeTLS struct {
 	servers     map[string]*security.TLSServer // by listener name
-	interBroker *security.TLSClient            // nil: the inter-broker listener is not SSL
-	controller  *security.TLSClient            // nil: the controller listener is not SSL
+	interBroker *security.TLSClient            // nil: the inter-broker listener is not SSL or SASL_SSL
+	controller  *security.TLSClient            // nil: the controller listener is not SSL or SASL_SSL
 }
 
 // newNodeTLS loads every store the node's SSL listeners need. Any
@@ -60,9 +60,9 @@ func newNodeTLS(cfg *config.Config) (*nodeTLS, error) {
 }
 
 // tlsClient is the client for dialing other nodes' listener name, nil
-// when it is not an SSL listener.
+// when it is not an SSL or SASL_SSL listener.
 func tlsClient(cfg *config.Config, listener string) (*security.TLSClient, error) {
-	if cfg.ListenerSecurityProtocolMap[listener] != "SSL" {
+	if p := cfg.ListenerSecurityProtocolMap[listener]; p != "SSL" && p != "SASL_SSL" {
 		return nil, nil
 	}
 	st, err := tlsSettings(cfg.ListenerSSL(listener))
