@@ -18,7 +18,6 @@ package broker
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/network"
@@ -37,12 +36,8 @@ func handleCreateACLs(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg
 	if closeConn {
 		return nil, err
 	}
-	z := b.authz(c)
-	switch {
-	case !z.cluster(kmsg.ACLOperationAlter):
-		err = kerr.ClusterAuthorizationFailed
-	case !z.on():
-		err = wire.Errorf(kerr.SecurityDisabled, "No Authorizer is configured.")
+	if aerr := b.authz(c).alterACLs(); aerr != nil {
+		err = aerr // refused first, as Kafka checks before it builds bindings
 	}
 	if err != nil {
 		resp := req.ResponseKind().(*kmsg.CreateACLsResponse)

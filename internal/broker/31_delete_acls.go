@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/network"
@@ -30,15 +29,7 @@ func handleDeleteACLs(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg
 			return nil, errors.New("DeleteAcls filters contain UNKNOWN elements")
 		}
 	}
-	z := b.authz(c)
-	var err error
-	switch {
-	case !z.cluster(kmsg.ACLOperationAlter):
-		err = kerr.ClusterAuthorizationFailed
-	case !z.on():
-		err = wire.Errorf(kerr.SecurityDisabled, "No Authorizer is configured.")
-	}
-	if err != nil {
+	if err := b.authz(c).alterACLs(); err != nil {
 		resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 		resp.Version = req.Version
 		code, msg := wire.ErrorCodeAndMessage(err)

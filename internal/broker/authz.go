@@ -28,6 +28,7 @@ import (
 
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/security"
+	"github.com/samsa-io/samsa/internal/wire"
 )
 
 // authz answers the authorization questions of one request.
@@ -200,4 +201,17 @@ func (z authz) configResource(op kmsg.ACLOperation, rt kmsg.ConfigResourceType, 
 		return z.group(op, name), kerr.GroupAuthorizationFailed
 	}
 	return true, nil
+}
+
+// alterACLs is the refusal of CreateAcls and DeleteAcls, if any: ALTER on
+// the cluster first, then SECURITY_DISABLED without an authorizer, as
+// Kafka's KafkaApis answers.
+func (z authz) alterACLs() error {
+	switch {
+	case !z.cluster(kmsg.ACLOperationAlter):
+		return kerr.ClusterAuthorizationFailed
+	case !z.on():
+		return wire.Errorf(kerr.SecurityDisabled, "No Authorizer is configured.")
+	}
+	return nil
 }
