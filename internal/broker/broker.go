@@ -204,7 +204,7 @@ func (b *Broker) Handle(ctx context.Context, c *network.Conn, req wire.Request) 
 // mutes the channel). A produce counts its request's size, a fetch its
 // response's. A throttled fetch still carries its records (Kafka answers
 // one empty): the delay that follows keeps the client to its quota
-// either way, and an incremental fetch session stays in step.
+// either way.
 func (b *Broker) throttle(c *network.Conn, req wire.Request, resp kmsg.Response) {
 	if b.cfg.Quotas == nil || resp == nil {
 		return
@@ -224,11 +224,14 @@ func (b *Broker) throttle(c *network.Conn, req wire.Request, resp kmsg.Response)
 	default:
 		return
 	}
-	clientID := ""
+	user, clientID := security.Anonymous.Name, ""
+	if c != nil {
+		user = c.Principal().Name
+	}
 	if req.Header.ClientID != nil {
 		clientID = *req.Header.ClientID
 	}
-	d := b.cfg.Quotas.Record(typ, c.Principal().Name, clientID, float64(size), b.cfg.Now())
+	d := b.cfg.Quotas.Record(typ, user, clientID, float64(size), b.cfg.Now())
 	tr, ok := resp.(interface {
 		kmsg.ThrottleResponse
 		kmsg.SetThrottleResponse
