@@ -130,12 +130,8 @@ func aclCreate(args []string, stdout, stderr io.Writer) int {
 	var a aclFlags
 	a.cf.register(fs)
 	a.register("create", fs, "literal")
-	pos, code, ok := parseArgs(fs, args)
-	if !ok {
+	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
-	}
-	if len(pos) != 0 {
-		return usageError(fs, stderr, "unexpected argument %q", pos[0])
 	}
 	ops, pattern, err := a.parse(true)
 	if err != nil {
@@ -315,12 +311,8 @@ func aclList(args []string, stdout, stderr io.Writer) int {
 	var a aclFlags
 	a.cf.register(fs)
 	a.register("list", fs, "any")
-	pos, code, ok := parseArgs(fs, args)
-	if !ok {
+	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
-	}
-	if len(pos) != 0 {
-		return usageError(fs, stderr, "unexpected argument %q", pos[0])
 	}
 	ops, pattern, err := a.parse(false)
 	if err != nil {
@@ -365,12 +357,8 @@ func aclDelete(args []string, stdout, stderr io.Writer) int {
 	var a aclFlags
 	a.cf.register(fs)
 	a.register("delete", fs, "literal")
-	pos, code, ok := parseArgs(fs, args)
-	if !ok {
+	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
-	}
-	if len(pos) != 0 {
-		return usageError(fs, stderr, "unexpected argument %q", pos[0])
 	}
 	ops, pattern, err := a.parse(false)
 	if err != nil {

@@ -114,12 +114,8 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.noConsume, "no-consume", false, "skip the consume phase")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the result as one JSON object")
 	fs.BoolVar(&o.tsvOut, "tsv", false, "print one tab-separated line for scripts: "+benchTSVHeader)
-	pos, code, ok := parseArgs(fs, args)
-	if !ok {
+	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
-	}
-	if len(pos) != 0 {
-		return usageError(fs, stderr, "unexpected argument %q", pos[0])
 	}
 	kopts, err := o.producerOpts()
 	if err != nil {

@@ -147,6 +147,20 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 // package alone does not allow. A "--" ends flag parsing. It returns the
 // positional arguments, or an exit code when parsing must stop: 0 for -h,
 // 2 for a bad flag (the flag package has already printed the usage).
+// parseFlagsOnly is parseArgs for a command that takes no positional
+// argument: one is a usage error. It returns the exit code when the
+// command must stop.
+func parseFlagsOnly(fs *flag.FlagSet, args []string, stderr io.Writer) (int, bool) {
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code, false
+	}
+	if len(pos) != 0 {
+		return usageError(fs, stderr, "unexpected argument %q", pos[0]), false
+	}
+	return 0, true
+}
+
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, int, bool) {
 	var flags, positional []string
 	for i := 0; i < len(args); i++ {

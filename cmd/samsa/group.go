@@ -47,12 +47,8 @@ func groupList(args []string, stdout, stderr io.Writer) int {
 	var cf clientFlags
 	cf.register(fs)
 	stateFlag := fs.String("state", "", "only list groups in these comma-separated `states` (e.g. Stable,Empty)")
-	pos, code, ok := parseArgs(fs, args)
-	if !ok {
+	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
-	}
-	if len(pos) != 0 {
-		return usageError(fs, stderr, "unexpected argument %q", pos[0])
 	}
 	states, err := parseStates(*stateFlag, "group", groupStates)
 	if err != nil {

@@ -99,12 +99,8 @@ func quotaSet(args []string, stdout, stderr io.Writer) int {
 	}
 	var generic kvList
 	fs.Var(&generic, "set", "set any quota `key=value` (repeatable), e.g. producer_byte_rate=1048576")
-	pos, code, ok := parseArgs(fs, args)
-	if !ok {
+	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
-	}
-	if len(pos) != 0 {
-		return usageError(fs, stderr, "unexpected argument %q", pos[0])
 	}
 	entity := e.entity()
 	if len(entity) == 0 {
@@ -145,12 +141,8 @@ func quotaDelete(args []string, stdout, stderr io.Writer) int {
 	e.registerOn(func(v *optString, name, usage string) { fs.Var(v, name, usage) })
 	var keys stringList
 	fs.Var(&keys, "key", "delete only this quota `key` (repeatable; default: every quota of the entity)")
-	pos, code, ok := parseArgs(fs, args)
-	if !ok {
+	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
-	}
-	if len(pos) != 0 {
-		return usageError(fs, stderr, "unexpected argument %q", pos[0])
 	}
 	entity := e.entity()
 	if len(entity) == 0 {
@@ -234,12 +226,8 @@ func quotaList(args []string, stdout, stderr io.Writer) int {
 	var e entityFlags
 	e.registerOn(func(v *optString, name, usage string) { fs.Var(v, name, usage) })
 	strict := fs.Bool("strict", false, "only entities with exactly the kinds named (--user alone leaves out user+client-id entities)")
-	pos, code, ok := parseArgs(fs, args)
-	if !ok {
+	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
-	}
-	if len(pos) != 0 {
-		return usageError(fs, stderr, "unexpected argument %q", pos[0])
 	}
 	adm, err := cf.admin()
 	if err != nil {

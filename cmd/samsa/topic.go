@@ -89,12 +89,8 @@ func topicList(args []string, stdout, stderr io.Writer) int {
 	var cf clientFlags
 	cf.register(fs)
 	internal := fs.Bool("internal", false, "include internal topics such as __consumer_offsets")
-	pos, code, ok := parseArgs(fs, args)
-	if !ok {
+	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
-	}
-	if len(pos) != 0 {
-		return usageError(fs, stderr, "unexpected argument %q", pos[0])
 	}
 	adm, err := cf.admin()
 	if err != nil {

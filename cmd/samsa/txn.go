@@ -43,12 +43,8 @@ func txnList(args []string, stdout, stderr io.Writer) int {
 	cf.register(fs)
 	stateFlag := fs.String("state", "", "only list transactions in these comma-separated `states` (e.g. Ongoing)")
 	pidFlag := fs.String("producer-id", "", "only list transactions of these comma-separated producer `ids`")
-	pos, code, ok := parseArgs(fs, args)
-	if !ok {
+	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
-	}
-	if len(pos) != 0 {
-		return usageError(fs, stderr, "unexpected argument %q", pos[0])
 	}
 	states, err := parseStates(*stateFlag, "transaction", txnStates)
 	if err != nil {
