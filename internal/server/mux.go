@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/samsa-io/samsa/internal/controller"
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/raft"
+	"github.com/samsa-io/samsa/internal/security"
 	"github.com/samsa-io/samsa/internal/wire"
 )
 
@@ -28,17 +30,30 @@ import (
 // forward) and the raft leader's metadata log, which observers fetch
 // (raft.MetadataLog).
 
+// The controller listener serves the nodes only. With an authorizer,
+// every Kafka request on it but ApiVersions and the SASL exchange, and
+// every raft connection, needs CLUSTER_ACTION on the cluster — what
+// Kafka's ControllerApis asks of the requests nodes send (registration,
+// heartbeats, AlterPartition, the quorum's own) and of the Envelope a
+// broker wraps forwarded admin requests in. Samsa forwards admin
+// requests without an Envelope, after the broker has authorized the
+// client, so the sender's CLUSTER_ACTION covers them too. Until the ACLs
+// of a first image are loaded only super users pass, as with Kafka's
+// StandardAuthorizer: the nodes' own principals must be super users for
+// a restarted quorum to form again.
+
 // controllerMux serves the Kafka requests of the controller listener.
 type controllerMux struct {
 	ctrl     *controller.Controller
 	meta     *raft.MetadataLog
 	versions *wire.VersionTable
+	authz    *security.Authorizer // nil: authorization is off
 }
 
 // newControllerMux serves ctrl and rn's metadata log; withSASL (a SASL
 // controller listener) advertises the SASL exchange's APIs too, which the
 // network layer serves before any other request.
-func newControllerMux(ctrl *controller.Controller, rn *raft.Node, withSASL bool) *controllerMux {
+func newControllerMux(ctrl *controller.Controller, rn *raft.Node, withSASL bool, authz *security.Authorizer) *controllerMux {
 	ranges := []wire.VersionRange{{Key: kmsg.ApiVersions, Min: 0, Max: 4}}
 	if withSASL {
 		ranges = append(ranges, wire.VersionRange{Key: kmsg.SASLHandshake, Min: 0, Max: 1}, wire.VersionRange{Key: kmsg.SASLAuthenticate, Min: 0, Max: 2})
@@ -49,11 +64,11 @@ func newControllerMux(ctrl *controller.Controller, rn *raft.Node, withSASL bool)
 	for _, a := range controller.APIs() {
 		ranges = append(ranges, wire.VersionRange{Key: a.Key, Min: a.Min, Max: a.Max})
 	}
-	return &controllerMux{ctrl: ctrl, meta: raft.NewMetadataLog(rn), versions: wire.NewVersionTable(ranges...)}
+	return &controllerMux{ctrl: ctrl, meta: raft.NewMetadataLog(rn), versions: wire.NewVersionTable(ranges...), authz: authz}
 }
 
 // Handle implements network.Handler.
-func (m *controllerMux) Handle(ctx context.Context, _ *network.Conn, req wire.Request) (kmsg.Response, error) {
+func (m *controllerMux) Handle(ctx context.Context, c *network.Conn, req wire.Request) (kmsg.Response, error) {
 	key := kmsg.Key(req.Header.APIKey)
 	if key == kmsg.ApiVersions {
 		return m.apiVersions(req), nil
@@ -62,8 +77,10 @@ func (m *controllerMux) Handle(ctx context.Context, _ *network.Conn, req wire.Re
 		return nil, fmt.Errorf("controller listener: unsupported API %s version %d", kmsg.NameForKey(int16(key)), req.Header.APIVersion)
 	}
 	var resp kmsg.Response
-	switch key {
-	case kmsg.SASLHandshake, kmsg.SASLAuthenticate:
+	switch {
+	case key != kmsg.SASLHandshake && key != kmsg.SASLAuthenticate && !clusterAction(m.authz, c.Principal(), remoteHost(c.RemoteAddr())):
+		resp = clusterAuthorizationFailed(req.Body)
+	case key == kmsg.SASLHandshake || key == kmsg.SASLAuthenticate:
 		// The network layer ran the exchange; one after it is out of
 		// place, as on a broker listener.
 		resp = req.Body.ResponseKind()
@@ -73,7 +90,7 @@ func (m *controllerMux) Handle(ctx context.Context, _ *network.Conn, req wire.Re
 		case *kmsg.SASLAuthenticateResponse:
 			r.ErrorCode = kerr.IllegalSaslState.Code
 		}
-	case kmsg.Fetch, kmsg.FetchSnapshot:
+	case key == kmsg.Fetch || key == kmsg.FetchSnapshot:
 		resp = m.meta.Handle(ctx, req.Body)
 	default:
 		api, _ := controller.LookupAPI(key) // the version table lists only served keys
@@ -81,6 +98,58 @@ func (m *controllerMux) Handle(ctx context.Context, _ *network.Conn, req wire.Re
 	}
 	resp.SetVersion(req.Body.GetVersion())
 	return resp, nil
+}
+
+// clusterAction reports whether principal p, connected from host, may
+// act as a node (CLUSTER_ACTION on the cluster); always with no
+// authorizer.
+func clusterAction(a *security.Authorizer, p security.Principal, host netip.Addr) bool {
+	switch {
+	case a == nil:
+		return true
+	case !a.Loaded():
+		return a.IsSuperUser(p)
+	}
+	return a.Authorize(security.Request{Principal: p, Host: host, Op: kmsg.ACLOperationClusterAction,
+		ResourceType: kmsg.ACLResourceTypeCluster, Name: security.ClusterName})
+}
+
+// remoteHost is the IP address of a TCP peer (the zero address for any
+// other kind, which only matches ACLs of host "*").
+func remoteHost(a net.Addr) netip.Addr {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.AddrPort().Addr()
+	}
+	return netip.Addr{}
+}
+
+// clusterAuthorizationFailed answers req, refused for want of
+// CLUSTER_ACTION, as Kafka's ControllerApis does: every error code of
+// the response is CLUSTER_AUTHORIZATION_FAILED.
+func clusterAuthorizationFailed(req kmsg.Request) kmsg.Response {
+	code := kerr.ClusterAuthorizationFailed.Code
+	if api, ok := controller.LookupAPI(kmsg.Key(req.Key())); ok && api.Forwarded() {
+		return api.Failed(req, kerr.ClusterAuthorizationFailed)
+	}
+	resp := req.ResponseKind()
+	switch r := resp.(type) {
+	case *kmsg.BrokerRegistrationResponse:
+		r.ErrorCode = code
+	case *kmsg.BrokerHeartbeatResponse:
+		r.ErrorCode = code
+	case *kmsg.AlterPartitionResponse:
+		r.ErrorCode = code
+	case *kmsg.AllocateProducerIDsResponse:
+		r.ErrorCode = code
+	case *kmsg.FetchResponse:
+		r.ErrorCode = code
+	case *kmsg.FetchSnapshotResponse:
+		r.ErrorCode = code
+	default:
+		// A new controller API must say how it is refused.
+		panic("controller listener: no refusal for " + kmsg.NameForKey(req.Key()))
+	}
+	return resp
 }
 
 func (m *controllerMux) apiVersions(req wire.Request) kmsg.Response {
@@ -122,11 +191,19 @@ type splitListener struct {
 	// listener, raft connections here (authenticateRaft).
 	sasl     *network.SASLConfig
 	listener string
+	// authz, when set, admits only raft connections whose principal may
+	// act as a node (clusterAction); tlsPrincipal names the principal of
+	// an SSL listener's connections.
+	authz        *security.Authorizer
+	tlsPrincipal func(tls.ConnectionState) (security.Principal, error)
 }
 
-func newSplitListener(ln net.Listener, logger *slog.Logger, tlsCfg *tls.Config, listener string, sasl *network.SASLConfig) *splitListener {
-	s := &splitListener{ln: ln, logger: logger, tls: tlsCfg, listener: listener, sasl: sasl,
+func newSplitListener(ln net.Listener, logger *slog.Logger, tlsSrv *security.TLSServer, listener string, sasl *network.SASLConfig, authz *security.Authorizer) *splitListener {
+	s := &splitListener{ln: ln, logger: logger, listener: listener, sasl: sasl, authz: authz,
 		raft: newChanListener(ln.Addr()), kafka: newChanListener(ln.Addr())}
+	if tlsSrv != nil {
+		s.tls, s.tlsPrincipal = tlsSrv.Config(), tlsSrv.Principal
+	}
 	s.wg.Add(1)
 	go s.acceptLoop()
 	return s
@@ -171,7 +248,14 @@ func (s *splitListener) route(c net.Conn) {
 		pc = &peekedTLSConn{peekedConn{Conn: c, r: br}, tc}
 	}
 	if string(head) == raftMagic {
-		if s.sasl != nil && !s.authenticateRaft(c, br, pc) {
+		p, ok := s.raftPrincipal(c, br, pc)
+		if !ok {
+			return
+		}
+		if !clusterAction(s.authz, p, remoteHost(c.RemoteAddr())) {
+			s.logger.Warn("controller listener: raft connection refused: its principal may not act as a node (CLUSTER_ACTION on the cluster)",
+				"remote", c.RemoteAddr().String(), "principal", p.String())
+			c.Close()
 			return
 		}
 		s.raft.deliver(pc)
@@ -180,13 +264,32 @@ func (s *splitListener) route(c net.Conn) {
 	}
 }
 
+// raftPrincipal is who a raft connection is: its SASL principal on a
+// SASL listener (authenticateRaft), its certificate's on an SSL one,
+// else User:ANONYMOUS. It reports whether pc may go on; a refused
+// connection is closed.
+func (s *splitListener) raftPrincipal(c net.Conn, br *bufio.Reader, pc net.Conn) (security.Principal, bool) {
+	if s.sasl != nil {
+		return s.authenticateRaft(c, br, pc)
+	}
+	if tc, ok := c.(*tls.Conn); ok && s.tlsPrincipal != nil {
+		p, err := s.tlsPrincipal(tc.ConnectionState())
+		if err != nil {
+			s.logger.Info("controller listener: raft connection without a principal", "remote", c.RemoteAddr().String(), "err", err)
+			c.Close()
+			return security.Principal{}, false
+		}
+		return p, true
+	}
+	return security.Anonymous, true
+}
+
 // authenticateRaft runs SASL on a raft connection of a SASL controller
 // listener: after the magic, the dialer (sasl_client.go) logs in with
 // Kafka's SaslHandshake and SaslAuthenticate, and only then does the
 // transport's own hello follow, so nothing reaches the quorum from a
-// node that did not authenticate. It reports whether pc may go on; a
-// refused connection is closed.
-func (s *splitListener) authenticateRaft(c net.Conn, br *bufio.Reader, pc net.Conn) bool {
+// node that did not authenticate.
+func (s *splitListener) authenticateRaft(c net.Conn, br *bufio.Reader, pc net.Conn) (security.Principal, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
@@ -196,10 +299,10 @@ func (s *splitListener) authenticateRaft(c net.Conn, br *bufio.Reader, pc net.Co
 	if err != nil {
 		s.logger.Info("controller listener: raft connection failed SASL authentication", "remote", c.RemoteAddr().String(), "err", err)
 		c.Close()
-		return false
+		return security.Principal{}, false
 	}
-	s.logger.Debug("controller listener: raft connection authenticated", "remote", c.RemoteAddr().String(), "principal", p.Type+":"+p.Name)
-	return true
+	s.logger.Debug("controller listener: raft connection authenticated", "remote", c.RemoteAddr().String(), "principal", p.String())
+	return p, true
 }
 
 // peekedTLSConn is a peekedConn under TLS; its ConnectionState lets the

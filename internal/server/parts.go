@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"crypto/rand"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -160,10 +159,6 @@ func (s *Server) bindControllerListener(context.Context) error {
 	if err != nil {
 		return err
 	}
-	var tlsCfg *tls.Config
-	if srv := s.tls.servers[s.cfg.ControllerListenerNames[0]]; srv != nil {
-		tlsCfg = srv.Config()
-	}
 	name := s.cfg.ControllerListenerNames[0]
 	var sc *network.SASLConfig
 	if isSASL(s.cfg.ListenerSecurityProtocolMap[name]) {
@@ -177,7 +172,7 @@ func (s *Server) bindControllerListener(context.Context) error {
 		}
 		s.logger.Info("SASL authentication", "listener", name, "mechanisms", strings.Join(sc.Mechanisms, ","))
 	}
-	s.ctrlLn = newSplitListener(ln, s.logger, tlsCfg, name, sc)
+	s.ctrlLn = newSplitListener(ln, s.logger, s.tls.servers[name], name, sc, s.authorizer)
 	return nil
 }
 
@@ -256,13 +251,19 @@ func (s *Server) startController(context.Context) error {
 	}
 	s.ctrl = c
 	s.ctrl.Start()
+	// The controller listener authorizes the nodes (mux.go) with the
+	// ACLs of the image this node has applied.
+	if err := s.publishACLs(); err != nil {
+		s.ctrl.Close()
+		return err
+	}
 	return nil
 }
 
 // serveController serves Kafka requests on the controller listener
 // (mux.go).
 func (s *Server) serveController(context.Context) error {
-	api := newControllerMux(s.ctrl, s.raft, s.ctrlLn.sasl != nil)
+	api := newControllerMux(s.ctrl, s.raft, s.ctrlLn.sasl != nil, s.authorizer)
 	ncfg := network.Config{
 		Listener:       s.cfg.ControllerListenerNames[0],
 		MaxRequestSize: s.cfg.SocketRequestMaxBytes,
@@ -412,10 +413,6 @@ func (s *Server) startBroker(context.Context) error {
 	if s.observer != nil {
 		activeController = s.observer.Known
 	}
-	authorizer, err := newAuthorizer(s.cfg)
-	if err != nil {
-		return err
-	}
 	fcfg := fetcherConfig(s.cfg, s.logger)
 	fcfg.BrokerEpoch = func() int64 { return s.broker.Epoch() }
 	fcfg.Image, fcfg.Replicas = s.loader.Image, s.replicas
@@ -440,7 +437,7 @@ func (s *Server) startBroker(context.Context) error {
 		Groups:           s.groups,
 		Txns:             s.txns,
 		Quotas:           security.NewQuotaManager(s.cfg.QuotaWindowSize, s.cfg.QuotaWindowNum),
-		Authorizer:       authorizer,
+		Authorizer:       s.authorizer,
 		Logger:           s.logger,
 		ActiveController: activeController,
 	})
@@ -449,11 +446,9 @@ func (s *Server) startBroker(context.Context) error {
 	}
 	// The authorizer's ACLs follow the image, registered before the
 	// broker so that both first see the replayed image.
-	if authorizer != nil {
-		if err := s.loader.Register(security.ACLPublisher{A: authorizer}); err != nil {
-			s.fetchers.Close()
-			return err
-		}
+	if err := s.publishACLs(); err != nil {
+		s.fetchers.Close()
+		return err
 	}
 	// The broker's publisher opens and deletes logs as metadata changes;
 	// registered now, it first catches up on the replayed image.
@@ -469,7 +464,21 @@ func (s *Server) startBroker(context.Context) error {
 	return nil
 }
 
-// newAuthorizer is the broker's authorizer (Kafka's StandardAuthorizer,
+// publishACLs has the node's authorizer follow the metadata image's
+// ACLs, once: a combined node's controller registers it before its broker
+// would.
+func (s *Server) publishACLs() error {
+	if s.authorizer == nil || s.aclsPublished {
+		return nil
+	}
+	if err := s.loader.Register(security.ACLPublisher{A: s.authorizer}); err != nil {
+		return err
+	}
+	s.aclsPublished = true
+	return nil
+}
+
+// newAuthorizer is the node's authorizer (Kafka's StandardAuthorizer,
 // checkAuthorizer made sure), or nil when authorizer.class.name is unset.
 func newAuthorizer(cfg *config.Config) (*security.Authorizer, error) {
 	if cfg.AuthorizerClassName == "" {

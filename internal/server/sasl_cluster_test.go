@@ -348,7 +348,7 @@ func saslSSLNodeProps(t *testing.T, p *testPKI, id int, controllerPass string) [
 			`username="controller" password="`+controllerPass+`" user_controller="controller-secret";`,
 		// Replica fetches and markers are allowed only to the nodes' own
 		// SASL user: this checks that they authenticate as it.
-		"authorizer.class.name="+StandardAuthorizer, "super.users=User:broker;User:alice",
+		"authorizer.class.name="+StandardAuthorizer, "super.users=User:broker;User:controller;User:alice",
 	)
 }
 

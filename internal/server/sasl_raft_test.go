@@ -41,7 +41,7 @@ func TestSASLRaftConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	split := newSplitListener(ln, quiet(), nil, "CONTROLLER", sc)
+	split := newSplitListener(ln, quiet(), nil, "CONTROLLER", sc, nil)
 	defer split.Close()
 	addr := ln.Addr().String()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -25,6 +25,7 @@ import (
 	"github.com/samsa-io/samsa/internal/raft"
 	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/replica"
+	"github.com/samsa-io/samsa/internal/security"
 	"github.com/samsa-io/samsa/internal/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -78,6 +79,10 @@ type Server struct {
 	tls *nodeTLS
 	// dial is how this node dials the others (TLS, SASL; sasl_client.go).
 	dial nodeDialers
+	// authorizer is nil when authorizer.class.name is unset; it decides
+	// for the broker's handlers and the controller listener (mux.go).
+	authorizer    *security.Authorizer
+	aclsPublished bool
 }
 
 // Hooks are a node's injection points for tests; production passes none.
@@ -133,7 +138,11 @@ func StartWithHooks(ctx context.Context, cfg *config.Config, logger *slog.Logger
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, logger: logger, level: level, hooks: hooks, failed: make(chan struct{}), tls: nodeTLS, dial: dial}
+	authorizer, err := newAuthorizer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, logger: logger, level: level, hooks: hooks, failed: make(chan struct{}), tls: nodeTLS, dial: dial, authorizer: authorizer}
 	defer func() {
 		if err != nil {
 			s.Close()
