@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/samsa-io/samsa/internal/config"
+	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/security"
 	"github.com/samsa-io/samsa/internal/server"
 )
@@ -33,8 +34,11 @@ func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
 	clusterID := fs.String("cluster-id", "", "cluster `id` to format fresh data directories with; every node of a multi-node cluster needs the same one")
 	var addScram stringList
 	fs.Var(&addScram, "add-scram", "SCRAM credential to write when the metadata log is new (repeatable), as kafka-storage format --add-scram: 'SCRAM-SHA-256=[name=alice,password=alice-secret]'")
+	releaseVersion := fs.String("release-version", "", "Kafka `release` (3.3 to 4.4) whose feature levels a new metadata log starts at, as kafka-storage format --release-version (default: Samsa's newest)")
+	var features stringList
+	fs.Var(&features, "feature", "feature level `name=level` a new metadata log starts at (repeatable; wins over --release-version), as kafka-storage format --feature")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: samsa server [--config FILE] [--override key=value ...] [--add-scram 'SCRAM-SHA-256=[name=U,password=P]' ...]")
+		fmt.Fprintln(stderr, "usage: samsa server [--config FILE] [--override key=value ...] [--add-scram 'SCRAM-SHA-256=[name=U,password=P]' ...] [--release-version R] [--feature name=level ...]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -68,6 +72,11 @@ func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
 		}
 	}
 	cfg.AddScram = addScram
+	if _, err := metadata.InitialFeatures(*releaseVersion, features); err != nil {
+		fmt.Fprintf(stderr, "samsa server: %v\n", err)
+		return 2
+	}
+	cfg.ReleaseVersion, cfg.Features = *releaseVersion, features
 	// Signals are caught before anything can block: one that arrives
 	// during start-up (log recovery, waiting for the other voters or for
 	// this broker to be unfenced) cancels it, and the node exits cleanly.

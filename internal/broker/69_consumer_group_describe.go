@@ -8,6 +8,7 @@ package broker
 // GROUP_ID_NOT_FOUND, as in Kafka. A group without DESCRIBE answers
 // GROUP_AUTHORIZATION_FAILED; with include_authorized_operations each
 // described group carries the operations the client may do on it.
+// While group.version is below 1, every group answers UNSUPPORTED_VERSION.
 
 import (
 	"context"
@@ -20,6 +21,15 @@ import (
 
 func handleConsumerGroupDescribe(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ConsumerGroupDescribeRequest)
+	if !b.consumerProtocolEnabled() {
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
+		for _, g := range req.Groups {
+			dg := kmsg.NewConsumerGroupDescribeResponseGroup()
+			dg.Group, dg.ErrorCode = g, kerr.UnsupportedVersion.Code
+			resp.Groups = append(resp.Groups, dg)
+		}
+		return resp, nil
+	}
 	z := b.authz(c)
 	allowed := make([]bool, len(req.Groups))
 	sub := *req

@@ -88,6 +88,12 @@ type Config struct {
 	// credentials written into the metadata log when it is bootstrapped,
 	// in security.ParseScramArg's form. Ignored once the log exists.
 	AddScram []string
+	// ReleaseVersion and Features are not properties either: `samsa
+	// server --release-version` and `--feature name=level` (Kafka's
+	// `kafka-storage format` flags), the feature levels a new metadata
+	// log starts at (metadata.InitialFeatures). Ignored once it exists.
+	ReleaseVersion string
+	Features       []string
 
 	LogDirs        []string // log.dirs, or log.dir when unset
 	MetadataLogDir string   // metadata.log.dir, or LogDirs[0] when unset

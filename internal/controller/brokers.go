@@ -55,12 +55,12 @@ func (c *Controller) registerLocked(ctx context.Context, req *kmsg.BrokerRegistr
 	case id < 0:
 		return 0, wire.Errorf(kerr.InvalidRequest, "invalid broker id %d", id)
 	}
+	var features []metadata.FeatureRange
 	for _, f := range req.Features {
-		if f.Name == metadata.MetadataVersionFeature {
-			if lvl := img.Features()[metadata.MetadataVersionFeature]; lvl < f.MinSupportedVersion || lvl > f.MaxSupportedVersion {
-				return 0, wire.Errorf(kerr.UnsupportedVersion, "Unable to register because the broker does not support finalized version %d of metadata.version. The broker wants a version between %d and %d, inclusive.", lvl, f.MinSupportedVersion, f.MaxSupportedVersion)
-			}
-		}
+		features = append(features, metadata.FeatureRange{Name: f.Name, Min: f.MinSupportedVersion, Max: f.MaxSupportedVersion})
+	}
+	if err := unsupportedFinalized(img, features); err != nil {
+		return 0, err
 	}
 	now := c.cfg.Now()
 	old, exists := img.Broker(id)
@@ -83,7 +83,7 @@ func (c *Controller) registerLocked(ctx context.Context, req *kmsg.BrokerRegistr
 		ch.fence(id)
 	}
 	rec := &metadata.RegisterBrokerRecord{BrokerID: id, IncarnationID: req.IncarnationID, BrokerEpoch: epoch,
-		Rack: req.Rack, Fenced: true}
+		Rack: req.Rack, Fenced: true, Features: features}
 	for _, l := range req.Listeners {
 		rec.Endpoints = append(rec.Endpoints, metadata.Endpoint{Name: l.Name, Host: l.Host, Port: l.Port, SecurityProtocol: l.SecurityProtocol})
 	}

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,10 +21,6 @@ import (
 	"github.com/samsa-io/samsa/internal/raft"
 	"github.com/samsa-io/samsa/internal/wire"
 )
-
-// MetadataVersion is the metadata.version written at bootstrap: Kafka 4.1's
-// production level, IBP_4_1_IV1 (feature level 27).
-const MetadataVersion int16 = 27
 
 // ProducerIDBlockSize is the number of producer ids handed out per
 // AllocateProducerIDs call, as in Kafka.
@@ -76,6 +74,10 @@ type Config struct {
 	// log is bootstrapped (SCRAM credentials from --add-scram), and
 	// ignored, with a warning, once it exists.
 	BootstrapRecords []metadata.Record
+	// InitialFeatures are the finalized feature levels of a new cluster
+	// (metadata.InitialFeatures, from --release-version and --feature);
+	// nil is Samsa's newest levels. Ignored once the log exists.
+	InitialFeatures map[string]int16
 }
 
 // Validate checks the configuration and fills defaults.
@@ -226,11 +228,20 @@ func (c *Controller) Bootstrap(ctx context.Context) error {
 		}
 		return nil
 	}
-	c.cfg.Logger.Info("bootstrapping cluster metadata", "cluster.id", img.ClusterID, "metadata.version", MetadataVersion,
+	features := c.cfg.InitialFeatures
+	if features == nil {
+		features = map[string]int16{metadata.MetadataVersionFeature: metadata.MetadataVersionLatest, metadata.GroupVersionFeature: 1}
+	}
+	c.cfg.Logger.Info("bootstrapping cluster metadata", "cluster.id", img.ClusterID, "features", features,
 		"records", len(c.cfg.BootstrapRecords))
-	return c.writeLocked(ctx, append([]metadata.Record{
-		&metadata.FeatureLevelRecord{Name: metadata.MetadataVersionFeature, FeatureLevel: MetadataVersion},
-	}, c.cfg.BootstrapRecords...))
+	// metadata.version first, as kafka-storage format writes it.
+	recs := []metadata.Record{&metadata.FeatureLevelRecord{Name: metadata.MetadataVersionFeature, FeatureLevel: features[metadata.MetadataVersionFeature]}}
+	for _, name := range slices.Sorted(maps.Keys(features)) {
+		if name != metadata.MetadataVersionFeature {
+			recs = append(recs, &metadata.FeatureLevelRecord{Name: name, FeatureLevel: features[name]})
+		}
+	}
+	return c.writeLocked(ctx, append(recs, c.cfg.BootstrapRecords...))
 }
 
 // AllocateProducerIDs hands brokerID the next block of producer ids. Blocks

@@ -381,6 +381,18 @@ func TestRestartKeepsTopicsAndProducerIDBlocks(t *testing.T) {
 	}
 }
 
+// supportedFeatures are this build's features, as a broker registers
+// them.
+func supportedFeatures() []kmsg.BrokerRegistrationRequestFeature {
+	var fs []kmsg.BrokerRegistrationRequestFeature
+	for _, sf := range metadata.SupportedFeatures() {
+		f := kmsg.NewBrokerRegistrationRequestFeature()
+		f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = sf.Name, sf.Min, sf.Max
+		fs = append(fs, f)
+	}
+	return fs
+}
+
 // registerBroker registers a broker and unfences it at once with one
 // heartbeat, as a node's lifecycle does when it starts.
 func registerBroker(ctx context.Context, c *Controller, id int32, incarnation metadata.Uuid, endpoints []metadata.Endpoint, rack *string) (int64, error) {
@@ -391,6 +403,7 @@ func registerBroker(ctx context.Context, c *Controller, id int32, incarnation me
 		l.Name, l.Host, l.Port, l.SecurityProtocol = e.Name, e.Host, e.Port, e.SecurityProtocol
 		req.Listeners = append(req.Listeners, l)
 	}
+	req.Features = supportedFeatures()
 	resp := c.BrokerRegistration(ctx, req)
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return 0, err

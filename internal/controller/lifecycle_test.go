@@ -69,6 +69,7 @@ func (cl *cluster) register(id int32, inc metadata.Uuid, rack *string) int16 {
 	l := kmsg.NewBrokerRegistrationRequestListener()
 	l.Name, l.Host, l.Port = "PLAINTEXT", "127.0.0.1", uint16(9000+id)
 	req.Listeners = []kmsg.BrokerRegistrationRequestListener{l}
+	req.Features = supportedFeatures()
 	resp := cl.c.BrokerRegistration(ctx(cl.t), req)
 	if resp.Version != 4 {
 		cl.t.Fatalf("response version %d", resp.Version)

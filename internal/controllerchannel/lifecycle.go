@@ -225,9 +225,11 @@ func (l *Lifecycle) register(ctx context.Context) error {
 		le.Name, le.Host, le.Port, le.SecurityProtocol = e.Name, e.Host, e.Port, e.SecurityProtocol
 		req.Listeners = append(req.Listeners, le)
 	}
-	f := kmsg.NewBrokerRegistrationRequestFeature()
-	f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = metadata.MetadataVersionFeature, 1, 27
-	req.Features = append(req.Features, f)
+	for _, sf := range metadata.SupportedFeatures() {
+		f := kmsg.NewBrokerRegistrationRequestFeature()
+		f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = sf.Name, sf.Min, sf.Max
+		req.Features = append(req.Features, f)
+	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	resp, err := l.cfg.Channel.brokerRegistration(rctx, req)

@@ -153,7 +153,7 @@ func (b *builder) apply(r Record) error {
 		b.own("brokers")
 		b.next.brokers[r.BrokerID] = BrokerImage{ID: r.BrokerID, Epoch: r.BrokerEpoch,
 			IncarnationID: r.IncarnationID, Endpoints: slices.Clone(r.Endpoints), Rack: r.Rack, Fenced: r.Fenced,
-			RegistrationOffset: b.index}
+			RegistrationOffset: b.index, Features: slices.Clone(r.Features)}
 		b.brokers[r.BrokerID] = true
 	case *BrokerRegistrationChangeRecord:
 		return b.applyBrokerChange(r)

@@ -87,6 +87,19 @@ type BrokerImage struct {
 	// metadata a broker must have replayed before it is unfenced. After a
 	// snapshot restore it is the snapshot's offset (an upper bound).
 	RegistrationOffset uint64
+	// Features are the levels the broker supports, as it registered them.
+	Features []FeatureRange
+}
+
+// SupportedFeature is the range of feature name the broker registered;
+// a feature it did not list supports level 0 only.
+func (b BrokerImage) SupportedFeature(name string) FeatureRange {
+	for _, f := range b.Features {
+		if f.Name == name {
+			return f
+		}
+	}
+	return FeatureRange{Name: name}
 }
 
 // Eligible reports whether the broker may lead or join an ISR.
@@ -323,7 +336,7 @@ func (m *Image) records() []Record {
 	}
 	for _, b := range m.Brokers() {
 		recs = append(recs, &RegisterBrokerRecord{BrokerID: b.ID, IncarnationID: b.IncarnationID,
-			BrokerEpoch: b.Epoch, Endpoints: b.Endpoints, Rack: b.Rack, Fenced: b.Fenced})
+			BrokerEpoch: b.Epoch, Endpoints: b.Endpoints, Rack: b.Rack, Fenced: b.Fenced, Features: b.Features})
 		if b.InControlledShutdown {
 			t := true
 			recs = append(recs, &BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, InControlledShutdown: &t})

@@ -159,6 +159,10 @@ type RegisterBrokerRecord struct {
 	Endpoints     []Endpoint
 	Rack          *string
 	Fenced        bool
+	// Features are the feature levels the broker supports (Kafka's
+	// BrokerFeature list), so a feature is finalized only at a level
+	// every broker runs.
+	Features []FeatureRange `json:",omitempty"`
 }
 
 // BrokerRegistrationChangeRecord changes the state of the current

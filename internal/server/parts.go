@@ -230,6 +230,10 @@ func (s *Server) startController(context.Context) error {
 	if err != nil {
 		return err
 	}
+	features, err := metadata.InitialFeatures(cfg.ReleaseVersion, cfg.Features)
+	if err != nil {
+		return err
+	}
 	c, err := controller.New(controller.Config{
 		NodeID:                       cfg.NodeID,
 		Raft:                         s.raft,
@@ -245,6 +249,7 @@ func (s *Server) startController(context.Context) error {
 		LeaderImbalanceCheckInterval: time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
 		Voters:                       voterEndpoints(cfg),
 		BootstrapRecords:             boot,
+		InitialFeatures:              features,
 	})
 	if err != nil {
 		return err
