@@ -31,6 +31,7 @@ func commands() []command {
 		{"acl", "create, list and delete ACLs", runACL},
 		{"user", "create, list and delete SCRAM users", runUser},
 		{"quota", "set, list and delete client quotas", runQuota},
+		{"feature", "describe, upgrade and downgrade the cluster's feature levels", runFeature},
 		{"bench", "measure produce and consume throughput and latency", runBench},
 		{"bench-groups", "measure offset commits, rebalances and many groups' offsets", runBenchGroups},
 	}

@@ -2,11 +2,14 @@ package broker
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/wire"
 )
 
@@ -79,7 +82,18 @@ func TestVersionTableMinimums(t *testing.T) {
 }
 
 func TestAPIVersionsResponseListsTable(t *testing.T) {
-	b := New(Config{})
+	loader := metadata.NewLoader("c", nil)
+	batch, err := metadata.EncodeBatch([]metadata.Record{
+		&metadata.FeatureLevelRecord{Name: "metadata.version", FeatureLevel: 27},
+		&metadata.FeatureLevelRecord{Name: "group.version", FeatureLevel: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := loader.Apply(7, batch); err != nil {
+		t.Fatal(err)
+	}
+	b := New(Config{Image: loader.Image})
 	for _, ver := range []int16{0, 3, 4} {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = ver
@@ -95,6 +109,26 @@ func TestAPIVersionsResponseListsTable(t *testing.T) {
 			t.Fatalf("v%d: version %d error %d", ver, av.Version, av.ErrorCode)
 		}
 		checkKeys(t, b, av)
+		// Features from v3; below v4 without those whose minimum is 0.
+		var supported, finalized []string
+		for _, f := range av.SupportedFeatures {
+			supported = append(supported, fmt.Sprintf("%s=%d-%d", f.Name, f.MinVersion, f.MaxVersion))
+		}
+		for _, f := range av.FinalizedFeatures {
+			finalized = append(finalized, fmt.Sprintf("%s=%d-%d", f.Name, f.MinVersionLevel, f.MaxVersionLevel))
+		}
+		wantSupported := map[int16]string{0: "", 3: "metadata.version=7-27",
+			4: "eligible.leader.replicas.version=0-0 group.version=0-1 kraft.version=0-0 metadata.version=7-27 share.version=0-0 streams.version=0-0 transaction.version=0-0"}[ver]
+		wantFinalized, wantEpoch := "group.version=1-1 metadata.version=27-27", int64(7)
+		if ver < 3 {
+			wantFinalized, wantEpoch = "", -1 // kmsg's default, not sent
+		}
+		if got := strings.Join(supported, " "); got != wantSupported {
+			t.Errorf("v%d supported features %q, want %q", ver, got, wantSupported)
+		}
+		if got := strings.Join(finalized, " "); got != wantFinalized || av.FinalizedFeaturesEpoch != wantEpoch {
+			t.Errorf("v%d finalized features %q epoch %d, want %q epoch %d", ver, got, av.FinalizedFeaturesEpoch, wantFinalized, wantEpoch)
+		}
 	}
 }
 

@@ -23,19 +23,19 @@ const (
 // UpdateFeatures serves UpdateFeatures v0-v2 (Kafka's
 // FeatureControlManager.updateFeatures).
 //
-// Behavior: every update is checked against the finalized levels with
-// the others applied; the first one refused fails the whole request with
-// INVALID_UPDATE_VERSION and "The update failed for all features since
-// the following feature had an error: Invalid update version N for
-// feature F. <reason>", and nothing is written. An update is refused when
-// its level is negative, when this controller or a registered broker does
-// not support it ("Broker 2 only supports versions [0-1]", "... does not
-// support this feature" for a feature known only at level 0), when it
-// lowers a level as an upgrade or raises one as a downgrade, or when its
+// Behavior: each update is checked against the finalized levels; the
+// first one refused fails the whole request with INVALID_UPDATE_VERSION
+// and "The update failed for all features since the following feature
+// had an error: Invalid update version N for feature F. <reason>", and
+// nothing is written. An update is refused when its level is negative;
+// when this controller or a registered broker does not support it
+// ("Broker 2 only supports versions [0-1]", "Local controller 1 does not
+// support this feature" for a feature known only at level 0); when it
+// lowers a level as an upgrade or raises one as a downgrade; or when its
 // upgrade type is unknown. metadata.version is never lowered: a safe
 // downgrade "might delete metadata information", an unsafe one "is not
-// supported in this version", as in Kafka 4. Otherwise the new levels are
-// written as one batch of FeatureLevelRecords (level 0 removes a
+// supported in this version", as in Kafka 4. Otherwise the new levels
+// are written as one batch of FeatureLevelRecords (level 0 removes a
 // feature), unless validate_only. v0's allow_downgrade is a safe
 // downgrade. Versions 0-1 list a result per feature on success; v2 has
 // only the top-level code.
@@ -49,7 +49,7 @@ func (c *Controller) UpdateFeatures(ctx context.Context, req *kmsg.UpdateFeature
 	img, err := c.beginLocked(ctx)
 	if err == nil {
 		var recs []metadata.Record
-		if recs, err = decideFeatureUpdates(img, req); err == nil && !req.ValidateOnly {
+		if recs, err = decideFeatureUpdates(img, c.cfg.NodeID, req); err == nil && !req.ValidateOnly {
 			err = c.writeLocked(ctx, recs)
 		}
 	}
@@ -73,7 +73,7 @@ func (c *Controller) UpdateFeatures(ctx context.Context, req *kmsg.UpdateFeature
 
 // decideFeatureUpdates is the records of req's updates, or the first
 // refusal.
-func decideFeatureUpdates(img *metadata.Image, req *kmsg.UpdateFeaturesRequest) ([]metadata.Record, error) {
+func decideFeatureUpdates(img *metadata.Image, nodeID int32, req *kmsg.UpdateFeaturesRequest) ([]metadata.Record, error) {
 	current := img.Features()
 	var recs []metadata.Record
 	for _, u := range req.FeatureUpdates {
@@ -84,7 +84,7 @@ func decideFeatureUpdates(img *metadata.Image, req *kmsg.UpdateFeaturesRequest) 
 				upgrade = upgradeSafeDowngrade
 			}
 		}
-		if err := checkFeatureUpdate(img, current[u.Feature], u.Feature, u.MaxVersionLevel, upgrade); err != nil {
+		if err := checkFeatureUpdate(img, nodeID, current[u.Feature], u.Feature, u.MaxVersionLevel, upgrade); err != nil {
 			return nil, err
 		}
 		recs = append(recs, &metadata.FeatureLevelRecord{Name: u.Feature, FeatureLevel: u.MaxVersionLevel})
@@ -92,7 +92,7 @@ func decideFeatureUpdates(img *metadata.Image, req *kmsg.UpdateFeaturesRequest) 
 	return recs, nil
 }
 
-func checkFeatureUpdate(img *metadata.Image, current int16, name string, level int16, upgrade int8) error {
+func checkFeatureUpdate(img *metadata.Image, nodeID int32, current int16, name string, level int16, upgrade int8) error {
 	invalid := func(format string, args ...any) error {
 		return wire.Errorf(kerr.InvalidUpdateVersion, "Invalid update version %d for feature %s. %s", level, name, fmt.Sprintf(format, args...))
 	}
@@ -103,7 +103,7 @@ func checkFeatureUpdate(img *metadata.Image, current int16, name string, level i
 		return invalid("A feature version cannot be less than 0.")
 	}
 	local, _ := metadata.SupportedFeature(name)
-	if reason := notSupported(local, level, "Local controller"); reason != "" {
+	if reason := notSupported(local, level, fmt.Sprintf("Local controller %d", nodeID)); reason != "" {
 		return invalid("%s", reason)
 	}
 	for _, b := range img.Brokers() {

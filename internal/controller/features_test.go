@@ -54,9 +54,9 @@ func TestUpdateFeatures(t *testing.T) {
 	}{
 		{"downgrade as upgrade", featureUpdate("group.version", 0, 1), "Invalid update version 0 for feature group.version. Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade."},
 		{"upgrade as downgrade", featureUpdate("metadata.version", 27, 2), ""},
-		{"unsupported level", featureUpdate("transaction.version", 2, 1), "Invalid update version 2 for feature transaction.version. Local controller does not support this feature."},
-		{"unknown feature", featureUpdate("no.such.version", 1, 1), "Local controller does not support this feature."},
-		{"newer metadata.version", featureUpdate("metadata.version", 28, 1), "Local controller only supports versions [7-27]"},
+		{"unsupported level", featureUpdate("transaction.version", 2, 1), "Invalid update version 2 for feature transaction.version. Local controller 1 does not support this feature."},
+		{"unknown feature", featureUpdate("no.such.version", 1, 1), "Local controller 1 does not support this feature."},
+		{"newer metadata.version", featureUpdate("metadata.version", 28, 1), "Local controller 1 only supports versions [7-27]"},
 		{"older metadata.version", featureUpdate("metadata.version", 26, 2), "Invalid metadata.version 26. Refusing to perform the requested downgrade because it might delete metadata information."},
 		{"unsafe metadata.version", featureUpdate("metadata.version", 26, 3), "Unsafe metadata downgrade is not supported in this version."},
 		{"unknown upgrade type", featureUpdate("group.version", 1, 0), "The controller does not support the given upgrade type."},

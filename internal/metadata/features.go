@@ -161,3 +161,14 @@ func featureNames() []string {
 	}
 	return names
 }
+
+// ReleaseOfMetadataVersion is the Kafka release whose metadata.version is
+// level ("4.1" for 27), or "" for a level between releases.
+func ReleaseOfMetadataVersion(level int16) string {
+	for r, levels := range releaseFeatures {
+		if levels[MetadataVersionFeature] == level {
+			return r
+		}
+	}
+	return ""
+}

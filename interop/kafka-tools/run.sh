@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Apache Kafka's own command-line tools against Samsa, through `java -cp`:
 # TopicCommand, ConsoleProducer, ConsoleConsumer, GetOffsetShell,
-# ConfigCommand, ConsumerGroupCommand, and DumpLogSegments reading Samsa's
-# segment, offset-index and time-index files directly after a clean stop;
+# ConfigCommand, ConsumerGroupCommand, FeatureCommand, and DumpLogSegments
+# reading Samsa's segment, offset-index and time-index files directly after
+# a clean stop;
 # then SASL/SCRAM with the Java client (users from ConfigCommand, KIP-368
 # re-authentication), and AclCommand against a node with an authorizer.
 # Needs SAMSA_BIN, INTEROP_RESULTS and KAFKA_TOOLS_DIR (the jars that
@@ -94,6 +95,19 @@ if grep -q '^Completed updating config' <<<"$out" && grep -Eq '^  retention.ms=6
 else
 	record "$C" "ConfigCommand --alter" fail "no 'Completed updating config' and retention.ms=60000 in: $(head -c 150 <<<"$out")"
 fi
+
+# FeatureCommand (kafka-features.sh): describe reads ApiVersions' features;
+# downgrade and upgrade send UpdateFeatures; a level Samsa does not
+# implement is refused with the controller's reason.
+out=$(kt FeatureCommand --bootstrap-server "$B" describe 2>&1)
+has "FeatureCommand describe (metadata.version)" "$out" '^Feature: metadata\.version +SupportedMinVersion: 3\.3-IV3 +SupportedMaxVersion: 4\.1-IV1 +FinalizedVersionLevel: 4\.1-IV1 +Epoch: [0-9]+'
+has "FeatureCommand describe (group.version)" "$out" '^Feature: group\.version +SupportedMinVersion: 0 +SupportedMaxVersion: 1 +FinalizedVersionLevel: 1 '
+out=$(kt FeatureCommand --bootstrap-server "$B" downgrade --feature group.version=0 2>&1; kt FeatureCommand --bootstrap-server "$B" describe 2>&1)
+has "FeatureCommand downgrade --feature group.version=0" "$out" '^Feature: group\.version +SupportedMinVersion: 0 +SupportedMaxVersion: 1 +FinalizedVersionLevel: 0 '
+out=$(kt FeatureCommand --bootstrap-server "$B" upgrade --feature group.version=1 2>&1; kt FeatureCommand --bootstrap-server "$B" describe 2>&1)
+has "FeatureCommand upgrade --feature group.version=1" "$out" '^Feature: group\.version +SupportedMinVersion: 0 +SupportedMaxVersion: 1 +FinalizedVersionLevel: 1 '
+out=$(kt FeatureCommand --bootstrap-server "$B" upgrade --feature transaction.version=2 2>&1)
+has "FeatureCommand upgrade refused (transaction.version=2 not implemented)" "$out" '^Could not upgrade transaction\.version to 2\. .*Local controller 1 does not support this feature\.$'
 
 # DumpLogSegments reads the files of a cleanly stopped server.
 stop_samsa

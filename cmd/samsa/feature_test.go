@@ -1,0 +1,60 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestFeatureDescribeUpgradeDowngrade(t *testing.T) {
+	b := startTestCluster(t)
+	describe := func() [][]string {
+		t.Helper()
+		r := mustRun(t, "", "feature", "describe", "--bootstrap", b)
+		rows := fields(r.stdout)
+		return rows[:len(rows)-1] // the last line is the epoch
+	}
+	want := [][]string{
+		{"FEATURE", "SUPPORTED", "FINALIZED"},
+		{"eligible.leader.replicas.version", "0-0", "0"},
+		{"group.version", "0-1", "1"},
+		{"kraft.version", "0-0", "0"},
+		{"metadata.version", "7", "(3.3)-27", "(4.1)", "27", "(4.1)"},
+		{"share.version", "0-0", "0"},
+		{"streams.version", "0-0", "0"},
+		{"transaction.version", "0-0", "0"},
+	}
+	if got := describe(); !equalRows(got, want) {
+		t.Fatalf("describe printed %q, want %q", got, want)
+	}
+
+	r := mustRun(t, "", "feature", "downgrade", "--feature", "group.version=0", "--dry-run", "--bootstrap", b)
+	if r.stdout != "group.version can be downgraded to 0\n" {
+		t.Errorf("dry run printed %q", r.stdout)
+	}
+	if got := describe(); got[2][2] != "1" {
+		t.Fatalf("a dry run changed group.version: %q", got[2])
+	}
+	r = mustRun(t, "", "feature", "downgrade", "--feature", "group.version=0", "--bootstrap", b)
+	if r.stdout != "group.version was downgraded to 0\n" {
+		t.Errorf("downgrade printed %q", r.stdout)
+	}
+	if got := describe(); got[2][2] != "0" {
+		t.Fatalf("after the downgrade: %q", got[2])
+	}
+	mustRun(t, "", "feature", "upgrade", "--feature", "group.version=1", "--bootstrap", b)
+	if got := describe(); got[2][2] != "1" {
+		t.Fatalf("after the upgrade: %q", got[2])
+	}
+
+	// The controller's refusals, with Kafka's error name and message.
+	failsWith(t, "INVALID_UPDATE_VERSION: The update failed for all features since the following feature had an error: Invalid update version 2 for feature transaction.version. Local controller 1 does not support this feature",
+		"feature", "upgrade", "--feature", "transaction.version=2", "--bootstrap", b)
+	failsWith(t, "Can't downgrade the version of this feature", "feature", "upgrade", "--feature", "group.version=0", "--bootstrap", b)
+	failsWith(t, "Refusing to perform the requested downgrade because it might delete metadata information",
+		"feature", "downgrade", "--feature", "metadata.version=21", "--bootstrap", b)
+	// --release-version names what Samsa does not implement.
+	r = samsa(t, "", "feature", "upgrade", "--release-version", "4.1", "--bootstrap", b)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "=1 (the default of release 4.1) is not supported: Samsa implements") {
+		t.Errorf("upgrade --release-version 4.1: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
