@@ -115,6 +115,7 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.Fetch:                        {4, 17, handleFetch},
 		kmsg.ListOffsets:                  {1, 10, handleListOffsets},
 		kmsg.Metadata:                     {0, 13, handleMetadata},
+		kmsg.DescribeTopicPartitions:      {0, 0, handleDescribeTopicPartitions},
 		kmsg.ApiVersions:                  {0, 4, handleAPIVersions},
 		kmsg.CreateTopics:                 {2, 7, handleCreateTopics},
 		kmsg.InitProducerID:               {0, 5, handleInitProducerID},

@@ -93,6 +93,7 @@ var brokerKeyList = []*Key{
 	k("compression.lz4.level", Int, "9", between(1, 17), Medium, ClusterWide, "Level used when compression.type is lz4."),
 	k("compression.zstd.level", Int, "3", between(-131072, 22), Medium, ClusterWide, "Level used when compression.type is zstd."),
 	k("auto.create.topics.enable", Boolean, "true", nil, High, ReadOnly, "Create a topic when a client asks for metadata of one that does not exist."),
+	k("max.request.partition.size.limit", Int, "2000", atLeast(1), Low, ReadOnly, "Most partitions one DescribeTopicPartitions response describes (KIP-966)."),
 	k("delete.topic.enable", Boolean, "true", nil, High, ReadOnly, "Allow topics to be deleted."),
 	k("num.partitions", Int, "1", atLeast(1), Medium, ReadOnly, "Default number of partitions of a new topic."),
 	k("default.replication.factor", Int, "1", nil, Medium, ReadOnly, "Default replication factor of a new topic."),

@@ -115,15 +115,18 @@ type Config struct {
 	SocketRequestMaxBytes    int32
 	ConnectionsMaxIdleMs     int64
 
-	NumPartitions               int32
-	DefaultReplicationFactor    int16
-	MinInsyncReplicas           int
-	AutoCreateTopicsEnable      bool
-	DeleteTopicEnable           bool
-	MessageMaxBytes             int32
-	CompressionType             string
-	UncleanLeaderElectionEnable bool
-	ReplicaLagTimeMaxMs         int64
+	NumPartitions            int32
+	DefaultReplicationFactor int16
+	MinInsyncReplicas        int
+	AutoCreateTopicsEnable   bool
+	// MaxRequestPartitionSizeLimit bounds a DescribeTopicPartitions
+	// response (max.request.partition.size.limit).
+	MaxRequestPartitionSizeLimit int32
+	DeleteTopicEnable            bool
+	MessageMaxBytes              int32
+	CompressionType              string
+	UncleanLeaderElectionEnable  bool
+	ReplicaLagTimeMaxMs          int64
 
 	ReplicaFetchWaitMaxMs                    int32
 	ReplicaFetchMinBytes                     int32
@@ -448,6 +451,7 @@ func (c *Config) fill() error {
 	c.DefaultReplicationFactor = int16(rf)
 	c.MinInsyncReplicas = int(c.i32("min.insync.replicas"))
 	c.AutoCreateTopicsEnable = c.flag("auto.create.topics.enable")
+	c.MaxRequestPartitionSizeLimit = c.i32("max.request.partition.size.limit")
 	c.DeleteTopicEnable = c.flag("delete.topic.enable")
 	c.MessageMaxBytes = c.i32("message.max.bytes")
 	c.CompressionType = c.str("compression.type")
