@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,9 @@ type Controller interface {
 	// the request (internal/controller's API table), so a handler that
 	// forwards needs nothing else.
 	Forward(ctx context.Context, req kmsg.Request) kmsg.Response
+	// ForwardInBackground is Forward without waiting: done gets the
+	// answer later, on another goroutine (auto topic creation).
+	ForwardInBackground(req kmsg.Request, done func(kmsg.Response))
 	AllocateProducerIDs(ctx context.Context, brokerID int32, brokerEpoch int64) (first int64, count int32, err error)
 }
 
@@ -80,6 +84,13 @@ type Broker struct {
 	offsetsLoaded coordinator.Leadership
 	// txnLoaded is owned by the metadata publisher.
 	txnLoaded coordinator.Leadership
+	// creating are the topics Metadata requests are auto-creating
+	// (03_metadata.go), so that a client's retries do not send the
+	// controller one CreateTopics each.
+	creating struct {
+		sync.Mutex
+		topics map[string]bool
+	}
 }
 
 // handler answers one API. It returns the response with its version set
