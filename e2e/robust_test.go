@@ -849,6 +849,56 @@ func TestRobustFetch(t *testing.T) {
 			t.Fatalf("fetch answered after %v, its whole max wait of %v: the produce did not wake it", took, maxWait)
 		}
 	})
+	t.Run("refused partitions do not end the wait", func(t *testing.T) {
+		// Kafka's KafkaApis sets aside a partition of an unknown topic (or
+		// one the topic does not have) before reading, so it does not
+		// answer at once as a read error does (errorReadingData): the
+		// fetch waits for the idle partition.
+		req := kmsg.NewPtrFetchRequest()
+		req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = 1000, 1, 1<<20, -1
+		for _, tp := range []struct {
+			id        [16]byte
+			partition int32
+		}{{topicID(t, ctx, adm, idleTopic), 0}, {topicID(t, ctx, adm, idleTopic), 9}, {[16]byte{0xde, 0xad}, 0}} {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic, rt.TopicID = idleTopic, tp.id
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.PartitionMaxBytes = tp.partition, 1<<20
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+		}
+		start := time.Now()
+		kresp, err := br.Request(ctx, req)
+		took := time.Since(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := kresp.(*kmsg.FetchResponse)
+		if len(resp.Topics) != 3 {
+			t.Fatalf("fetch: %d topics answered", len(resp.Topics))
+		}
+		if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || len(p.RecordBatches) != 0 {
+			t.Fatalf("idle partition: error %d, %d bytes", p.ErrorCode, len(p.RecordBatches))
+		}
+		wantCode(t, "partition 9", resp.Topics[1].Partitions[0].ErrorCode, kerr.UnknownTopicOrPartition)
+		wantCode(t, "unknown topic id", resp.Topics[2].Partitions[0].ErrorCode, kerr.UnknownTopicID)
+		if took < 900*time.Millisecond {
+			t.Fatalf("fetch with an idle partition and max_wait 1s returned after %v", took)
+		}
+	})
+	t.Run("a session that does not exist", func(t *testing.T) {
+		// Only epochs 0 and -1 are full fetches (FetchManager.newContext);
+		// any other continues a session, which Samsa never has.
+		for _, epoch := range []int32{1, -2} {
+			req := kmsg.NewPtrFetchRequest()
+			req.SessionID, req.SessionEpoch, req.MaxBytes = 5, epoch, 1<<20
+			kresp, err := br.Request(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantCode(t, fmt.Sprintf("fetch in session 5 at epoch %d", epoch), kresp.(*kmsg.FetchResponse).ErrorCode, kerr.FetchSessionIDNotFound)
+		}
+	})
 	t.Run("long poll times out empty", func(t *testing.T) {
 		start := time.Now()
 		p := rawFetch(t, ctx, br, idleTopic, topicID(t, ctx, adm, idleTopic), 0, time.Second, 1)
