@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"sync"
@@ -184,5 +185,100 @@ func TestConsumerProtocolFranz(t *testing.T) {
 	defer own.mu.Unlock()
 	if len(own.violations) > 0 {
 		t.Fatalf("ownership violations: %v", own.violations)
+	}
+}
+
+// A KIP-848 regex (SubscribedTopicRegex) is resolved by the coordinator
+// over every topic, internal ones included, with a whole-name match, as
+// Kafka resolves it (GroupMetadataManager.refreshRegularExpressions scans
+// the image's topicsByName with RE2J's matches()). franz-go's
+// Test848RegexBrokerResolves subscribes to `pfx-orders|__consumer_offsets`
+// and expects the broker to assign it __consumer_offsets too.
+func TestConsumerProtocolRegexInternalTopics(t *testing.T) {
+	ctx := testContext(t)
+	addr := servertest.Addr(servertest.Start(t, "group.initial.rebalance.delay.ms=0"))
+	orders := topicName("franz", "orders")
+	adm := newKadm(t, addr)
+	franzCreate(t, ctx, adm, orders, 1, nil)
+	prod := newKgo(t, addr)
+	if err := prod.ProduceSync(ctx, &kgo.Record{Topic: orders, Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+
+	const offsets = "__consumer_offsets"
+	cl := newKgo(t, addr,
+		kgo.ConsumerGroup("regex-internal"),
+		kgo.ServerSideBalancer(),
+		kgo.ConsumeRegex(),
+		kgo.ConsumeTopics(regexp.QuoteMeta(orders), regexp.QuoteMeta(offsets)),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(),
+		kgo.MetadataMinAge(100*time.Millisecond),
+		kgo.FetchMaxWait(100*time.Millisecond),
+	)
+	var got []byte
+	for got == nil {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("no record of %s consumed: %v", orders, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Topic == orders {
+				got = r.Value
+			}
+		})
+	}
+	if string(got) != "v" {
+		t.Fatalf("consumed %q from %s, want %q", got, orders, "v")
+	}
+
+	// The member's assignment, as the coordinator describes it: every
+	// partition of both topics.
+	meta, err := adm.Metadata(ctx, orders, offsets)
+	if err != nil {
+		t.Fatalf("metadata: %v", err)
+	}
+	names := map[[16]byte]string{}
+	for _, td := range meta.Topics {
+		if td.Err != nil {
+			t.Fatalf("metadata %s: %v", td.Topic, td.Err)
+		}
+		names[td.ID] = td.Topic
+	}
+	offsetsPartitions := len(meta.Topics[offsets].Partitions)
+	if !meta.Topics[offsets].IsInternal || offsetsPartitions == 0 {
+		t.Fatalf("%s: internal %v, %d partitions", offsets, meta.Topics[offsets].IsInternal, offsetsPartitions)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		req := kmsg.NewPtrConsumerGroupDescribeRequest()
+		req.Groups = []string{"regex-internal"}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("ConsumerGroupDescribe: %v", err)
+		}
+		assigned := map[string]int{}
+		if g := resp.Groups[0]; g.ErrorCode == 0 && len(g.Members) == 1 {
+			for _, tp := range g.Members[0].Assignment.TopicPartitions {
+				assigned[names[tp.TopicID]] = len(tp.Partitions)
+			}
+		}
+		if assigned[orders] == 1 && assigned[offsets] == offsetsPartitions && len(assigned) == 2 {
+			break
+		}
+		select {
+		case <-waitCtx.Done():
+			t.Fatalf("assignment %v, want %s:1 and all %d partitions of %s", assigned, orders, offsetsPartitions, offsets)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	// franz-go adopts the internal topic the coordinator assigned.
+	for !slices.Contains(cl.GetConsumeTopics(), offsets) {
+		select {
+		case <-waitCtx.Done():
+			t.Fatalf("franz-go consumes %v, not %s", cl.GetConsumeTopics(), offsets)
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }

@@ -352,3 +352,46 @@ func TestKafkaGoClientFetch(t *testing.T) {
 		t.Fatalf("OFFSET_OUT_OF_RANGE took %v: the broker waited out max_wait", waited)
 	}
 }
+
+// kafka-go's testDeleteTopics: right after DeleteTopics, ReadPartitions of
+// the deleted topics (Metadata with auto-creation allowed, on a
+// connection to another topic) returns no partitions. Kafka creates a
+// missing topic in the background (AutoTopicCreationManager) and answers
+// UNKNOWN_TOPIC_OR_PARTITION meanwhile; it is not created before the
+// answer. The topic then appears, as kafka-go's DialLeader waits for.
+func TestKafkaGoAutoCreateAfterDelete(t *testing.T) {
+	ctx := testContext(t)
+	addr := startBroker(t)
+	topic, topic1, topic2 := topicName("kafkago", "conn"), topicName("kafkago", "del1"), topicName("kafkago", "del2")
+	kafkagoCreate(t, ctx, addr, topic, 1)
+	conn, err := kafka.DialLeader(ctx, "tcp", addr, topic, 0)
+	if err != nil {
+		t.Fatalf("DialLeader: %v", err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := conn.CreateTopics(
+		kafka.TopicConfig{Topic: topic1, NumPartitions: 1, ReplicationFactor: 1},
+		kafka.TopicConfig{Topic: topic2, NumPartitions: 1, ReplicationFactor: 1},
+	); err != nil {
+		t.Fatalf("CreateTopics: %v", err)
+	}
+	if err := conn.DeleteTopics(topic1, topic2); err != nil {
+		t.Fatalf("DeleteTopics: %v", err)
+	}
+	partitions, err := conn.ReadPartitions(topic1, topic2)
+	if err != nil {
+		t.Fatalf("ReadPartitions: %v", err)
+	}
+	if len(partitions) != 0 {
+		t.Fatalf("ReadPartitions right after DeleteTopics: %d partitions (%v), want none", len(partitions), partitions)
+	}
+
+	// The request did ask for auto-creation: the topic comes back.
+	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	p, err := (&kafka.Dialer{}).LookupPartition(waitCtx, "tcp", addr, topic1, 0)
+	if err != nil || p.Topic != topic1 || p.ID != 0 || p.Leader.ID != 1 {
+		t.Fatalf("LookupPartition %s after auto-creation: %+v, %v", topic1, p, err)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/servertest"
@@ -368,6 +369,75 @@ func TestRobustBadFramesCloseOnlyTheirConnection(t *testing.T) {
 	if len(recs) != 2 || string(recs[1].Value) != "after" || recs[1].Offset != 1 {
 		t.Fatalf("new client consumed %v", recs)
 	}
+}
+
+// TestRobustUnservedAPIsAnswered: an API a Kafka 4.4 broker takes but
+// Samsa does not serve is answered with UNSUPPORTED_VERSION in every error
+// code, as Kafka answers an API it has not enabled, and the connection
+// stays open; an API Kafka's broker listener does not take at all (Vote,
+// of the controller listener) closes the connection, as in Kafka. Through
+// franz-go's Client.Request with ApiVersions turned off (so the client
+// sends what the broker does not advertise, as integration suites do),
+// and a raw socket for the close.
+func TestRobustUnservedAPIsAnswered(t *testing.T) {
+	ctx := testContext(t)
+	addr := startBroker(t)
+	noAPIVersions := kversion.Stable()
+	noAPIVersions.SetMaxKeyVersion(int16(kmsg.ApiVersions), -1)
+	cl := newKgo(t, addr, kgo.MaxVersions(noAPIVersions), kgo.RetryTimeout(5*time.Second))
+	request := func(req kmsg.Request) kmsg.Response {
+		t.Helper()
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		resp, err := cl.Request(rctx, req)
+		if err != nil {
+			t.Fatalf("%s v%d: %v, want an answer", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+		}
+		return resp
+	}
+
+	ddt := request(kmsg.NewPtrDescribeDelegationTokenRequest()).(*kmsg.DescribeDelegationTokenResponse)
+	wantCode(t, "DescribeDelegationToken v3", ddt.ErrorCode, kerr.UnsupportedVersion)
+	if ddt.Version != 3 || len(ddt.TokenDetails) != 0 {
+		t.Fatalf("DescribeDelegationToken: version %d, %d tokens", ddt.Version, len(ddt.TokenDetails))
+	}
+	lcr := request(kmsg.NewPtrListConfigResourcesRequest()).(*kmsg.ListConfigResourcesResponse)
+	wantCode(t, "ListConfigResources v1", lcr.ErrorCode, kerr.UnsupportedVersion)
+	dtp := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	for _, name := range []string{"a", "b"} {
+		rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+		rt.Topic = name
+		dtp.Topics = append(dtp.Topics, rt)
+	}
+	topics := request(dtp).(*kmsg.DescribeTopicPartitionsResponse).Topics
+	if len(topics) != 2 || topics[1].Topic == nil || *topics[1].Topic != "b" {
+		t.Fatalf("DescribeTopicPartitions: %+v, want topics a and b", topics)
+	}
+	for _, tp := range topics {
+		wantCode(t, "DescribeTopicPartitions "+*tp.Topic, tp.ErrorCode, kerr.UnsupportedVersion)
+	}
+	sgd := kmsg.NewPtrShareGroupDescribeRequest()
+	sgd.GroupIDs = []string{"g"}
+	groups := request(sgd).(*kmsg.ShareGroupDescribeResponse).Groups
+	if len(groups) != 1 || groups[0].GroupID != "g" {
+		t.Fatalf("ShareGroupDescribe: %+v", groups)
+	}
+	wantCode(t, "ShareGroupDescribe", groups[0].ErrorCode, kerr.UnsupportedVersion)
+	// A served API above the versions Samsa advertises: EndTxn v5 (KIP-890).
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID = "t"
+	wantCode(t, "EndTxn v5", request(end).(*kmsg.EndTxnResponse).ErrorCode, kerr.UnsupportedVersion)
+
+	// The connection that carried them still serves.
+	md := request(kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse)
+	if len(md.Brokers) != 1 {
+		t.Fatalf("Metadata after the refusals: %d brokers", len(md.Brokers))
+	}
+
+	// Vote is for controllers: Kafka's broker listener closes for it.
+	c := rawDial(t, addr)
+	rawWrite(t, c, rawFrame(kmsg.NewPtrVoteRequest(), 1))
+	expectConnClosed(t, c)
 }
 
 // TestRobustApiVersionsUnsupportedVersion: ApiVersions at a version the
@@ -777,6 +847,56 @@ func TestRobustFetch(t *testing.T) {
 		checkValues(t, batchRecords(t, p.RecordBatches), 0, "wake")
 		if took >= maxWait {
 			t.Fatalf("fetch answered after %v, its whole max wait of %v: the produce did not wake it", took, maxWait)
+		}
+	})
+	t.Run("refused partitions do not end the wait", func(t *testing.T) {
+		// Kafka's KafkaApis sets aside a partition of an unknown topic (or
+		// one the topic does not have) before reading, so it does not
+		// answer at once as a read error does (errorReadingData): the
+		// fetch waits for the idle partition.
+		req := kmsg.NewPtrFetchRequest()
+		req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = 1000, 1, 1<<20, -1
+		for _, tp := range []struct {
+			id        [16]byte
+			partition int32
+		}{{topicID(t, ctx, adm, idleTopic), 0}, {topicID(t, ctx, adm, idleTopic), 9}, {[16]byte{0xde, 0xad}, 0}} {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic, rt.TopicID = idleTopic, tp.id
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.PartitionMaxBytes = tp.partition, 1<<20
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+		}
+		start := time.Now()
+		kresp, err := br.Request(ctx, req)
+		took := time.Since(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := kresp.(*kmsg.FetchResponse)
+		if len(resp.Topics) != 3 {
+			t.Fatalf("fetch: %d topics answered", len(resp.Topics))
+		}
+		if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || len(p.RecordBatches) != 0 {
+			t.Fatalf("idle partition: error %d, %d bytes", p.ErrorCode, len(p.RecordBatches))
+		}
+		wantCode(t, "partition 9", resp.Topics[1].Partitions[0].ErrorCode, kerr.UnknownTopicOrPartition)
+		wantCode(t, "unknown topic id", resp.Topics[2].Partitions[0].ErrorCode, kerr.UnknownTopicID)
+		if took < 900*time.Millisecond {
+			t.Fatalf("fetch with an idle partition and max_wait 1s returned after %v", took)
+		}
+	})
+	t.Run("a session that does not exist", func(t *testing.T) {
+		// Only epochs 0 and -1 are full fetches (FetchManager.newContext);
+		// any other continues a session, which Samsa never has.
+		for _, epoch := range []int32{1, -2} {
+			req := kmsg.NewPtrFetchRequest()
+			req.SessionID, req.SessionEpoch, req.MaxBytes = 5, epoch, 1<<20
+			kresp, err := br.Request(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantCode(t, fmt.Sprintf("fetch in session 5 at epoch %d", epoch), kresp.(*kmsg.FetchResponse).ErrorCode, kerr.FetchSessionIDNotFound)
 		}
 	})
 	t.Run("long poll times out empty", func(t *testing.T) {

@@ -9,17 +9,23 @@ package broker
 //     one whole batch even when it is larger (KIP-74), so a consumer can
 //     always make progress.
 //   - Long poll: when fewer than min_bytes are ready, the request waits up
-//     to max_wait_ms for an append to any of its partitions — unless a
-//     partition has an error or a diverging epoch, which is answered at
-//     once, as Kafka does.
+//     to max_wait_ms for an append to any of its partitions — unless
+//     reading a partition failed (OFFSET_OUT_OF_RANGE, NOT_LEADER, a
+//     leader epoch error, ...) or found a diverging epoch, which is
+//     answered at once, as Kafka's ReplicaManager.fetchMessages does
+//     (errorReadingData). A partition refused before it is read (not
+//     authorized, unknown topic, no such partition) does not end the
+//     wait, as Kafka filters those out first; a fetch with nothing else
+//     is answered at once.
 //   - Topics are named up to v12 and given by id from v13
 //     (UNKNOWN_TOPIC_ID for an id we do not know).
 //   - Fetch sessions (KIP-227) are not kept: every response carries session
 //     id 0, which tells clients to send full requests. A request with
-//     session epoch 0 (open a session) or -1 (no session; kafka-go sends
-//     it with session id -1) is a full fetch, as in Kafka; one continuing
-//     a session (epoch > 0) gets FETCH_SESSION_ID_NOT_FOUND, so the client
-//     starts over.
+//     session epoch 0 (INITIAL_EPOCH: open a session) or -1 (FINAL_EPOCH:
+//     no session; kafka-go sends it with session id -1) is a full fetch
+//     whatever its session id, as in Kafka's FetchManager.newContext; any
+//     other epoch continues a session, which is not found:
+//     FETCH_SESSION_ID_NOT_FOUND, so the client starts over.
 //   - current_leader_epoch is checked: older → FENCED_LEADER_EPOCH, newer →
 //     UNKNOWN_LEADER_EPOCH.
 //   - read_uncommitted consumers read up to the high watermark;
@@ -55,7 +61,7 @@ import (
 
 func handleFetch(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
-	if req.SessionEpoch > 0 {
+	if req.SessionEpoch != 0 && req.SessionEpoch != -1 {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.Version = req.Version
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
@@ -70,8 +76,8 @@ func handleFetch(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Requ
 	}
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
-		resp, bytes, waitOn := b.fetchOnce(req, replicaID, readable)
-		if bytes >= int(req.MinBytes) || req.MaxWaitMillis <= 0 || len(waitOn) == 0 || needsAnswer(resp) {
+		resp, bytes, waitOn, urgent := b.fetchOnce(req, replicaID, readable)
+		if bytes >= int(req.MinBytes) || req.MaxWaitMillis <= 0 || len(waitOn) == 0 || urgent {
 			return resp, nil
 		}
 		remaining := time.Until(deadline)
@@ -87,33 +93,19 @@ func handleFetch(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Requ
 	}
 }
 
-// needsAnswer reports whether a partition has news that waiting would
-// only delay: an error, or a follower's diverging epoch.
-func needsAnswer(resp *kmsg.FetchResponse) bool {
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if p.ErrorCode != 0 || p.DivergingEpoch.Epoch >= 0 {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // fetchOnce reads every requested partition once, for a consumer
 // (replicaID -1) or a follower, of the topics readable allows. It returns
-// the response, how many record bytes it holds, and the partitions whose
-// appends would change the answer.
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32, readable func(topic string) bool) (*kmsg.FetchResponse, int, []<-chan struct{}) {
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
+// the response, how many record bytes it holds, the partitions whose
+// appends would change the answer, and whether reading a partition failed
+// or found a diverging epoch (then waiting would only delay the news).
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32, readable func(topic string) bool) (resp *kmsg.FetchResponse, total int, waitOn []<-chan struct{}, urgent bool) {
+	resp = req.ResponseKind().(*kmsg.FetchResponse)
 	resp.Version = req.Version
 	img := b.cfg.Image()
 	budget := int(req.MaxBytes)
 	if req.Version < 3 || budget <= 0 {
 		budget = int(^uint32(0) >> 1)
 	}
-	total := 0
-	var waitOn []<-chan struct{}
 	for _, rt := range req.Topics {
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic = rt.Topic
@@ -154,7 +146,9 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32, readable fun
 			if !ok {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				if rp.Partition >= 0 && int(rp.Partition) < len(t.Partitions) {
+					// In the metadata, so read, and not led here.
 					sp.ErrorCode = kerr.NotLeaderForPartition.Code
+					urgent = true
 				}
 				st.Partitions = append(st.Partitions, sp)
 				continue
@@ -172,11 +166,12 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32, readable fun
 				n = b.fetchPartition(p, rp, &sp, maxBytes, total == 0, req.IsolationLevel == 1)
 			}
 			total += n
+			urgent = urgent || sp.ErrorCode != 0 || sp.DivergingEpoch.Epoch >= 0
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	return resp, total, waitOn
+	return resp, total, waitOn, urgent
 }
 
 // fetchPartition fills one partition's answer and returns its byte count.

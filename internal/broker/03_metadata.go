@@ -9,8 +9,11 @@ package broker
 //     be named, or from v10 given by id.
 //   - Unknown topics are created when the request allows it (always before
 //     v4) and auto.create.topics.enable is set, with num.partitions and
-//     default.replication.factor; creation is committed before we answer,
-//     so the response already describes the new topic.
+//     default.replication.factor (the coordinators' internal topics with
+//     their own settings). As Kafka's AutoTopicCreationManager does, the
+//     creation is sent to the controller in the background, one at a time
+//     per topic, and the answer does not wait for it: the topic is
+//     UNKNOWN_TOPIC_OR_PARTITION until it exists, and clients retry.
 //   - Unknown names get UNKNOWN_TOPIC_OR_PARTITION, illegal names
 //     INVALID_TOPIC_EXCEPTION, unknown ids UNKNOWN_TOPIC_ID.
 //   - Only registered, unfenced brokers are listed. Each partition names
@@ -45,7 +48,7 @@ import (
 	"github.com/samsa-io/samsa/internal/network"
 )
 
-func handleMetadata(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleMetadata(_ context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.Version = req.Version
@@ -58,9 +61,7 @@ func handleMetadata(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.R
 		return describable(name) && (z.cluster(kmsg.ACLOperationCreate) || z.topic(kmsg.ACLOperationCreate, name))
 	}
 	autoCreate := !allTopics && (req.Version < 4 || req.AllowAutoTopicCreation) && b.cfg.Static.AutoCreateTopicsEnable
-	if autoCreate {
-		img = b.autoCreate(ctx, img, req, creatable)
-	}
+	var toCreate []string
 
 	resp.ClusterID = &img.ClusterID
 	resp.ControllerID = b.controllerID(img)
@@ -128,44 +129,59 @@ func handleMetadata(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.R
 			described(mt)
 			continue
 		default:
+			if autoCreate {
+				toCreate = append(toCreate, *rt.Topic)
+			}
 			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			mt.IsInternal = isInternalTopic(*rt.Topic)
 			described(mt)
 			continue
 		}
 		resp.Topics = append(resp.Topics, mt)
 	}
+	b.autoCreate(toCreate)
 	return resp, nil
 }
 
-// autoCreate creates the requested topics that do not exist and that
-// the client may create, and returns the image that includes them.
-func (b *Broker) autoCreate(ctx context.Context, img *metadata.Image, req *kmsg.MetadataRequest, may func(topic string) bool) *metadata.Image {
+// autoCreate asks the controller to create topics in the background,
+// as Kafka's AutoTopicCreationManager does: a topic already being created
+// is not asked for again until the controller answered, and a failure is
+// only logged (the client keeps seeing UNKNOWN_TOPIC_OR_PARTITION).
+func (b *Broker) autoCreate(topics []string) {
 	create := kmsg.NewPtrCreateTopicsRequest()
-	create.TimeoutMillis = 30000
-	for _, rt := range req.Topics {
-		if rt.Topic == nil || *rt.Topic == "" {
-			continue
-		}
-		if _, ok := img.Topic(*rt.Topic); ok || metadata.ValidateTopicName(*rt.Topic) != nil || !may(*rt.Topic) {
-			continue
-		}
-		ct := kmsg.NewCreateTopicsRequestTopic()
-		ct.Topic = *rt.Topic
-		ct.NumPartitions = -1
-		ct.ReplicationFactor = -1
-		create.Topics = append(create.Topics, ct)
-	}
-	if len(create.Topics) == 0 {
-		return img
-	}
 	create.Version = 7
-	resp := b.cfg.Controller.Forward(ctx, create).(*kmsg.CreateTopicsResponse)
-	for _, t := range resp.Topics {
-		if t.ErrorCode != 0 && t.ErrorCode != kerr.TopicAlreadyExists.Code {
-			b.cfg.Logger.Warn("auto topic creation failed", "topic", t.Topic, "err", kerr.ErrorForCode(t.ErrorCode))
+	create.TimeoutMillis = 30000 // Kafka's request.timeout.ms
+	var names []string
+	b.creating.Lock()
+	for _, name := range topics {
+		if b.creating.topics[name] {
+			continue
 		}
+		names = append(names, name)
+		if b.creating.topics == nil {
+			b.creating.topics = map[string]bool{}
+		}
+		b.creating.topics[name] = true
+		create.Topics = append(create.Topics, b.creatableTopic(name))
 	}
-	return b.cfg.Image()
+	b.creating.Unlock()
+	if len(create.Topics) == 0 {
+		return
+	}
+	b.cfg.Logger.Info("sent auto-creation request to the active controller", "topics", names)
+	b.cfg.Controller.ForwardInBackground(create, func(r kmsg.Response) {
+		resp := r.(*kmsg.CreateTopicsResponse)
+		b.creating.Lock()
+		for _, ct := range create.Topics {
+			delete(b.creating.topics, ct.Topic)
+		}
+		b.creating.Unlock()
+		for _, t := range resp.Topics {
+			if t.ErrorCode != 0 && t.ErrorCode != kerr.TopicAlreadyExists.Code {
+				b.cfg.Logger.Warn("auto topic creation failed", "topic", t.Topic, "err", kerr.ErrorForCode(t.ErrorCode))
+			}
+		}
+	})
 }
 
 // metadataTopic describes a topic; live tells which brokers clients may be

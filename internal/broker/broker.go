@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,9 @@ type Controller interface {
 	// the request (internal/controller's API table), so a handler that
 	// forwards needs nothing else.
 	Forward(ctx context.Context, req kmsg.Request) kmsg.Response
+	// ForwardInBackground is Forward without waiting: done gets the
+	// answer later, on another goroutine (auto topic creation).
+	ForwardInBackground(req kmsg.Request, done func(kmsg.Response))
 	AllocateProducerIDs(ctx context.Context, brokerID int32, brokerEpoch int64) (first int64, count int32, err error)
 }
 
@@ -80,6 +84,13 @@ type Broker struct {
 	offsetsLoaded coordinator.Leadership
 	// txnLoaded is owned by the metadata publisher.
 	txnLoaded coordinator.Leadership
+	// creating are the topics Metadata requests are auto-creating
+	// (03_metadata.go), so that a client's retries do not send the
+	// controller one CreateTopics each.
+	creating struct {
+		sync.Mutex
+		topics map[string]bool
+	}
 }
 
 // handler answers one API. It returns the response with its version set
@@ -102,7 +113,7 @@ func New(cfg Config) *Broker {
 	for k, h := range b.handlers {
 		ranges = append(ranges, wire.VersionRange{Key: k, Min: h.min, Max: h.max})
 	}
-	b.versions = wire.NewVersionTable(ranges...)
+	b.versions = wire.NewVersionTable(ranges...).Refuse(refusedRanges(b.handlers)...)
 	return b
 }
 
@@ -183,13 +194,19 @@ func (b *Broker) Versions() *wire.VersionTable { return b.versions }
 // Handle implements network.Handler.
 func (b *Broker) Handle(ctx context.Context, c *network.Conn, req wire.Request) (kmsg.Response, error) {
 	key := kmsg.Key(req.Header.APIKey)
-	if req.Body == nil {
-		if key == kmsg.ApiVersions {
+	if req.Body == nil || !b.versions.Serves(int16(key), req.Header.APIVersion) {
+		name := kmsg.NameForKey(int16(key))
+		switch {
+		case key == kmsg.ApiVersions:
 			return unsupportedAPIVersions(b), nil
+		case req.Body != nil:
+			// A Kafka broker would take it (unserved.go): answered.
+			return wire.ErrorResponse(req.Body, kerr.UnsupportedVersion, fmt.Sprintf("Samsa does not serve %s v%d", name, req.Header.APIVersion)), nil
 		}
-		// Kafka closes the connection for a version it does not serve; a
-		// client learns the served range from ApiVersions first.
-		return nil, fmt.Errorf("unsupported API %s version %d", kmsg.NameForKey(int16(key)), req.Header.APIVersion)
+		// Kafka closes the connection for an API or version its listener
+		// does not take; a client learns the served range from
+		// ApiVersions first.
+		return nil, fmt.Errorf("unsupported API %s version %d", name, req.Header.APIVersion)
 	}
 	h := b.handlers[key]
 	resp, err := h.fn(context.WithValue(ctx, headerKey{}, req.Header), b, c, req.Body)

@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -45,33 +47,62 @@ type GroupCoordinator interface {
 // ensureOffsetsTopic creates __consumer_offsets on first use, as Kafka does
 // when the first FindCoordinator for a group arrives.
 func (b *Broker) ensureOffsetsTopic(ctx context.Context) (*metadata.TopicImage, error) {
+	return b.ensureInternalTopic(ctx, offsetsTopic)
+}
+
+// offsetsTopicSpec is how __consumer_offsets is created.
+func (b *Broker) offsetsTopicSpec() kmsg.CreateTopicsRequestTopic {
 	st := b.cfg.Static
-	return b.ensureInternalTopic(ctx, offsetsTopic, st.OffsetsTopicNumPartitions, st.OffsetsTopicReplicationFactor, map[string]string{
+	return compactedTopic(offsetsTopic, st.OffsetsTopicNumPartitions, st.OffsetsTopicReplicationFactor, map[string]string{
 		"compression.type": "producer",
 		"segment.bytes":    strconv.Itoa(int(st.OffsetsTopicSegmentBytes)),
 	})
 }
 
-// ensureInternalTopic creates a compacted internal topic (the state of a
-// coordinator) with configs unless it exists, and returns it.
-func (b *Broker) ensureInternalTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string) (*metadata.TopicImage, error) {
+// creatableTopic is how a topic is created when a client's request needs
+// it (Kafka's AutoTopicCreationManager.creatableTopic): the coordinators'
+// internal topics with their own settings, any other with num.partitions
+// and default.replication.factor (the controller's defaults for -1).
+func (b *Broker) creatableTopic(name string) kmsg.CreateTopicsRequestTopic {
+	switch name {
+	case offsetsTopic:
+		return b.offsetsTopicSpec()
+	case txnStateTopic:
+		return b.txnTopicSpec()
+	}
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic = name
+	ct.NumPartitions = -1
+	ct.ReplicationFactor = -1
+	return ct
+}
+
+// compactedTopic is a compacted topic (the state of a coordinator) with
+// configs.
+func compactedTopic(name string, partitions int32, rf int16, configs map[string]string) kmsg.CreateTopicsRequestTopic {
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic = name
+	ct.NumPartitions = partitions
+	ct.ReplicationFactor = rf
+	configs["cleanup.policy"] = "compact"
+	for _, k := range slices.Sorted(maps.Keys(configs)) {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, kmsg.StringPtr(configs[k])
+		ct.Configs = append(ct.Configs, c)
+	}
+	return ct
+}
+
+// ensureInternalTopic creates an internal topic unless it exists, and
+// returns it.
+func (b *Broker) ensureInternalTopic(ctx context.Context, name string) (*metadata.TopicImage, error) {
 	if t, ok := b.cfg.Image().Topic(name); ok {
 		return t, nil
 	}
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.Version = 7
 	req.TimeoutMillis = 30000
-	ct := kmsg.NewCreateTopicsRequestTopic()
-	ct.Topic = name
-	ct.NumPartitions = partitions
-	ct.ReplicationFactor = rf
-	configs["cleanup.policy"] = "compact"
-	for k, v := range configs {
-		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		c.Name, c.Value = k, kmsg.StringPtr(v)
-		ct.Configs = append(ct.Configs, c)
-	}
-	req.Topics = append(req.Topics, ct)
+	req.Topics = append(req.Topics, b.creatableTopic(name))
 	resp := b.cfg.Controller.Forward(ctx, req).(*kmsg.CreateTopicsResponse)
 	if len(resp.Topics) == 1 {
 		if code := resp.Topics[0].ErrorCode; code != 0 && code != kerr.TopicAlreadyExists.Code {

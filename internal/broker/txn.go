@@ -38,9 +38,14 @@ type TxnCoordinator interface {
 // min.insync.replicas never exceeds the replication factor (Kafka would
 // leave a one-replica log unwritable for ever).
 func (b *Broker) ensureTxnTopic(ctx context.Context) (*metadata.TopicImage, error) {
+	return b.ensureInternalTopic(ctx, txnStateTopic)
+}
+
+// txnTopicSpec is how __transaction_state is created (ensureTxnTopic).
+func (b *Broker) txnTopicSpec() kmsg.CreateTopicsRequestTopic {
 	st := b.cfg.Static
 	minISR := min(st.TransactionStateLogMinISR, int(st.TransactionStateLogReplicationFactor))
-	return b.ensureInternalTopic(ctx, txnStateTopic, st.TransactionStateLogNumPartitions, st.TransactionStateLogReplicationFactor, map[string]string{
+	return compactedTopic(txnStateTopic, st.TransactionStateLogNumPartitions, st.TransactionStateLogReplicationFactor, map[string]string{
 		"compression.type":               "uncompressed",
 		"segment.bytes":                  strconv.Itoa(int(st.TransactionStateLogSegmentBytes)),
 		"min.insync.replicas":            strconv.Itoa(minISR),

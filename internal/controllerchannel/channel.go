@@ -36,6 +36,12 @@ type Channel struct {
 
 	mu    sync.Mutex
 	conns map[int32]*kclient.Conn
+	// closed stops ForwardInBackground from starting more once Close
+	// has begun; bgCtx ends what is under way, bg joins it.
+	closed   bool
+	bg       sync.WaitGroup
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
 }
 
 // LeaderSource tells the channel which controller to ask: raft's leader
@@ -74,8 +80,10 @@ type Config struct {
 
 // New returns a channel; it dials controllers as requests need them.
 func New(cfg Config) *Channel {
-	return &Channel{self: cfg.NodeID, local: cfg.Local, leaders: cfg.Leaders, voters: cfg.Voters, dialer: cfg.Dialer, logger: cfg.Logger,
+	ch := &Channel{self: cfg.NodeID, local: cfg.Local, leaders: cfg.Leaders, voters: cfg.Voters, dialer: cfg.Dialer, logger: cfg.Logger,
 		conns: map[int32]*kclient.Conn{}}
+	ch.bgCtx, ch.bgCancel = context.WithCancel(context.Background())
+	return ch
 }
 
 // retryBackoff is the pause before trying again while there is no leader
@@ -195,8 +203,14 @@ func (ch *Channel) conn(ctx context.Context, id int32) (*kclient.Conn, error) {
 	return c, nil
 }
 
-// Close closes the connections.
+// Close ends the requests ForwardInBackground still carries (their done
+// gets a timed-out answer), waits for them, and closes the connections.
 func (ch *Channel) Close() {
+	ch.mu.Lock()
+	ch.closed = true
+	ch.mu.Unlock()
+	ch.bgCancel()
+	ch.bg.Wait()
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	for id, c := range ch.conns {
@@ -226,6 +240,36 @@ func (ch *Channel) Forward(ctx context.Context, req kmsg.Request) kmsg.Response 
 		return api.Failed(req, err)
 	}
 	return resp
+}
+
+// ForwardInBackground is Forward without waiting for the answer, as
+// Kafka's NodeToControllerChannelManager.sendRequest with a completion
+// handler: done, when not nil, gets the answer on another goroutine, or
+// the timed-out one (api.Failed) if the channel closes first. The broker
+// creates topics for Metadata requests so (Kafka's
+// AutoTopicCreationManager).
+func (ch *Channel) ForwardInBackground(req kmsg.Request, done func(kmsg.Response)) {
+	api, ok := controller.LookupAPI(kmsg.Key(req.Key()))
+	if !ok || !api.Forwarded() {
+		panic(fmt.Sprintf("controllerchannel: the controller does not serve %s for clients", kmsg.NameForKey(req.Key())))
+	}
+	ch.mu.Lock()
+	if ch.closed {
+		ch.mu.Unlock()
+		if done != nil {
+			done(api.Failed(req, fmt.Errorf("%w: the node is shutting down", kerr.RequestTimedOut)))
+		}
+		return
+	}
+	ch.bg.Add(1)
+	ch.mu.Unlock()
+	go func() {
+		defer ch.bg.Done()
+		resp := ch.Forward(ch.bgCtx, req)
+		if done != nil {
+			done(resp)
+		}
+	}()
 }
 
 // forwardTimeout is how long a forwarded request may take: its own

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/config"
+	"github.com/samsa-io/samsa/internal/controllerchannel"
 	"github.com/samsa-io/samsa/internal/kclient"
 	"github.com/samsa-io/samsa/internal/server"
 	"github.com/samsa-io/samsa/internal/servertest"
@@ -232,6 +233,49 @@ func waitTopics(ctx context.Context, t *testing.T, conn *kclient.Conn, ok func(m
 		case <-ctx.Done():
 			t.Fatalf("waiting until %s: topics %v", what, parts)
 		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// noLeader is a LeaderSource that never knows the active controller.
+type noLeader struct{}
+
+func (noLeader) Leader() int32   { return 0 }
+func (noLeader) NotLeader(int32) {}
+
+// A request sent in the background while no controller leads is still
+// being retried when the channel closes: Close ends it (its done hears
+// REQUEST_TIMED_OUT) instead of waiting out its timeout, and a request
+// sent after Close is answered so at once, never sent.
+func TestForwardInBackgroundEndsAtClose(t *testing.T) {
+	ch := controllerchannel.New(controllerchannel.Config{NodeID: 1, Leaders: noLeader{}})
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version, req.TimeoutMillis = 7, 60000
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "bg", 1, 1
+	req.Topics = append(req.Topics, ct)
+
+	answers := make(chan kmsg.Response, 2)
+	ch.ForwardInBackground(req, func(r kmsg.Response) { answers <- r })
+	closed := make(chan struct{})
+	go func() {
+		ch.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for the background request's timeout")
+	}
+	ch.ForwardInBackground(req, func(r kmsg.Response) { answers <- r })
+	for i := range 2 {
+		select {
+		case r := <-answers:
+			if code := r.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code != kerr.RequestTimedOut.Code {
+				t.Fatalf("answer %d: %v, want REQUEST_TIMED_OUT", i, kerr.ErrorForCode(code))
+			}
+		default:
+			t.Fatalf("answer %d missing after Close", i)
 		}
 	}
 }

@@ -23,13 +23,15 @@ type RequestHeader struct {
 // Request is a decoded request frame.
 type Request struct {
 	Header RequestHeader
-	Body   kmsg.Request // nil when the key or version is not served
+	// Body is the decoded request when the table serves or refuses its
+	// key and version (VersionTable.Serves tells which); nil otherwise.
+	Body kmsg.Request
 	// Size is the frame's length in bytes (what a produce quota counts).
 	Size int
 }
 
 // ParseRequest decodes the header of frame and, when the API key and version
-// are served by table, the body. An unknown key or an unserved version
+// are served or refused by table, the body. Any other key or version
 // yields a Request with a nil Body and no error, so the caller can answer
 // (ApiVersions) or close as Kafka does. The body may alias frame.
 func ParseRequest(frame []byte, table *VersionTable) (Request, error) {
@@ -43,7 +45,7 @@ func ParseRequest(frame []byte, table *VersionTable) (Request, error) {
 	if !r.Ok() {
 		return Request{Header: h}, fmt.Errorf("%w: truncated header", ErrMalformed)
 	}
-	if !table.Serves(h.APIKey, h.APIVersion) {
+	if !table.Serves(h.APIKey, h.APIVersion) && !table.Refuses(h.APIKey, h.APIVersion) {
 		return Request{Header: h}, nil
 	}
 	body := kmsg.RequestForKey(h.APIKey)

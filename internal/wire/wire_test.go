@@ -68,6 +68,33 @@ func TestParseRequestUnservedVersionHasNoBody(t *testing.T) {
 	}
 }
 
+// A refused request is decoded, to be answered with an error; it stays
+// unserved and unadvertised.
+func TestParseRequestRefusedHasBody(t *testing.T) {
+	table := testTable().Refuse(
+		VersionRange{Key: kmsg.DescribeDelegationToken, Min: 1, Max: 3},
+		VersionRange{Key: kmsg.Fetch, Min: 18, Max: 18},
+	)
+	req := kmsg.NewPtrDescribeDelegationTokenRequest()
+	req.Version = 3
+	got, err := ParseRequest(encodeRequest(req, 8, "c"), table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got.Body.(*kmsg.DescribeDelegationTokenRequest); !ok || table.Serves(41, 3) || !table.Refuses(41, 3) {
+		t.Fatalf("got %+v", got)
+	}
+	req.Version = 0 // below the refused range: neither
+	if got, _ := ParseRequest(encodeRequest(req, 9, "c"), table); got.Body != nil {
+		t.Fatalf("v0: got %+v", got)
+	}
+	for _, r := range table.All() {
+		if r.Key == kmsg.DescribeDelegationToken || (r.Key == kmsg.Fetch && r.Max != 17) {
+			t.Fatalf("refused range advertised: %+v", r)
+		}
+	}
+}
+
 func TestParseRequestTruncated(t *testing.T) {
 	req := kmsg.NewPtrMetadataRequest()
 	req.Version = 12

@@ -19,11 +19,6 @@ type TopicInfo struct {
 	Partitions int32
 }
 
-// internalTopics are never matched by a subscription regex: the Java
-// client's classic regex subscription excludes internal topics by default,
-// and a consumer reading them by accident is never wanted.
-var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true}
-
 // topicView is one consistent look at the cluster's topics for a decision.
 type topicView struct {
 	byName map[string]TopicInfo // nil: Config.Topics is unset, probe instead
@@ -82,7 +77,11 @@ func (v *topicView) nameOf(id [16]byte) (string, bool) {
 
 // compileRegex compiles a SubscribedTopicRegex with Kafka's semantics: the
 // whole topic name must match (RE2J's Matcher.matches). Go's regexp is RE2,
-// the syntax RE2J implements.
+// the syntax RE2J implements. Like Kafka's coordinator
+// (GroupMetadataManager.refreshRegularExpressions scans every topic of the
+// image), a regex matches internal topics too: excluding them is the
+// client's business (the Java client's exclude.internal.topics applies to
+// its own classic regex subscriptions only).
 func compileRegex(re string) (*regexp.Regexp, error) {
 	return regexp.Compile("^(?:" + re + ")$")
 }
@@ -99,7 +98,7 @@ func (v *topicView) subscribedNames(m *memberMeta) []string {
 	if m.regex != "" && v.byName != nil {
 		if re, err := compileRegex(m.regex); err == nil {
 			for n, t := range v.byName {
-				if !internalTopics[n] && t.Partitions > 0 && re.MatchString(n) {
+				if t.Partitions > 0 && re.MatchString(n) {
 					set[n] = true
 				}
 			}

@@ -69,12 +69,15 @@ type fakeMarkers struct {
 	failures int
 	attempts int
 	hang     bool // block until ctx ends
+	// gate, when set, holds every call until it is closed (or ctx ends):
+	// markers that are slow to be written.
+	gate chan struct{}
 }
 
 func (f *fakeMarkers) WriteMarkers(ctx context.Context, pid int64, epoch int16, ce int32, commit bool, parts []txn.TopicPartition) error {
 	f.mu.Lock()
 	f.attempts++
-	hang := f.hang
+	hang, gate := f.hang, f.gate
 	if f.failures > 0 {
 		f.failures--
 		f.mu.Unlock()
@@ -84,6 +87,13 @@ func (f *fakeMarkers) WriteMarkers(ctx context.Context, pid int64, epoch int16, 
 	if hang {
 		<-ctx.Done()
 		return ctx.Err()
+	}
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

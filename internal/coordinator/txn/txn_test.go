@@ -65,6 +65,51 @@ func TestAbortRetriesMarkers(t *testing.T) {
 	})
 }
 
+// Right after EndTxn, until the markers are written and the transaction
+// is CompleteCommit, every request of its producer gets
+// CONCURRENT_TRANSACTIONS and changes nothing, as in Kafka (the
+// transaction's pendingState or its Prepare state): no AddPartitionsToTxn
+// or AddOffsetsToTxn starts the next transaction, no EndTxn ends it
+// twice, no InitProducerId bumps the epoch. Then the next transaction
+// starts, after the Complete state in the log.
+func TestNothingStartsBeforeMarkersAreWritten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		e := newEnv(t, nil, &fakeMarkers{gate: gate})
+		pid, epoch := e.mustInit("tx")
+		e.expect("add", e.add("tx", pid, epoch, "t", 0), 0)
+		e.expect("commit", e.end("tx", pid, epoch, true), 0)
+		synctest.Wait() // the markers are being written, and held
+
+		ao := kmsg.NewPtrAddOffsetsToTxnRequest()
+		ao.Version = 3
+		ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = "tx", pid, epoch, "grp"
+		for range 3 {
+			e.expect("add partitions", e.add("tx", pid, epoch, "u", 1), 51)
+			e.expect("add offsets", e.c.AddOffsetsToTxn(e.ctx, ao).ErrorCode, 51)
+			e.expect("commit again", e.end("tx", pid, epoch, true), 51)
+			e.expect("abort instead", e.end("tx", pid, epoch, false), 48)
+			e.expect("init", e.init("tx", 60_000).ErrorCode, 51)
+			e.expect("state", e.state("tx"), "PrepareCommit@1000/0")
+			time.Sleep(time.Second) // however long the markers take
+		}
+		e.expect("markers while held", e.markers.got(), []string(nil))
+
+		close(gate)
+		synctest.Wait()
+		e.expect("markers", e.markers.got(), []string{"commit 1000/0 ce7 [{t 0}]"})
+		e.expect("state", e.state("tx"), "CompleteCommit@1000/0")
+		e.expect("next txn", e.add("tx", pid, epoch, "u", 1), 0)
+		e.expect("log", states(e.log), []string{
+			"tx:Empty@1000/0[]",
+			"tx:Ongoing@1000/0[t-0]",
+			"tx:PrepareCommit@1000/0[t-0]",
+			"tx:CompleteCommit@1000/0[]",
+			"tx:Ongoing@1000/0[u-1]",
+		})
+	})
+}
+
 func TestZombieFenced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, nil, nil)
