@@ -4,8 +4,9 @@
 # jars and cases of run.sh, from lib.sh). Prints markdown for
 # docs/benchmarks.md on stdout and progress on stderr.
 #
-#   bench/kafka/security.sh > results.md        # defaults below, about 14 min on 2 cores
-#   RUNS=1 RECORDS_1K=20000 WARMUP_RECORDS=20000 SCRAM_SECONDS=3 bench/kafka/security.sh   # smoke test
+#   bench/kafka/security.sh > results.md        # defaults below, about 10 min on 2 cores
+#   RUNS=1 RECORDS_1K=30000 WARMUP_RECORDS=50000 SCRAM_SECONDS=5 bench/kafka/security.sh   # smoke test, 2.5 min
+#   KAFKA_SSL_CIPHER_SUITES=TLS_AES_128_GCM_SHA256 bench/kafka/security.sh   # the same cipher on both
 #
 # Needs what run.sh needs, and openssl.
 #
@@ -13,12 +14,14 @@
 # SASL_PLAINTEXT and SASL_SSL on loopback; one server certificate (RSA
 # 2048, or P-256 with TLS_KEY=ec) signed by a CA made here with openssl,
 # read by both as a PEM key store file (ssl.keystore.type=PEM); no client
-# certificates; SCRAM-SHA-512 on both SASL listeners, with one user
-# written when the metadata log is created (`kafka-storage format
-# --add-scram` for Kafka, the same argument to `samsa server --add-scram`)
-# with SCRAM_ITERATIONS iterations (4096, Kafka's default). Clients trust
-# the CA through ssl.truststore.type=PEM in a client properties file,
-# which Kafka's perf tools and `samsa bench` read alike (--command-config).
+# certificates; Kafka's TLS defaults otherwise (but Go and Java servers
+# pick different TLS 1.3 suites: see KAFKA_SSL_CIPHER_SUITES);
+# SCRAM-SHA-512 on both SASL listeners, with one user written when the
+# metadata log is created (`kafka-storage format --add-scram` for Kafka,
+# the same argument to `samsa server --add-scram`) with SCRAM_ITERATIONS
+# iterations (4096, Kafka's default). Clients trust the CA through
+# ssl.truststore.type=PEM in a client properties file, which Kafka's perf
+# tools and `samsa bench` read alike (--command-config).
 #
 # One session is one fresh broker process on a fresh data directory: it
 # checks that the listeners really demand TLS and SCRAM, warms up over
@@ -40,6 +43,9 @@ SCRAM_CONNECTIONS=${SCRAM_CONNECTIONS:-8}
 SCRAM_SECONDS=${SCRAM_SECONDS:-10}    # measured, after a 3 s warm-up
 SCRAM_ITERATIONS=${SCRAM_ITERATIONS:-4096}
 TLS_KEY=${TLS_KEY:-rsa}               # server key: rsa (2048 bits) or ec (P-256)
+# ssl.cipher.suites for Kafka only; e.g. TLS_AES_128_GCM_SHA256 makes it
+# negotiate what Samsa (Go) picks by itself. Empty: Kafka's default.
+KAFKA_SSL_CIPHER_SUITES=${KAFKA_SSL_CIPHER_SUITES:-}
 # RECORDS_1K, RECORDS_100B, WARMUP_RECORDS, KAFKA_VERSION, KAFKA_HEAP_OPTS,
 # KAFKA_JVM_PERFORMANCE_OPTS, TOOL_HEAP_OPTS, KAFKA_JARS: see lib.sh.
 # shellcheck source=bench/kafka/lib.sh
@@ -71,7 +77,7 @@ make_pki "$pki"
 
 listeners=(PLAINTEXT SSL SASL_PLAINTEXT SASL_SSL)
 jaas="org.apache.kafka.common.security.scram.ScramLoginModule required;"
-server_props=(
+common_props=(
 	ssl.keystore.type=PEM
 	"ssl.keystore.location=$pki/server.pem"
 	sasl.enabled.mechanisms=SCRAM-SHA-512
@@ -167,6 +173,10 @@ scram_case() {
 
 session() {
 	local impl=$1 run=$2 size parts acks client n proto order c0
+	server_props=("${common_props[@]}")
+	if [[ $impl == kafka && -n $KAFKA_SSL_CIPHER_SUITES ]]; then
+		server_props+=("ssl.cipher.suites=$KAFKA_SSL_CIPHER_SUITES")
+	fi
 	start_server "$impl"
 	security_checks "$impl" "$run"
 	for proto in PLAINTEXT SSL; do
@@ -244,6 +254,9 @@ echo "### TLS and SCRAM: Samsa vs Apache Kafka $KAFKA_VERSION (median of $RUNS r
 echo
 echo "Started $started (load average $load before the run), $elapsed s in all."
 echo "Server key: $(openssl x509 -in "$pki/server.crt" -noout -text | sed -n 's/.*Public Key Algorithm: //p; s/.*Public-Key: (\(.*\))/\1/p' | paste -sd' '), in a PEM key store; no client certificates."
+if [[ -n $KAFKA_SSL_CIPHER_SUITES ]]; then
+	echo "Kafka only: ssl.cipher.suites=$KAFKA_SSL_CIPHER_SUITES."
+fi
 echo "$RECORDS_1K records per case at 1024 B, $RECORDS_100B at 100 B; compression none; MB = 10^6 bytes of record values."
 echo "java = ProducerPerformance / ConsumerPerformance, franz = samsa bench (franz-go); each case once over PLAINTEXT and once over SSL."
 echo
