@@ -24,151 +24,20 @@
 set -euo pipefail
 
 RUNS=${RUNS:-3}
-RECORDS_1K=${RECORDS_1K:-100000}     # records per case at 1 KiB (~100 MB)
-RECORDS_100B=${RECORDS_100B:-500000} # records per case at 100 B (~50 MB)
 SIZES=${SIZES:-"1024 100"}
 PARTITION_CASES=${PARTITION_CASES:-"1 6"}
 ACKS_CASES=${ACKS_CASES:-"1 all"}
 CLIENTS=${CLIENTS:-"java franz"}
-WARMUP_RECORDS=${WARMUP_RECORDS:-200000} # 1 KiB records sent to each fresh broker first, not measured
 E2E_RATE=${E2E_RATE:-1000}       # records/s for e2elat
 E2E_SECONDS=${E2E_SECONDS:-10}   # measured seconds (after a 2 s warm-up)
 E2E_SIZE=${E2E_SIZE:-1024}
 E2E_JAVA_RECORDS=${E2E_JAVA_RECORDS:-2000} # Kafka's EndToEndLatency; 0 skips it
-KAFKA_VERSION=${KAFKA_VERSION:-4.4.0}
-# kafka-server-start.sh's defaults (KAFKA_HEAP_OPTS, KAFKA_JVM_PERFORMANCE_OPTS).
-KAFKA_HEAP_OPTS=${KAFKA_HEAP_OPTS:-"-Xmx1G -Xms1G"}
-KAFKA_JVM_PERFORMANCE_OPTS=${KAFKA_JVM_PERFORMANCE_OPTS:-"-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true"}
-# The perf tools' scripts use -Xmx512M.
-TOOL_HEAP_OPTS=${TOOL_HEAP_OPTS:-"-Xmx512M"}
-
-here=$(cd "$(dirname "$0")" && pwd)
-cd "$here/../.."
-jars=${KAFKA_JARS:-$HOME/.cache/samsa-bench/kafka-$KAFKA_VERSION}
-# The work directory holds both brokers' data directories, so both write to
-# the same file system.
-work=$(mktemp -d "${TMPDIR:-/tmp}/samsa-kafka-bench.XXXXXX")
-server_pid=""
-cleanup() {
-	if [[ -n $server_pid ]]; then
-		kill -TERM "$server_pid" 2>/dev/null || true
-		wait "$server_pid" 2>/dev/null || true
-	fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-log() { echo "kafka/run.sh: $*" >&2; }
-
-if [[ ! -f $jars/kafka_2.13-$KAFKA_VERSION.jar || ! -f $jars/kafka-tools-$KAFKA_VERSION.jar ]]; then
-	log "fetching Apache Kafka $KAFKA_VERSION jars into $jars"
-	mvn -q -B -Dstyle.color=never -f "$here/pom.xml" -Dkafka.version="$KAFKA_VERSION" \
-		dependency:copy-dependencies -DoutputDirectory="$jars" >&2
-fi
-log "building into $work"
-go build -o "$work/samsa" ./cmd/samsa
+# RECORDS_1K, RECORDS_100B, WARMUP_RECORDS, KAFKA_VERSION, KAFKA_HEAP_OPTS,
+# KAFKA_JVM_PERFORMANCE_OPTS, TOOL_HEAP_OPTS, KAFKA_JARS: see lib.sh.
+# shellcheck source=bench/kafka/lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_setup
 go build -o "$work/e2elat" ./bench/kafka/e2elat
-
-# java_tool CLASS ARGS...: one Kafka tool run with the tools' heap, WARN logging.
-java_tool() {
-	local cls=$1
-	shift
-	# shellcheck disable=SC2086
-	timeout 300 java $TOOL_HEAP_OPTS -Dlog4j2.configurationFile="$here/log4j2.properties" \
-		-Dsamsa.bench.loglevel=WARN -cp "$jars/*" "$cls" "$@"
-}
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
-# wait_for FILE REGEX: wait until REGEX matches the server log FILE; print
-# its first capture. Fails after 60 s or if the server exits.
-wait_for() {
-	local i
-	for ((i = 0; i < 600; i++)); do
-		if [[ $(cat "$1") =~ $2 ]]; then
-			echo "${BASH_REMATCH[1]}"
-			return 0
-		fi
-		if ! kill -0 "$server_pid" 2>/dev/null; then
-			log "server exited:"; tail -50 "$1" >&2; return 1
-		fi
-		sleep 0.1
-	done
-	log "server did not start in 60 s:"; tail -50 "$1" >&2
-	return 1
-}
-
-# start_server samsa|kafka: a fresh data directory and process; sets
-# server_pid and addr.
-start_server() {
-	local out="$work/$1.log" data="$work/$1-data"
-	: >"$out"
-	rm -rf "$data" && mkdir "$data"
-	case $1 in
-	samsa)
-		# The same group.initial.rebalance.delay.ms override as Kafka's below.
-		"$work/samsa" server --override "log.dirs=$data" \
-			--override "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0" \
-			--override group.initial.rebalance.delay.ms=0 2>"$out" &
-		server_pid=$!
-		addr=$(wait_for "$out" 'serving Kafka clients" listener=PLAINTEXT addr=([0-9.:]+)')
-		;;
-	kafka)
-		local port cport
-		port=$(free_port)
-		cport=$(free_port)
-		# Kafka's defaults except what a single node needs: internal topics
-		# with one replica, and no 3 s wait before the first rebalance
-		# (config/server.properties in the distribution sets it to 0 too).
-		# Flushing stays at the defaults: no fsync per message, as Samsa.
-		cat >"$work/server.properties" <<-EOF
-			process.roles=broker,controller
-			node.id=1
-			controller.quorum.voters=1@127.0.0.1:$cport
-			listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-			advertised.listeners=PLAINTEXT://127.0.0.1:$port
-			controller.listener.names=CONTROLLER
-			inter.broker.listener.name=PLAINTEXT
-			listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
-			log.dirs=$data
-			offsets.topic.replication.factor=1
-			transaction.state.log.replication.factor=1
-			transaction.state.log.min.isr=1
-			share.coordinator.state.topic.replication.factor=1
-			share.coordinator.state.topic.min.isr=1
-			group.initial.rebalance.delay.ms=0
-		EOF
-		local cid
-		cid=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
-		java_tool kafka.tools.StorageTool format -t "$cid" -c "$work/server.properties" >>"$out" 2>&1
-		# shellcheck disable=SC2086
-		java $KAFKA_HEAP_OPTS $KAFKA_JVM_PERFORMANCE_OPTS \
-			-Dlog4j2.configurationFile="$here/log4j2.properties" \
-			-cp "$jars/*" kafka.Kafka "$work/server.properties" >>"$out" 2>&1 &
-		server_pid=$!
-		wait_for "$out" '(Kafka Server started)' >/dev/null
-		addr=127.0.0.1:$port
-		;;
-	esac
-}
-
-stop_server() {
-	kill -TERM "$server_pid"
-	wait "$server_pid" || true
-	server_pid=""
-}
-
-# rss_kib FIELD: VmRSS or VmHWM of the server in KiB.
-rss_kib() { awk -v f="$1:" '$1 == f { print $2 }' "/proc/$server_pid/status"; }
-
-mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
-
-# mbs RECORDS_PER_SEC SIZE: MB/s in 10^6 bytes of values, the unit `samsa
-# bench` uses (Kafka's tools print 2^20-byte MB; they are not used).
-mbs() { awk -v r="$1" -v s="$2" 'BEGIN { printf "%.2f", r * s / 1e6 }'; }
-
-# records_for SIZE: records per case for a record size.
-records_for() { if (($1 >= 1024)); then echo "$RECORDS_1K"; else echo "$RECORDS_100B"; fi; }
 
 results="$work/results.tsv" # impl run client size parts acks pMBs pRecs p50 p99 p999 cMBs cRecs
 sessions="$work/sessions.tsv" # impl run idle_KiB peak_KiB
@@ -177,65 +46,13 @@ e2e="$work/e2e.tsv" # impl run tool p50 p99 p999 max
 : >"$sessions"
 : >"$e2e"
 
-# java_case IMPL RUN SIZE PARTS ACKS N: ProducerPerformance then
-# ConsumerPerformance on a new topic.
-java_case() {
-	local impl=$1 run=$2 size=$3 parts=$4 acks=$5 n=$6 topic out line
-	topic="java-s$3-p$4-a$5"
-	"$work/samsa" topic create "$topic" --partitions "$parts" --bootstrap "$addr" >/dev/null
-	out=$(java_tool org.apache.kafka.tools.ProducerPerformance --topic "$topic" --num-records "$n" \
-		--record-size "$size" --throughput -1 --producer-props "bootstrap.servers=$addr" "acks=$acks" 2>&1)
-	# "N records sent, R records/sec (M MB/sec), A ms avg latency, X ms max latency, P50 ms 50th, P95 ms 95th, P99 ms 99th, P999 ms 99.9th."
-	line=$(grep -E '^[0-9]+ records sent' <<<"$out" | tail -1)
-	local sent rps p50 p99 p999
-	read -r sent rps p50 p99 p999 < <(sed -E 's/^([0-9]+) records sent, ([0-9.]+) records\/sec.* ([0-9.]+) ms 50th, [0-9.]+ ms 95th, ([0-9.]+) ms 99th, ([0-9.]+) ms 99.9th.*/\1 \2 \3 \4 \5/' <<<"$line")
-	if [[ $sent != "$n" ]]; then
-		log "$impl ProducerPerformance $topic: $out"
-		return 1
-	fi
-	out=$(java_tool org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$addr" --topic "$topic" \
-		--num-records "$n" --timeout 30000 --hide-header 2>&1)
-	# start.time, end.time, MB, MB.sec, nMsg, nMsg.sec, rebalance.time.ms,
-	# fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec: fetch.* leave out the
-	# group join, which franz-go's figure (assigned partitions) has none of.
-	line=$(grep -E '^[0-9]{4}-.*,' <<<"$out" | tail -1)
-	local got crps
-	got=$(awk -F', *' '{ print $5 }' <<<"$line")
-	crps=$(awk -F', *' '{ print $10 }' <<<"$line")
-	if [[ $got != "$n" ]]; then
-		log "$impl ConsumerPerformance $topic: $out"
-		return 1
-	fi
-	printf '%s\t%s\tjava\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$impl" "$run" "$size" "$parts" "$acks" \
-		"$(mbs "$rps" "$size")" "$(printf '%.0f' "$rps")" "$p50" "$p99" "$p999" "$(mbs "$crps" "$size")" "$(printf '%.0f' "$crps")" >>"$results"
-	log "$impl run $run java s=$size p=$parts acks=$acks: produce $(mbs "$rps" "$size") MB/s p99 $p99 ms, consume $(mbs "$crps" "$size") MB/s"
-}
-
-# franz_case IMPL RUN SIZE PARTS ACKS N: `samsa bench` (creates, produces,
-# consumes and deletes its own topic).
-franz_case() {
-	local impl=$1 run=$2 size=$3 parts=$4 acks=$5 n=$6 line
-	line=$("$work/samsa" bench --bootstrap "$addr" --partitions "$parts" --records "$n" \
-		--size "$size" --acks "$acks" --compression none --tsv)
-	local produced errors pmbs prps p50 p99 p999 consumed cmbs
-	IFS=$'\t' read -r produced errors pmbs prps p50 p99 p999 _ consumed cmbs <<<"$line"
-	if [[ $produced != "$n" || $consumed != "$n" || $errors != 0 ]]; then
-		log "$impl franz s=$size p=$parts: produced $produced, consumed $consumed, errors $errors"
-		return 1
-	fi
-	printf '%s\t%s\tfranz\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$impl" "$run" "$size" "$parts" "$acks" \
-		"$pmbs" "$prps" "$p50" "$p99" "$p999" "$cmbs" \
-		"$(awk -v m="$cmbs" -v s="$size" 'BEGIN { printf "%.0f", m * 1e6 / s }')" >>"$results"
-	log "$impl run $run franz s=$size p=$parts acks=$acks: produce $pmbs MB/s p99 $p99 ms, consume $cmbs MB/s"
-}
-
 # e2e_cases IMPL RUN: the fixed-rate franz-go run, then Kafka's closed-loop tool.
 e2e_cases() {
 	local impl=$1 run=$2 line
 	line=$("$work/e2elat" --bootstrap "$addr" --topic e2e-rate --rate "$E2E_RATE" \
 		--duration "${E2E_SECONDS}s" --size "$E2E_SIZE" --acks all)
-	local sent recv lost p50 p99 p999 pmax
-	IFS=$'\t' read -r sent recv lost p50 p99 p999 pmax _ <<<"$line"
+	local lost p50 p99 p999 pmax
+	IFS=$'\t' read -r _ _ lost p50 p99 p999 pmax _ <<<"$line"
 	if [[ $lost != 0 ]]; then
 		log "$impl e2elat: $line"
 		return 1
@@ -263,14 +80,7 @@ session() {
 	start_server "$impl"
 	sleep 2
 	idle=$(rss_kib VmRSS)
-	# A JVM runs interpreted until its JIT has seen the hot paths; without
-	# this the first cases would measure Kafka's warm-up, not Kafka.
-	if ((WARMUP_RECORDS > 0)); then
-		"$work/samsa" bench --bootstrap "$addr" --partitions 6 --records "$WARMUP_RECORDS" --size 1024 \
-			--acks all --tsv >/dev/null
-		java_tool org.apache.kafka.tools.ProducerPerformance --topic warmup --num-records "$WARMUP_RECORDS" \
-			--record-size 1024 --throughput -1 --producer-props "bootstrap.servers=$addr" >/dev/null 2>&1
-	fi
+	warmup
 	for size in $SIZES; do
 		n=$(records_for "$size")
 		for parts in $PARTITION_CASES; do
@@ -297,18 +107,6 @@ for ((run = 1; run <= RUNS; run++)); do
 	done
 done
 elapsed=$((SECONDS - t0))
-
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'; }
-# med FILE IMPL COLUMN [FILTER...]: median of COLUMN over the rows of IMPL
-# whose columns 3.. equal the filter values.
-med() {
-	local file=$1 impl=$2 c=$3
-	shift 3
-	awk -F'\t' -v i="$impl" -v c="$c" -v f="$*" '
-		BEGIN { n = split(f, want, " ") }
-		$1 == i { for (k = 1; k <= n; k++) if ($(k + 2) != want[k]) next; print $c }' "$file" | median
-}
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0 || a == "-" || b == "-") print "-"; else printf "%.2f", a / b }'; }
 
 echo "### Samsa vs Apache Kafka $KAFKA_VERSION: throughput and latency (median of $RUNS runs each)"
 echo
