@@ -60,7 +60,7 @@ func saslListener(cfg *config.Config, listener string, deps *saslDeps) (*network
 		return nil, nil, err
 	}
 	if len(l.Mechanisms) == 0 {
-		return nil, nil, fmt.Errorf("listener %s uses SASL but enables no mechanism: set %s (or sasl.enabled.mechanisms) to PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
+		return nil, nil, fmt.Errorf("listener %s uses SASL but enables no mechanism: set %s (or sasl.enabled.mechanisms) to PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER",
 			listener, config.ListenerPrefix(listener)+"sasl.enabled.mechanisms")
 	}
 	out := &network.SASLConfig{
