@@ -36,7 +36,7 @@ func refusedWith(t *testing.T, v *JWTValidator, name, token, reason string) {
 	}
 }
 
-func TestJWTValidator(t *testing.T) {
+func TestOAuthBearerJWTValidator(t *testing.T) {
 	rsaKey := oauthtest.NewRSA(t, "rsa-1", jose.RS256)
 	psKey := oauthtest.NewRSA(t, "ps-1", jose.PS384)
 	ecKey := oauthtest.NewEC(t, "ec-1")
@@ -156,7 +156,7 @@ func retag(t *testing.T, k *oauthtest.Key, kid string, claims map[string]any) st
 // A token signed by a key the set does not hold yet makes the validator
 // fetch the set again, at once, and accept the token if the key is there
 // now; an unknown key id asks for at most one fetch a minute.
-func TestJWTValidatorUnknownKid(t *testing.T) {
+func TestOAuthBearerJWTUnknownKid(t *testing.T) {
 	k1, k2 := oauthtest.NewRSA(t, "k1", jose.RS256), oauthtest.NewRSA(t, "k2", jose.RS512)
 	srv := oauthtest.NewServer(t, k1)
 	clock := time.Unix(1_900_000_000, 0)
@@ -198,7 +198,7 @@ func TestJWTValidatorUnknownKid(t *testing.T) {
 	}
 }
 
-func TestJWKSSources(t *testing.T) {
+func TestOAuthBearerJWKSSources(t *testing.T) {
 	k := oauthtest.NewEC(t, "file-key")
 	dir := t.TempDir()
 	path := filepath.Join(dir, "jwks.json")
@@ -247,7 +247,7 @@ func TestJWKSSources(t *testing.T) {
 	}
 }
 
-func TestParseJWKS(t *testing.T) {
+func TestOAuthBearerParseJWKS(t *testing.T) {
 	k := oauthtest.NewRSA(t, "ok", jose.RS256)
 	doc := `{"keys":[` + strings.TrimSuffix(strings.TrimPrefix(string(oauthtest.JWKS(k)), `{"keys":[`), `]}`) +
 		`,{"kty":"oct","kid":"hmac","k":"c2VjcmV0"},{"kty":"EC","crv":"P-999","kid":"bad","x":"AA","y":"AA"},{"kty":"WAT"}]}`

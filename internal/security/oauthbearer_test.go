@@ -132,7 +132,7 @@ func TestOAuthBearerServer(t *testing.T) {
 	}
 }
 
-func TestUnsecuredValidator(t *testing.T) {
+func TestOAuthBearerUnsecuredValidator(t *testing.T) {
 	now := time.Unix(1_900_000_000, 0)
 	sec := now.Unix()
 	v, err := NewUnsecuredValidator(map[string]string{"unsecuredValidatorRequiredScope": "read  write"})
@@ -210,7 +210,7 @@ func TestUnsecuredValidator(t *testing.T) {
 	}
 }
 
-func TestUnsecuredValidatorOptions(t *testing.T) {
+func TestOAuthBearerUnsecuredOptions(t *testing.T) {
 	v, err := NewUnsecuredValidator(map[string]string{
 		"unsecuredValidatorPrincipalClaimName":   " email ",
 		"unsecuredValidatorScopeClaimName":       "scp",
