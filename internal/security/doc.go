@@ -17,9 +17,10 @@
 // SCRAM-SHA-256/512 with credentials looked up through ScramCredentials,
 // which a node answers from its metadata image; oauthbearer.go for
 // OAUTHBEARER, whose tokens an OAuthBearerValidator checks: the unsecured
-// one of Kafka's development setup, or JWTValidator with the keys of a
-// JWKS, which fetches them through go-jose and refreshes them on its own
-// goroutine between Start and Close). Apart from a JWKS, the package
+// one of Kafka's development setup, or JWTValidator, which verifies
+// signatures with go-jose against the keys of a JWKS, fetched over
+// http(s) or read from a file, refreshed on the JWKS's own goroutine
+// between Start and Close). Apart from a JWKS, the package
 // keeps no state of its own: the network layer drives the exchange and
 // owns the connection's principal; a credential that expires
 // (ExpiringCredential) bounds the connection's session. Package oauthtest
