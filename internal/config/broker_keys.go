@@ -208,11 +208,24 @@ var brokerKeyList = []*Key{
 	// The SASL keys are per-broker dynamic in Kafka; Samsa reads them at
 	// start only, so they are read-only here: AlterConfigs refuses a
 	// change rather than accept one that would never apply.
-	k("sasl.enabled.mechanisms", List, "GSSAPI", nil, Medium, ReadOnly, "SASL mechanisms offered by the server: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512."),
+	k("sasl.enabled.mechanisms", List, "GSSAPI", nil, Medium, ReadOnly, "SASL mechanisms offered by the server: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER."),
 	k("sasl.mechanism.inter.broker.protocol", String, "GSSAPI", nil, Medium, ReadOnly, "SASL mechanism this node logs in to other brokers' SASL inter-broker listener with (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512), as the username and password of that listener's JAAS config for it."),
 	k("sasl.mechanism.controller.protocol", String, "GSSAPI", nil, High, ReadOnly, "SASL mechanism this node logs in to the controllers' SASL controller listener with: PLAIN (SCRAM cannot serve the quorum, as in Kafka), as the username and password of that listener's JAAS config for it."),
 	k("sasl.jaas.config", Password, null, nil, Medium, ReadOnly, "JAAS login configuration. A broker reads it only prefixed with the listener and mechanism: listener.name.<listener>.<mechanism>.sasl.jaas.config."),
 	k("sasl.server.max.receive.size", Int, "524288", atLeast(1), Medium, ReadOnly, "Largest frame accepted before and during SASL authentication."),
+	k("sasl.server.callback.handler.class", Class, null, nil, Medium, ReadOnly, "Server callback handler of a SASL mechanism. A broker reads it only prefixed with the listener and mechanism: listener.name.<listener>.<mechanism>.sasl.server.callback.handler.class. For OAUTHBEARER, org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler checks signed tokens against the keys of sasl.oauthbearer.jwks.endpoint.url; unset, OAUTHBEARER accepts unsigned tokens (the unsecured validator, for development only)."),
+	// OAUTHBEARER's JWKS validation (OAuthBearerValidatorCallbackHandler).
+	// Each may also be set as listener.name.<listener>.<key> or
+	// listener.name.<listener>.oauthbearer.<key>; the most specific wins.
+	k("sasl.oauthbearer.jwks.endpoint.url", String, null, nil, Medium, ReadOnly, "Where the broker gets the JSON Web Key Set whose keys verify token signatures: an http(s) URL, fetched at start, every sasl.oauthbearer.jwks.endpoint.refresh.ms and when a token names a key id not in the set, or a file: URL read once at start."),
+	k("sasl.oauthbearer.jwks.endpoint.refresh.ms", Long, "3600000", nil, Low, ReadOnly, "Time between fetches of the JWKS from an http(s) sasl.oauthbearer.jwks.endpoint.url."),
+	k("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", Long, "100", nil, Low, ReadOnly, "First wait between failed attempts to fetch the JWKS; it doubles each attempt, up to sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms."),
+	k("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", Long, "10000", nil, Low, ReadOnly, "Longest wait between attempts to fetch the JWKS, and how long a refresh keeps retrying."),
+	k("sasl.oauthbearer.clock.skew.seconds", Int, "30", nil, Low, ReadOnly, "Seconds of difference allowed between the identity provider's clock and the broker's when checking a token's exp and nbf."),
+	k("sasl.oauthbearer.expected.audience", List, null, nil, Low, ReadOnly, "Audiences a token must name one of in its aud claim, compared exactly. Unset, a token that has an aud claim is refused (Kafka's rule)."),
+	k("sasl.oauthbearer.expected.issuer", String, null, nil, Low, ReadOnly, "Issuer a token's iss claim must equal exactly; unset, the issuer is not checked."),
+	k("sasl.oauthbearer.scope.claim.name", String, "scope", nil, Low, ReadOnly, "Name of the claim that holds a token's scope."),
+	k("sasl.oauthbearer.sub.claim.name", String, "sub", nil, Low, ReadOnly, "Name of the claim that holds a token's subject, which becomes the principal User:<subject>."),
 	k("connection.failed.authentication.delay.ms", Int, "100", atLeast(0), Low, ReadOnly, "Delay before a connection that failed authentication is closed."),
 	k("ssl.keystore.type", String, "JKS", nil, Medium, PerBroker, "Key store format."),
 	k("ssl.keystore.location", String, null, nil, High, PerBroker, "Key store file."),

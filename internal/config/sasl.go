@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -29,6 +30,9 @@ type SASLListener struct {
 	// the session lifetime after which a client must re-authenticate (0:
 	// never, KIP-368 off).
 	MaxReauthMs map[string]int64
+	// CallbackHandler is each enabled mechanism's server callback handler
+	// class (CallbackHandlerKey), absent when its key is not set.
+	CallbackHandler map[string]string
 	// MaxReceiveSize is sasl.server.max.receive.size: the largest frame
 	// read before the client is authenticated.
 	MaxReceiveSize int32
@@ -54,7 +58,7 @@ func (c *Config) ListenerJAAS(listener, mechanism string) (string, bool) {
 // that does not parse, naming the key as written.
 func (c *Config) SASLListener(listener string) (SASLListener, error) {
 	prefix := ListenerPrefix(listener)
-	out := SASLListener{JAAS: map[string]string{}, MaxReauthMs: map[string]int64{}}
+	out := SASLListener{JAAS: map[string]string{}, CallbackHandler: map[string]string{}, MaxReauthMs: map[string]int64{}}
 	v, key, err := c.listenerValue(prefix, "sasl.enabled.mechanisms")
 	if err != nil {
 		return out, err
@@ -74,6 +78,9 @@ func (c *Config) SASLListener(listener string) (SASLListener, error) {
 		if jaas, ok := c.Explicit[JAASKey(listener, m)]; ok {
 			out.JAAS[m] = jaas
 		}
+		if class, ok := c.Explicit[CallbackHandlerKey(listener, m)]; ok {
+			out.CallbackHandler[m] = strings.TrimSpace(class)
+		}
 		v, _, err := c.listenerValue(prefix+strings.ToLower(m)+".", "connections.max.reauth.ms")
 		if err != nil {
 			return out, err
@@ -84,6 +91,16 @@ func (c *Config) SASLListener(listener string) (SASLListener, error) {
 			}
 		}
 		out.MaxReauthMs[m] = v.(int64)
+	}
+	// A callback handler class is read only with both prefixes, as the
+	// JAAS config is; but ignoring one could leave a listener validating
+	// tokens less strictly than meant (OAUTHBEARER's unsecured validator
+	// instead of OAuthBearerValidatorCallbackHandler), so it is refused.
+	for _, key := range []string{"sasl.server.callback.handler.class", prefix + "sasl.server.callback.handler.class"} {
+		if c.IsSet(key) {
+			return out, fmt.Errorf("%s is not read by a broker, as in Kafka: prefix it with the listener and the mechanism, e.g. %s",
+				key, CallbackHandlerKey(listener, "OAUTHBEARER"))
+		}
 	}
 	if c.IsSet("sasl.jaas.config") {
 		out.Warnings = append(out.Warnings, "sasl.jaas.config is ignored on a broker, as in Kafka: prefix it with the listener and the mechanism, e.g. "+JAASKey(listener, "PLAIN"))

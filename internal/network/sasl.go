@@ -17,12 +17,13 @@ package network
 // and the connection is closed after connection.failed.authentication.delay.ms,
 // during which nothing more is read from it.
 //
-// Re-authentication (KIP-368): when connections.max.reauth.ms gives the
-// session a lifetime, SaslAuthenticate v1+ reports it, and a SaslHandshake
-// on the authenticated connection — at most one a second — starts the
-// exchange again with the same mechanism; it must end with the same
-// principal. A request other than that handshake arriving after the
-// session expired closes the connection.
+// Re-authentication (KIP-368): when connections.max.reauth.ms or the
+// credential's expiry (security.ExpiringCredential: an OAUTHBEARER
+// token's exp) gives the session a lifetime, SaslAuthenticate v1+
+// reports it, and a SaslHandshake on the authenticated connection — at
+// most one a second — starts the exchange again with the same mechanism;
+// it must end with the same principal. A request other than that
+// handshake arriving after the session expired closes the connection.
 
 import (
 	"context"
@@ -292,16 +293,29 @@ func (x *exchange) evaluate(token []byte) ([]byte, bool, error) {
 }
 
 // complete makes the client authenticated and returns its session
-// lifetime (0: none).
+// lifetime (0: none). As in Kafka's SaslServerAuthenticator, a credential
+// that expires (an OAUTHBEARER token) ends the session by its expiry even
+// without connections.max.reauth.ms, and with it at the earlier of the
+// two; a credential already expired (accepted within the clock skew)
+// makes a session of 0 ms, which expires at once.
 func (x *exchange) complete() time.Duration {
 	x.done = true
 	c := x.c
 	c.principal = x.server.Principal()
 	c.sasl.mechanism = x.mechanism
+	now := x.now()
 	lifetime := max(x.cfg.SessionLifetime[x.mechanism], 0)
+	expires := lifetime > 0
+	if e, ok := x.server.(security.ExpiringCredential); ok && !e.CredentialExpiry().IsZero() {
+		left := max(e.CredentialExpiry().Sub(now).Truncate(time.Millisecond), 0)
+		if !expires || left < lifetime {
+			lifetime = left
+		}
+		expires = true
+	}
 	c.sasl.expires = time.Time{}
-	if lifetime > 0 {
-		c.sasl.expires = x.now().Add(lifetime)
+	if expires {
+		c.sasl.expires = now.Add(lifetime)
 	}
 	return lifetime
 }

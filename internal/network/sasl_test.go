@@ -3,9 +3,12 @@ package network
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,11 +22,13 @@ import (
 )
 
 // testMechanism is a one-step SASL mechanism: the token "user:NAME"
-// authenticates as NAME, "two:NAME" takes two steps (the first answered
+// authenticates as NAME, "expiring:NAME:UNIXMS" as NAME with a credential
+// that expires at UNIXMS, "two:NAME" takes two steps (the first answered
 // "more"), anything else fails with a message the client may see.
 type testMechanism struct {
-	user  string
-	steps int
+	user   string
+	steps  int
+	expiry time.Time
 }
 
 func (m *testMechanism) Step(token []byte) ([]byte, bool, error) {
@@ -32,6 +37,14 @@ func (m *testMechanism) Step(token []byte) ([]byte, bool, error) {
 	switch {
 	case len(s) > 5 && s[:5] == "user:":
 		m.user = s[5:]
+		return []byte("ok"), true, nil
+	case strings.HasPrefix(s, "expiring:"):
+		user, ms, _ := strings.Cut(strings.TrimPrefix(s, "expiring:"), ":")
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if err != nil {
+			break
+		}
+		m.user, m.expiry = user, time.UnixMilli(n)
 		return []byte("ok"), true, nil
 	case len(s) > 4 && s[:4] == "two:" && m.steps == 1:
 		m.user = s[4:]
@@ -43,6 +56,8 @@ func (m *testMechanism) Step(token []byte) ([]byte, bool, error) {
 }
 
 func (m *testMechanism) Principal() security.Principal { return security.User(m.user) }
+
+func (m *testMechanism) CredentialExpiry() time.Time { return m.expiry }
 
 // saslHandler answers ApiVersions and Metadata like fakeHandler and
 // records the principal of every request it handles; it answers
@@ -397,6 +412,45 @@ func TestSASLReauthentication(t *testing.T) {
 		if p != "User:erin" {
 			t.Fatalf("handler saw %s", p)
 		}
+	}
+}
+
+// An expiring credential (an OAUTHBEARER token) bounds the session as in
+// Kafka: its expiry alone without connections.max.reauth.ms, the earlier
+// of the two with it.
+func TestSASLCredentialExpiry(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		reauth, expiry time.Duration
+		want           time.Duration
+	}{
+		{"expiry only", 0, 4 * time.Second, 4 * time.Second},
+		{"expiry first", 10 * time.Second, 4 * time.Second, 4 * time.Second},
+		{"reauth first", 10 * time.Second, 20 * time.Second, 10 * time.Second},
+		{"already expired", 0, -time.Second, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _, clock := startSASLServer(t, tc.reauth)
+			c := dial(t, s)
+			if hs := handshake(t, c, 1, "TEST", 1); hs.ErrorCode != 0 {
+				t.Fatalf("handshake error %d", hs.ErrorCode)
+			}
+			token := fmt.Sprintf("expiring:ivy:%d", clock.now().Add(tc.expiry).UnixMilli())
+			r := saslAuthenticate(t, c, 2, token, 2)
+			if r.ErrorCode != 0 || r.SessionLifetimeMillis != tc.want.Milliseconds() {
+				t.Fatalf("answer %d, session lifetime %d ms, want %d", r.ErrorCode, r.SessionLifetimeMillis, tc.want.Milliseconds())
+			}
+			if tc.want > 0 {
+				clock.advance(tc.want - time.Millisecond)
+				metadataOK(t, c, 3)
+			}
+			// Past the expiry the session is over.
+			clock.advance(2 * time.Millisecond)
+			if _, err := c.Write(frame(metadataReq(1), 4)); err != nil {
+				t.Fatal(err)
+			}
+			expectClosed(t, c)
+		})
 	}
 }
 

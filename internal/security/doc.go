@@ -15,7 +15,14 @@
 // SASL: a mechanism is a SASLServer, one per exchange (plain.go for PLAIN
 // with users from a JAAS config, jaas.go; scram_server.go for
 // SCRAM-SHA-256/512 with credentials looked up through ScramCredentials,
-// which a node answers from its metadata image). The package keeps no
-// state of its own: the network layer drives the exchange and owns the
-// connection's principal.
+// which a node answers from its metadata image; oauthbearer.go for
+// OAUTHBEARER, whose tokens an OAuthBearerValidator checks: the unsecured
+// one of Kafka's development setup, or JWTValidator, which verifies
+// signatures with go-jose against the keys of a JWKS, fetched over
+// http(s) or read from a file, refreshed on the JWKS's own goroutine
+// between Start and Close). Apart from a JWKS, the package
+// keeps no state of its own: the network layer drives the exchange and
+// owns the connection's principal; a credential that expires
+// (ExpiringCredential) bounds the connection's session. Package oauthtest
+// makes keys, key sets and tokens for tests.
 package security

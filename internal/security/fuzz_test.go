@@ -2,8 +2,11 @@ package security
 
 import (
 	"bytes"
+	"errors"
+	"maps"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Fuzz targets for the parsers that read bytes from unauthenticated
@@ -79,6 +82,73 @@ func FuzzJAAS(f *testing.F) {
 		mods, err := ParseJAAS(text)
 		if err == nil && len(mods) == 0 {
 			t.Fatalf("%q: no modules and no error", text)
+		}
+	})
+}
+
+// unsecuredSeed is an unsigned token for alice that expires in 2030.
+const unsecuredSeed = "eyJhbGciOiJub25lIn0.eyJleHAiOjE5MDAwMDAwMDAsInN1YiI6ImFsaWNlIn0."
+
+func FuzzOAuthBearerClientFirst(f *testing.F) {
+	f.Add([]byte("n,,\x01auth=Bearer " + unsecuredSeed + "\x01\x01"))
+	f.Add([]byte("n,a=alice,\x01auth=Bearer " + unsecuredSeed + "\x01traceId=1\x01\x01"))
+	f.Add([]byte("\x01"))
+	now := func() time.Time { return time.Unix(1_800_000_000, 0) }
+	validators := []OAuthBearerValidator{
+		&UnsecuredValidator{PrincipalClaim: "sub", ScopeClaim: "scope", Now: now},
+		// A key set that holds no key: every signed token is refused.
+		&JWTValidator{Keys: NewJWKS(JWKSConfig{URL: "file:///nonexistent"}), ScopeClaim: "scope", SubClaim: "sub", Now: now},
+	}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		m, err := ParseOAuthBearerClientFirst(msg)
+		if err == nil {
+			// What was parsed is what a client would send for it.
+			var ext []string
+			for k, v := range m.Extensions {
+				ext = append(ext, k+"="+v)
+			}
+			authz := ""
+			if m.AuthzID != "" {
+				authz = "a=" + m.AuthzID
+			}
+			again, err := ParseOAuthBearerClientFirst(clientFirst(authz, m.Token, ext...))
+			if err != nil || again.AuthzID != m.AuthzID || again.Token != m.Token || !maps.Equal(again.Extensions, m.Extensions) {
+				t.Fatalf("%q parsed as %+v, which does not round-trip: %+v %v", msg, m, again, err)
+			}
+		}
+		for _, v := range validators {
+			s := NewOAuthBearerServer(v)
+			out, done, err := s.Step(msg)
+			switch {
+			case done && (err != nil || len(out) != 0 || s.Principal().Name == ""):
+				t.Fatalf("%q: done with %q, %v, principal %v", msg, out, err, s.Principal())
+			case !done && err == nil:
+				// A refused token: the client's ^A fails the exchange
+				// with the JSON as the message.
+				_, _, err := s.Step([]byte{0x01})
+				var ae *AuthenticationError
+				if !errors.As(err, &ae) || ae.Message != string(out) {
+					t.Fatalf("%q: refused with %q, then %v", msg, out, err)
+				}
+			}
+		}
+	})
+}
+
+func FuzzUnsecuredToken(f *testing.F) {
+	f.Add(unsecuredSeed)
+	f.Add("eyJhbGciOiJub25lIn0.eyJleHAiOjEuOWU5LCJzdWIiOlsiYSJdLCJzY29wZSI6MX0.")
+	f.Add("..")
+	v := &UnsecuredValidator{PrincipalClaim: "sub", ScopeClaim: "scope", RequiredScope: nil,
+		Now: func() time.Time { return time.Unix(1_800_000_000, 0) }}
+	f.Fuzz(func(t *testing.T, token string) {
+		tok, err := v.Validate(token)
+		var te *TokenError
+		switch {
+		case err != nil && !errors.As(err, &te):
+			t.Fatalf("%q: refused without a TokenError: %v", token, err)
+		case err == nil && (strings.TrimSpace(tok.Principal) == "" || !tok.Expiry.After(v.Now())):
+			t.Fatalf("%q: accepted as %+v", token, tok)
 		}
 	})
 }

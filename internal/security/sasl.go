@@ -15,7 +15,7 @@ const (
 )
 
 // SupportedMechanisms are the SASL mechanisms Samsa serves.
-var SupportedMechanisms = []string{MechanismPlain, MechanismScramSHA256, MechanismScramSHA512}
+var SupportedMechanisms = []string{MechanismPlain, MechanismScramSHA256, MechanismScramSHA512, MechanismOAuthBearer}
 
 // SASLServer is the server side of one SASL exchange (Java's SaslServer).
 // One is made per authentication and used by one goroutine.

@@ -67,7 +67,10 @@ func closer(f func()) func() error { return func() error { f(); return nil } }
 // listeners still serve.
 func (s *Server) components() []component {
 	cfg := s.cfg
-	var cs []component
+	// The JWKS of OAUTHBEARER listeners are loaded as those listeners
+	// are bound (by the controller listener's part and bindClients) and
+	// stop refreshing after everything else has closed.
+	cs := []component{part{close: s.closeJWKS}}
 	if cfg.HasRole("broker") {
 		cs = append(cs, part{s.openLogs, func() error { return s.logs.Close() }})
 	}
@@ -154,7 +157,7 @@ func (s *Server) openLogs(context.Context) error {
 	return nil
 }
 
-func (s *Server) bindControllerListener(context.Context) error {
+func (s *Server) bindControllerListener(ctx context.Context) error {
 	ln, err := s.bindController()
 	if err != nil {
 		return err
@@ -163,7 +166,7 @@ func (s *Server) bindControllerListener(context.Context) error {
 	var sc *network.SASLConfig
 	if isSASL(s.cfg.ListenerSecurityProtocolMap[name]) {
 		var warnings []string
-		if sc, warnings, err = saslListener(s.cfg, name, s.scramCredentials()); err != nil {
+		if sc, warnings, err = saslListener(s.cfg, name, s.saslDeps(ctx)); err != nil {
 			ln.Close()
 			return err
 		}
@@ -502,7 +505,7 @@ func (s *Server) bindClients(ctx context.Context) error {
 		return fmt.Errorf("bootstrap metadata: %w", err)
 	}
 	var err error
-	if s.sasl, err = s.saslListeners(); err != nil {
+	if s.sasl, err = s.saslListeners(ctx); err != nil {
 		return err
 	}
 	s.bound, s.endpoints, err = s.bind()

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"slices"
@@ -20,16 +21,46 @@ import (
 // isSASL reports whether a security protocol authenticates with SASL.
 func isSASL(protocol string) bool { return protocol == "SASL_PLAINTEXT" || protocol == "SASL_SSL" }
 
-// saslListener builds the authenticator of a SASL listener. scram looks
-// SCRAM credentials up (nil when only checking the configuration). The
-// warnings name keys that are set but ignored.
-func saslListener(cfg *config.Config, listener string, scram security.ScramCredentials) (*network.SASLConfig, []string, error) {
+// saslDeps are what the authenticators of a running node use: SCRAM
+// credentials from the metadata image and the key sets of OAUTHBEARER's
+// JWKS validator.
+type saslDeps struct {
+	scram security.ScramCredentials
+	// jwks starts the key set of a listener's JWKS validator.
+	jwks func(listener string, c security.JWKSConfig) (*security.JWKS, error)
+}
+
+// saslDeps are the node's SASL dependencies; key sets started through
+// them are loaded within ctx.
+func (s *Server) saslDeps(ctx context.Context) *saslDeps {
+	return &saslDeps{
+		scram: s.scramCredentials(),
+		jwks: func(listener string, c security.JWKSConfig) (*security.JWKS, error) {
+			return s.startJWKS(ctx, listener, c)
+		},
+	}
+}
+
+// callbackHandlers are the server callback handler classes Samsa runs for
+// each mechanism other than OAUTHBEARER (oauthbearer.go): Kafka's own,
+// which a configuration may name.
+var callbackHandlers = map[string]string{
+	security.MechanismPlain:       "org.apache.kafka.common.security.plain.internals.PlainServerCallbackHandler",
+	security.MechanismScramSHA256: "org.apache.kafka.common.security.scram.internals.ScramServerCallbackHandler",
+	security.MechanismScramSHA512: "org.apache.kafka.common.security.scram.internals.ScramServerCallbackHandler",
+}
+
+// saslListener builds the authenticator of a SASL listener. deps nil
+// only checks the configuration: the authenticator it returns must not
+// serve. The warnings name keys that are set but ignored, and settings
+// fit only for development.
+func saslListener(cfg *config.Config, listener string, deps *saslDeps) (*network.SASLConfig, []string, error) {
 	l, err := cfg.SASLListener(listener)
 	if err != nil {
 		return nil, nil, err
 	}
 	if len(l.Mechanisms) == 0 {
-		return nil, nil, fmt.Errorf("listener %s uses SASL but enables no mechanism: set %s (or sasl.enabled.mechanisms) to PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
+		return nil, nil, fmt.Errorf("listener %s uses SASL but enables no mechanism: set %s (or sasl.enabled.mechanisms) to PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER",
 			listener, config.ListenerPrefix(listener)+"sasl.enabled.mechanisms")
 	}
 	out := &network.SASLConfig{
@@ -38,9 +69,18 @@ func saslListener(cfg *config.Config, listener string, scram security.ScramCrede
 		FailedAuthenticationDelay: time.Duration(cfg.ConnectionFailedAuthenticationDelayMs) * time.Millisecond,
 		SessionLifetime:           map[string]time.Duration{},
 	}
+	var scram security.ScramCredentials
+	if deps != nil {
+		scram = deps.scram
+	}
+	warnings := l.Warnings
 	servers := map[string]func() security.SASLServer{}
 	for _, m := range l.Mechanisms {
 		jaas, hasJAAS := l.JAAS[m]
+		if class, ok := l.CallbackHandler[m]; ok && m != security.MechanismOAuthBearer && class != callbackHandlers[m] {
+			return nil, nil, fmt.Errorf("%s=%s: Samsa cannot load custom callback handlers; remove the key (%s then checks %s as Kafka's %s does)",
+				config.CallbackHandlerKey(listener, m), class, listener, m, callbackHandlers[m])
+		}
 		switch m {
 		case security.MechanismPlain:
 			if !hasJAAS {
@@ -62,6 +102,20 @@ func saslListener(cfg *config.Config, listener string, scram security.ScramCrede
 			}
 			mech, _ := security.ScramMechanismByName(m)
 			servers[m] = func() security.SASLServer { return security.NewScramServer(mech, scram) }
+		case security.MechanismOAuthBearer:
+			o, err := newOAuthBearer(cfg, listener, jaas, hasJAAS)
+			if err != nil {
+				return nil, nil, err
+			}
+			if o.unsecured != nil {
+				warnings = append(warnings, fmt.Sprintf("listener %s accepts unsigned OAUTHBEARER tokens for any principal (the unsecured validator): for development only; set %s=%s in production",
+					listener, config.CallbackHandlerKey(listener, m), oauthValidatorHandler))
+			}
+			v, err := o.validator(listener, deps)
+			if err != nil {
+				return nil, nil, err
+			}
+			servers[m] = func() security.SASLServer { return security.NewOAuthBearerServer(v) }
 		default:
 			return nil, nil, fmt.Errorf("listener %s enables SASL mechanism %s (%s=%s), which Samsa does not support: enable only %s",
 				listener, m, l.MechanismsKey, strings.Join(l.Mechanisms, ","), strings.Join(security.SupportedMechanisms, ", "))
@@ -69,19 +123,19 @@ func saslListener(cfg *config.Config, listener string, scram security.ScramCrede
 		out.SessionLifetime[m] = time.Duration(l.MaxReauthMs[m]) * time.Millisecond
 	}
 	out.NewServer = func(m string) security.SASLServer { return servers[m]() }
-	return out, l.Warnings, nil
+	return out, warnings, nil
 }
 
 // saslListeners builds the authenticator of every SASL client listener,
 // by name, logging the keys set but ignored.
-func (s *Server) saslListeners() (map[string]*network.SASLConfig, error) {
+func (s *Server) saslListeners(ctx context.Context) (map[string]*network.SASLConfig, error) {
 	out := map[string]*network.SASLConfig{}
-	scram := s.scramCredentials()
+	deps := s.saslDeps(ctx)
 	for _, l := range s.cfg.BrokerListeners() {
 		if !isSASL(s.cfg.ListenerSecurityProtocolMap[l.Name]) {
 			continue
 		}
-		sc, warnings, err := saslListener(s.cfg, l.Name, scram)
+		sc, warnings, err := saslListener(s.cfg, l.Name, deps)
 		if err != nil {
 			return nil, err
 		}
@@ -95,7 +149,8 @@ func (s *Server) saslListeners() (map[string]*network.SASLConfig, error) {
 }
 
 // checkSASL refuses SASL settings Samsa cannot honour on this node's
-// listener: a mechanism it does not have, PLAIN without users. The
+// listener: a mechanism it does not have, PLAIN without users,
+// OAUTHBEARER settings it cannot run (oauthbearer.go). The
 // credentials this node dials other nodes' SASL listeners with are
 // checked by newNodeDialers (sasl_client.go).
 func checkSASL(cfg *config.Config, listener string) error {

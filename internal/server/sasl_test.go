@@ -19,6 +19,11 @@ import (
 
 const testPlainJAAS = `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="a";`
 
+const (
+	oauthJAAS    = "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+	oauthHandler = "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class="
+)
+
 // SASL settings Samsa cannot honour stop start-up with a message naming
 // the key to change.
 func TestCheckSASL(t *testing.T) {
@@ -46,9 +51,40 @@ func TestCheckSASL(t *testing.T) {
 			"invalid listener.name.sasl_plaintext.plain.sasl.jaas.config"},
 		{[]string{"sasl.enabled.mechanisms=PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config=" + strings.TrimSuffix(testPlainJAAS, ";")},
 			"not terminated by semi-colon"},
-		{[]string{"sasl.enabled.mechanisms=PLAIN,OAUTHBEARER", plain}, "SASL mechanism OAUTHBEARER (sasl.enabled.mechanisms=PLAIN,OAUTHBEARER)"},
 		{[]string{"sasl.enabled.mechanisms=PLAIN", plain, "listener.name.sasl_plaintext.sasl.enabled.mechanisms=GSSAPI"},
 			"GSSAPI (listener.name.sasl_plaintext.sasl.enabled.mechanisms=GSSAPI)"},
+		{[]string{"sasl.enabled.mechanisms=PLAIN,GSSAPI", plain}, "SASL mechanism GSSAPI (sasl.enabled.mechanisms=PLAIN,GSSAPI), which Samsa does not support"},
+		// OAUTHBEARER: the unsecured validator by default, the JWKS one
+		// with Kafka's handler class; what Samsa cannot run names the key.
+		{[]string{"sasl.enabled.mechanisms=PLAIN,OAUTHBEARER", plain, oauthJAAS}, ""},
+		{[]string{"sasl.enabled.mechanisms=OAUTHBEARER"}, "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config is not set"},
+		{[]string{"sasl.enabled.mechanisms=OAUTHBEARER", "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=" + testPlainJAAS},
+			"invalid listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config: JAAS config names login module org.apache.kafka.common.security.plain.PlainLoginModule"},
+		{[]string{"sasl.enabled.mechanisms=OAUTHBEARER", strings.TrimSuffix(oauthJAAS, ";") + " unsecuredValidatorAllowableClockSkewMs=-5;"},
+			"invalid listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config: invalid value \"-5\" for JAAS option unsecuredValidatorAllowableClockSkewMs"},
+		{[]string{"sasl.enabled.mechanisms=OAUTHBEARER", oauthJAAS, oauthHandler + "com.example.MyHandler"},
+			"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class=com.example.MyHandler: Samsa cannot load custom callback handlers"},
+		{[]string{"sasl.enabled.mechanisms=OAUTHBEARER", oauthJAAS, oauthHandler + oauthValidatorHandler},
+			"The OAuth configuration option sasl.oauthbearer.jwks.endpoint.url value must be set"},
+		{[]string{"sasl.enabled.mechanisms=OAUTHBEARER", oauthJAAS, oauthHandler + oauthValidatorHandler,
+			"listener.name.sasl_plaintext.oauthbearer.sasl.oauthbearer.jwks.endpoint.url=ldap://idp/keys"},
+			"listener.name.sasl_plaintext.oauthbearer.sasl.oauthbearer.jwks.endpoint.url contains a URL (ldap://idp/keys) that contains an invalid protocol (ldap)"},
+		{[]string{"sasl.enabled.mechanisms=OAUTHBEARER", oauthJAAS, oauthHandler + oauthValidatorHandler, "sasl.oauthbearer.jwks.endpoint.url=https://idp.example/keys"}, ""},
+		{[]string{"sasl.enabled.mechanisms=OAUTHBEARER", oauthJAAS, oauthHandler + oauthValidatorHandlerLegacy, "sasl.oauthbearer.jwks.endpoint.url=file:///etc/jwks.json"}, ""},
+		{[]string{"sasl.enabled.mechanisms=OAUTHBEARER", oauthJAAS, "sasl.oauthbearer.jwks.endpoint.url=https://idp.example/keys"},
+			"sasl.oauthbearer.jwks.endpoint.url is set, but OAUTHBEARER on listener SASL_PLAINTEXT uses the unsecured validator"},
+		{[]string{"sasl.enabled.mechanisms=OAUTHBEARER", strings.TrimSuffix(oauthJAAS, ";") + ` ssl.truststore.location="/etc/ts.jks";`,
+			oauthHandler + oauthValidatorHandler, "sasl.oauthbearer.jwks.endpoint.url=https://idp.example/keys"}, "reads no ssl.* options"},
+		{[]string{"sasl.enabled.mechanisms=OAUTHBEARER", oauthJAAS, "sasl.server.callback.handler.class=" + oauthValidatorHandler},
+			"sasl.server.callback.handler.class is not read by a broker, as in Kafka: prefix it with the listener and the mechanism, e.g. listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class"},
+		{[]string{"sasl.enabled.mechanisms=PLAIN", plain, "listener.name.sasl_plaintext.plain.sasl.server.callback.handler.class=com.example.Plain"},
+			"listener.name.sasl_plaintext.plain.sasl.server.callback.handler.class=com.example.Plain: Samsa cannot load custom callback handlers"},
+		{[]string{"sasl.enabled.mechanisms=PLAIN", plain, "listener.name.sasl_plaintext.plain.sasl.server.callback.handler.class=org.apache.kafka.common.security.plain.internals.PlainServerCallbackHandler"}, ""},
+		// Between nodes, OAUTHBEARER is refused whenever it is set.
+		{[]string{"sasl.enabled.mechanisms=OAUTHBEARER", oauthJAAS, "sasl.mechanism.inter.broker.protocol=OAUTHBEARER"},
+			"sasl.mechanism.inter.broker.protocol=OAUTHBEARER: Samsa serves OAUTHBEARER to clients only"},
+		{[]string{"sasl.enabled.mechanisms=OAUTHBEARER", oauthJAAS, "sasl.mechanism.controller.protocol=OAUTHBEARER"},
+			"sasl.mechanism.controller.protocol=OAUTHBEARER: Samsa serves OAUTHBEARER to clients only"},
 		{[]string{"sasl.enabled.mechanisms="}, "enables no mechanism"},
 		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-256", "listener.name.sasl_plaintext.scram-sha-256.connections.max.reauth.ms=soon"},
 			`invalid value "soon" for listener.name.sasl_plaintext.scram-sha-256.connections.max.reauth.ms`},

@@ -68,7 +68,10 @@ type Server struct {
 	bound     map[string]net.Listener
 	endpoints []metadata.Endpoint
 	// sasl are the authenticators of the SASL client listeners, by name.
-	sasl      map[string]*network.SASLConfig
+	sasl map[string]*network.SASLConfig
+	// jwks are the key sets of OAUTHBEARER's JWKS validator on this
+	// node's listeners (oauthbearer.go).
+	jwks      []*security.JWKS
 	listeners []*network.Server
 	lifecycle *controllerchannel.Lifecycle
 	// readyBy bounds the waits between bootstrap and unfencing.
@@ -444,7 +447,17 @@ func checkSecurity(cfg *config.Config) error {
 			return fmt.Errorf("listener %s (listeners) has security protocol %s (listener.security.protocol.map), which Samsa does not serve: use PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", name, p)
 		}
 	}
-	// How this node logs in to the others' SASL listeners.
+	// How this node logs in to the others' SASL listeners. Its nodes
+	// never log in with OAUTHBEARER, which Samsa serves to clients only:
+	// refused whenever set, even on a node that dials no other yet.
+	for _, kv := range [][2]string{
+		{"sasl.mechanism.inter.broker.protocol", cfg.SASLMechanismInterBrokerProtocol},
+		{"sasl.mechanism.controller.protocol", cfg.SASLMechanismControllerProtocol},
+	} {
+		if key, m := kv[0], kv[1]; m == security.MechanismOAuthBearer {
+			return fmt.Errorf("%s=%s: Samsa serves OAUTHBEARER to clients only; its nodes authenticate to each other with PLAIN or SCRAM-SHA-256/512 (set %s to one of them)", key, m, key)
+		}
+	}
 	if _, err := newNodeDialers(cfg, &nodeTLS{}); err != nil {
 		return err
 	}
