@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/samsa-io/samsa/internal/tmpfstest"
@@ -25,12 +26,18 @@ func TestAllLogDirsFailedStopsTheNode(t *testing.T) {
 	srv := startServerProc(t, data, "--override", "metadata.log.dir="+meta)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.addr), kgo.DefaultProduceTopic("fill"), kgo.AllowAutoTopicCreation(),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.addr), kgo.DefaultProduceTopic("fill"),
 		kgo.RecordRetries(0), kgo.DisableIdempotentWrite(), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
+	// Created first: without retries, a produce that auto-creates the
+	// topic fails (Kafka answers UNKNOWN_TOPIC_OR_PARTITION until it
+	// exists, and so does Samsa).
+	if r, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "fill"); err != nil || r.Err != nil {
+		t.Fatalf("create topic: %v %v", err, r.Err)
+	}
 	value := bytes.Repeat([]byte("x"), 64<<10)
 	acked := 0
 	var produceErr error
