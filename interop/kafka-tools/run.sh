@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Apache Kafka's own command-line tools against Samsa, through `java -cp`:
 # TopicCommand, ConsoleProducer, ConsoleConsumer, GetOffsetShell,
-# ConfigCommand, ConsumerGroupCommand, FeatureCommand, and DumpLogSegments
+# ConfigCommand (configs and client quotas), ConsumerGroupCommand,
+# FeatureCommand, and DumpLogSegments
 # reading Samsa's segment, offset-index and time-index files directly after
 # a clean stop;
 # then SASL/SCRAM with the Java client (users from ConfigCommand, KIP-368
@@ -95,6 +96,23 @@ if grep -q '^Completed updating config' <<<"$out" && grep -Eq '^  retention.ms=6
 else
 	record "$C" "ConfigCommand --alter" fail "no 'Completed updating config' and retention.ms=60000 in: $(head -c 150 <<<"$out")"
 fi
+
+# ConfigCommand for client quotas (kafka-configs.sh --entity-type
+# users|clients|ips): AlterClientQuotas and DescribeClientQuotas.
+kt ConfigCommand --bootstrap-server "$B" --alter --entity-type users --entity-name alice --entity-type clients --entity-name app \
+	--add-config producer_byte_rate=1048576,consumer_byte_rate=2097152 >/dev/null 2>&1
+kt ConfigCommand --bootstrap-server "$B" --alter --entity-type clients --entity-default --add-config request_percentage=50 >/dev/null 2>&1
+kt ConfigCommand --bootstrap-server "$B" --alter --entity-type ips --entity-name 10.1.2.3 --add-config connection_creation_rate=5 >/dev/null 2>&1
+out=$(kt ConfigCommand --bootstrap-server "$B" --describe --entity-type users --entity-name alice --entity-type clients --entity-name app 2>&1
+	kt ConfigCommand --bootstrap-server "$B" --describe --entity-type clients --entity-default 2>&1
+	kt ConfigCommand --bootstrap-server "$B" --describe --entity-type ips 2>&1)
+expect_eq "$C" "ConfigCommand --alter/--describe client quotas (user+client, default client, ip)" \
+	"Quota configs for user-principal 'alice', client-id 'app' are consumer_byte_rate=2097152.0, producer_byte_rate=1048576.0
+Quota configs for the default client-id are request_percentage=50.0
+Quota configs for ip '10.1.2.3' are connection_creation_rate=5.0" "$out"
+out=$(kt ConfigCommand --bootstrap-server "$B" --alter --entity-type users --entity-name alice --entity-type clients --entity-name app --delete-config consumer_byte_rate 2>&1
+	kt ConfigCommand --bootstrap-server "$B" --describe --entity-type users --entity-name alice --entity-type clients --entity-name app 2>&1)
+has "ConfigCommand --delete-config client quota" "$out" "^Quota configs for user-principal 'alice', client-id 'app' are producer_byte_rate=1048576\.0$"
 
 # FeatureCommand (kafka-features.sh): describe reads ApiVersions' features;
 # downgrade and upgrade send UpdateFeatures; a level Samsa does not
