@@ -76,7 +76,7 @@ func (c *Controller) registerLocked(ctx context.Context, req *kmsg.BrokerRegistr
 	if exists && old.Epoch >= epoch {
 		epoch = old.Epoch + 1
 	}
-	ch := newChanges(img)
+	ch := c.changes(img)
 	if exists {
 		// The previous incarnation's leaderships and ISR places go: the
 		// new one starts fenced and must catch up first.
@@ -126,7 +126,7 @@ func (c *Controller) heartbeatLocked(ctx context.Context, req *kmsg.BrokerHeartb
 	c.mu.sessions[id] = c.cfg.Now().Add(c.cfg.SessionTimeout)
 	c.mu.heard[id] = true
 	offset := req.CurrentMetadataOffset
-	ch := newChanges(img)
+	ch := c.changes(img)
 	switch {
 	case req.WantShutdown:
 		ch.shutdown(id)
@@ -165,6 +165,7 @@ func (c *Controller) resetSessionsLocked(img *metadata.Image) {
 		c.mu.sessions[b.ID] = now.Add(c.cfg.SessionTimeout)
 	}
 	c.mu.nextRebalance = now.Add(c.cfg.LeaderImbalanceCheckInterval)
+	c.mu.nextUnclean = now.Add(c.cfg.UncleanLeaderElectionCheckInterval)
 }
 
 // Start runs the background loop that, while this node leads the quorum,
@@ -225,7 +226,7 @@ func (c *Controller) tick(ctx context.Context) error {
 		return err
 	}
 	now := c.cfg.Now()
-	ch := newChanges(img)
+	ch := c.changes(img)
 	for _, b := range img.Brokers() {
 		deadline, ok := c.mu.sessions[b.ID]
 		if !ok {
@@ -247,7 +248,37 @@ func (c *Controller) tick(ctx context.Context) error {
 			}
 		}
 	}
+	if !now.Before(c.mu.nextUnclean) {
+		c.mu.nextUnclean = now.Add(c.cfg.UncleanLeaderElectionCheckInterval)
+		c.electUncleanLeaders(img, ch)
+	}
 	return c.writeLocked(ctx, ch.records())
+}
+
+// electUncleanLeaders elects a leader, unclean if need be, for every
+// leaderless partition of a topic whose unclean.leader.election.enable is
+// on (Kafka's maybeElectUncleanLeaders): turning the config on reaches
+// partitions that went offline before, within one check interval.
+func (c *Controller) electUncleanLeaders(img *metadata.Image, ch *changes) {
+	for _, t := range img.Topics() {
+		if !ch.unclean(t.Name) {
+			continue
+		}
+		for i, part := range t.Partitions {
+			if part.Leader != -1 {
+				continue
+			}
+			p := ch.partition(t, int32(i))
+			if p.Leader != -1 {
+				continue // elected earlier in this batch
+			}
+			if p.Leader = ch.electLeader(p); p.Leader != -1 {
+				c.cfg.Logger.Error("Triggering unclean leader election for offline partition", "topic", t.Name, "partition", i, "leader", p.Leader)
+			} else {
+				c.cfg.Logger.Warn("Cannot trigger unclean leader election for offline partition: no eligible replica", "topic", t.Name, "partition", i)
+			}
+		}
+	}
 }
 
 // brokerAPIs are brokers.go's rows of the API table (api.go): the

@@ -2,6 +2,10 @@ package controller
 
 import (
 	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/metadata"
 )
@@ -22,10 +26,23 @@ type changes struct {
 	brokerOrder []int32
 	parts       map[partitionKey]*metadata.PartitionImage
 	partOrder   []partitionKey
+	topicOf     map[*metadata.PartitionImage]string
+	// unclean reports whether a topic's unclean.leader.election.enable
+	// is on (Controller.uncleanEnabled); nil: never.
+	unclean func(topic string) bool
 }
 
 func newChanges(img *metadata.Image) *changes {
-	return &changes{img: img, brokers: map[int32]metadata.BrokerImage{}, parts: map[partitionKey]*metadata.PartitionImage{}}
+	return &changes{img: img, brokers: map[int32]metadata.BrokerImage{}, parts: map[partitionKey]*metadata.PartitionImage{},
+		topicOf: map[*metadata.PartitionImage]string{}}
+}
+
+// changes starts the changes of a decision over img, electing unclean
+// leaders where the topic's configs allow it.
+func (c *Controller) changes(img *metadata.Image) *changes {
+	ch := newChanges(img)
+	ch.unclean = c.uncleanEnabled(img)
+	return ch
 }
 
 func (c *changes) broker(id int32) (metadata.BrokerImage, bool) {
@@ -60,16 +77,28 @@ func (c *changes) partition(t *metadata.TopicImage, part int32) *metadata.Partit
 	p := t.Partitions[part]
 	c.parts[k] = &p
 	c.partOrder = append(c.partOrder, k)
+	c.topicOf[&p] = t.Name
 	return &p
 }
 
-// electLeader is Kafka's clean election: the first replica, in Replicas
-// order, that is in the ISR and eligible; -1 if there is none. Unclean
-// election (unclean.leader.election.enable) is only done by ElectLeaders.
+// electLeader is Kafka's election of a partition's leader: the first
+// replica, in Replicas order, that is in the ISR and eligible. If there
+// is none and the topic allows it (unclean.leader.election.enable), the
+// first eligible replica, with the ISR reset to it: records only the
+// others had may be lost, as Kafka's unclean election loses them. -1 if
+// there is none.
 func (c *changes) electLeader(p *metadata.PartitionImage) int32 {
 	for _, r := range p.Replicas {
 		if slices.Contains(p.ISR, r) && c.eligible(r) {
 			return r
+		}
+	}
+	if c.unclean != nil && c.unclean(c.topicOf[p]) {
+		for _, r := range p.Replicas {
+			if c.eligible(r) {
+				p.ISR = []int32{r}
+				return r
+			}
 		}
 	}
 	return -1
@@ -192,4 +221,23 @@ func (c *changes) records() []metadata.Record {
 		}
 	}
 	return recs
+}
+
+// uncleanEnabled answers, over img, whether a topic's effective
+// unclean.leader.election.enable is true, looked up as Kafka's
+// ConfigurationControlManager does: the topic's own config, the
+// cluster-wide broker default, this controller's dynamic broker config,
+// then its static config.
+func (c *Controller) uncleanEnabled(img *metadata.Image) func(topic string) bool {
+	const key = "unclean.leader.election.enable"
+	cluster := img.Configs(int8(kmsg.ConfigResourceTypeBroker), "")
+	node := img.Configs(int8(kmsg.ConfigResourceTypeBroker), strconv.Itoa(int(c.cfg.NodeID)))
+	return func(topic string) bool {
+		for _, cfgs := range []map[string]string{img.Configs(int8(kmsg.ConfigResourceTypeTopic), topic), cluster, node} {
+			if v, ok := cfgs[key]; ok {
+				return strings.EqualFold(strings.TrimSpace(v), "true")
+			}
+		}
+		return c.cfg.UncleanLeaderElectionEnable
+	}
 }

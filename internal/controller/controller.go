@@ -70,6 +70,13 @@ type Config struct {
 	// (leader.imbalance.check.interval.seconds, default 300 s).
 	AutoLeaderRebalance          bool
 	LeaderImbalanceCheckInterval time.Duration
+	// UncleanLeaderElectionEnable is this node's static
+	// unclean.leader.election.enable, the last fallback of a topic's
+	// effective value (uncleanEnabled). UncleanLeaderElectionCheckInterval
+	// (Kafka's fixed 5 minutes) is how often the background loop elects
+	// unclean leaders for leaderless partitions of topics that allow it.
+	UncleanLeaderElectionEnable        bool
+	UncleanLeaderElectionCheckInterval time.Duration
 	// BootstrapRecords are written with the metadata.version when the
 	// log is bootstrapped (SCRAM credentials from --add-scram), and
 	// ignored, with a warning, once it exists.
@@ -114,6 +121,9 @@ func (c *Config) Validate() error {
 	if c.LeaderImbalanceCheckInterval <= 0 {
 		c.LeaderImbalanceCheckInterval = 300 * time.Second
 	}
+	if c.UncleanLeaderElectionCheckInterval <= 0 {
+		c.UncleanLeaderElectionCheckInterval = 5 * time.Minute
+	}
 	return nil
 }
 
@@ -139,6 +149,8 @@ type Controller struct {
 		heard map[int32]bool
 		// nextRebalance is when the loop next checks preferred leaders.
 		nextRebalance time.Time
+		// nextUnclean is when the loop next elects unclean leaders.
+		nextUnclean time.Time
 		// bootstrapWarned: the warning that BootstrapRecords came too
 		// late was logged.
 		bootstrapWarned bool

@@ -22,11 +22,13 @@
 // away first. Only unfenced brokers not in controlled shutdown are placed
 // on, lead, or join an ISR. Fencing a broker removes it from every ISR
 // except where it is the last member and moves its leaderships to the first
-// eligible ISR member in replica order (or to no leader: clean election
-// only; unclean election happens only through ElectLeaders type 1).
-// Partition leaders change ISRs with AlterPartition; ElectLeaders and the
-// optional auto rebalance move leadership back to the preferred replica.
-// The background loop (Start, Close) expires sessions and rebalances.
+// eligible ISR member in replica order; when there is none, to the first
+// eligible replica if the topic's unclean.leader.election.enable is on
+// (the ISR reset to it), else to no leader. Partition leaders change ISRs
+// with AlterPartition; ElectLeaders and the optional auto rebalance move
+// leadership back to the preferred replica. The background loop (Start,
+// Close) expires sessions, rebalances, and every five minutes elects
+// unclean leaders for leaderless partitions whose topic allows it.
 //
 // Reassignments (reassign.go, KIP-455) add the target replicas first: the
 // partition's replicas are the union, with the adding and removing ones

@@ -32,7 +32,7 @@ func (c *Controller) AlterPartition(ctx context.Context, req *kmsg.AlterPartitio
 		resp.ErrorCode, _ = wire.ErrorCodeAndMessage(err)
 		return resp
 	}
-	ch := newChanges(img)
+	ch := c.changes(img)
 	type accepted struct {
 		ti, pi int
 		topic  *metadata.TopicImage
@@ -183,7 +183,7 @@ func (c *Controller) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersReq
 			topics = append(topics, rt)
 		}
 	}
-	ch := newChanges(img)
+	ch := c.changes(img)
 	var ok [][2]int
 	for _, t := range topics {
 		rt := kmsg.NewElectLeadersResponseTopic()

@@ -37,7 +37,7 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, req *kmsg.
 		resp.ErrorCode, resp.ErrorMessage = wire.ErrorCodeAndMessage(err)
 		return resp
 	}
-	ch := newChanges(img)
+	ch := c.changes(img)
 	var ok [][2]int
 	for _, t := range req.Topics {
 		rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
@@ -137,11 +137,12 @@ func (ch *changes) validateTarget(p *metadata.PartitionImage, target []int32) *w
 
 // cancelReassignment reverts p to its original replicas (Kafka's
 // PartitionReassignmentRevert): the adding replicas leave Replicas and the
-// ISR; if that would empty the ISR, the cancellation is refused, since
-// only an unclean election could give the partition a leader.
+// ISR; if that would empty the ISR, the cancellation is refused unless the
+// topic allows unclean election, since only that could give the partition
+// a leader.
 func (ch *changes) cancelReassignment(ti *metadata.TopicImage, p *metadata.PartitionImage) *wire.Error {
 	isr := slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return slices.Contains(p.AddingReplicas, r) })
-	if len(isr) == 0 {
+	if len(isr) == 0 && (ch.unclean == nil || !ch.unclean(ti.Name)) {
 		return wire.Errorf(kerr.InvalidReplicaAssignment, "Unable to revert partition assignment for %s:%d because it would require an unclean leader election.", ti.Name, p.Partition)
 	}
 	p.Replicas, p.ISR = originalReplicas(p), isr

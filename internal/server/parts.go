@@ -249,6 +249,7 @@ func (s *Server) startController(context.Context) error {
 		ValidateTopicConfig:          config.ValidateTopicConfig,
 		SessionTimeout:               time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		AutoLeaderRebalance:          cfg.AutoLeaderRebalanceEnable,
+		UncleanLeaderElectionEnable:  cfg.UncleanLeaderElectionEnable,
 		LeaderImbalanceCheckInterval: time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
 		Voters:                       voterEndpoints(cfg),
 		BootstrapRecords:             boot,
