@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/servertest"
 )
@@ -142,5 +144,138 @@ func TestClientQuotas(t *testing.T) {
 	adm = kadm.NewClient(admCl2)
 	if got := describe(kadm.DescribeClientQuotaComponent{Type: "client-id", MatchType: 2}); got != want {
 		t.Fatalf("client-id quotas after a restart: %s, want %s", got, want)
+	}
+}
+
+// setQuotas sets quotas with kadm's AlterClientQuotas and fails the test
+// on any refusal.
+func setQuotas(t *testing.T, ctx context.Context, adm *kadm.Client, entries ...kadm.AlterClientQuotaEntry) {
+	t.Helper()
+	resp, err := adm.AlterClientQuotas(ctx, entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resp {
+		if r.Err != nil {
+			t.Fatalf("alter %v: %v %s", r.Entity, r.Err, r.ErrMessage)
+		}
+	}
+}
+
+// clientQuota is one AlterClientQuotas entry setting key for a client id.
+func clientQuota(clientID, key string, value float64) kadm.AlterClientQuotaEntry {
+	return kadm.AlterClientQuotaEntry{Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: &clientID}},
+		Ops: []kadm.AlterClientQuotaOp{{Key: key, Value: value}}}
+}
+
+// TestAcksZeroThrottled: a producer with acks=0 gets no response to carry
+// a throttle, but the broker still mutes its connection (Kafka does), so
+// its records reach the log at about its producer_byte_rate rather than
+// as fast as it writes them; the quota set live applies at once.
+func TestAcksZeroThrottled(t *testing.T) {
+	srv := servertest.Start(t, "quota.window.num=2", "quota.window.size.seconds=1")
+	addr := servertest.Addr(srv)
+	ctx := testContext(t)
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	const rate = 256 << 10
+	setQuotas(t, ctx, adm, clientQuota("fire-and-forget", "producer_byte_rate", rate))
+	topic := "acks0-topic"
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	// landed waits until n records are in the log and returns how long.
+	landed := func(start time.Time, n int64) time.Duration {
+		for {
+			ends, err := adm.ListEndOffsets(ctx, topic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o, _ := ends.Lookup(topic, 0); o.Offset >= n {
+				return time.Since(start)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	produce := func(clientID string, records int) time.Duration {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(clientID), kgo.DefaultProduceTopic(topic),
+			kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite(), kgo.ProducerBatchMaxBytes(64<<10), kgo.ProducerLinger(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, _ := ends.Lookup(topic, 0)
+		rng := rand.New(rand.NewPCG(3, 4))
+		start := time.Now()
+		for range records {
+			cl.Produce(ctx, &kgo.Record{Value: randBytes(rng, 16<<10)}, nil)
+		}
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return landed(start, before.Offset+int64(records))
+	}
+	// 1.25 MiB: the two-second window lets about 512 KiB through at once,
+	// the rest takes about 3 s at 256 KiB/s. A lower bound, so a slow
+	// machine only makes it longer.
+	if took := produce("fire-and-forget", 80); took < 2*time.Second {
+		t.Errorf("1.25 MiB with acks=0 under a 256 KiB/s quota landed in %v, want at least 2 s", took)
+	}
+	if took := produce("unlimited", 80); took > 2*time.Second {
+		t.Errorf("1.25 MiB with acks=0 without a quota took %v to land", took)
+	}
+}
+
+// TestRequestQuota: request_percentage (set live) throttles every API
+// with a throttle_time_ms, here Metadata: a client spinning on requests
+// under a 1% quota (10 ms of broker time per second) is told to back off
+// — each throttle at most the one-second window, as Kafka bounds it —
+// and gets far fewer requests served than the same loop under another
+// client id, which is never throttled.
+func TestRequestQuota(t *testing.T) {
+	srv := servertest.Start(t, "quota.window.num=2", "quota.window.size.seconds=1")
+	addr := servertest.Addr(srv)
+	ctx := testContext(t)
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	setQuotas(t, ctx, kadm.NewClient(admCl), clientQuota("busy", "request_percentage", 1))
+	spin := func(clientID string) (int, *throttleHook) {
+		h := &throttleHook{}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(clientID), kgo.WithHooks(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		n := 0
+		for start := time.Now(); time.Since(start) < 2*time.Second; n++ {
+			req := kmsg.NewPtrMetadataRequest()
+			if _, err := req.RequestWith(ctx, cl); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return n, h
+	}
+	busy, bh := spin("busy")
+	free, fh := spin("free")
+	t.Logf("Metadata requests in 2 s: %d under a 1%% quota (%d throttles, max %d ms), %d without", busy, bh.n.Load(), bh.maxMs.Load(), free)
+	if bh.n.Load() == 0 || bh.maxMs.Load() > 1000 {
+		t.Errorf("under a 1%% request quota: %d throttles, max %d ms; want some, each at most the 1 s window", bh.n.Load(), bh.maxMs.Load())
+	}
+	if fh.n.Load() != 0 {
+		t.Errorf("a client id without a quota was throttled %d times", fh.n.Load())
+	}
+	if busy*3 > free {
+		t.Errorf("%d requests served under a 1%% request quota vs %d without: want under a third", busy, free)
 	}
 }

@@ -91,6 +91,10 @@ type Conn struct {
 	// the handlers, touches them.
 	principal security.Principal
 	sasl      saslSession
+	// mute is how long to stop reading after the current request
+	// (Throttle), netTime what NetworkTime returns; owned by the reader
+	// goroutine too.
+	mute, netTime time.Duration
 }
 
 // Principal is who the client authenticated as (security.Anonymous
@@ -231,7 +235,9 @@ func (c *Conn) serveOne(ctx context.Context) bool {
 		}
 		return false
 	}
+	parsing := time.Now()
 	req, err := wire.ParseRequest(frame, s.cfg.Versions)
+	c.netTime += time.Since(parsing)
 	if err != nil {
 		s.cfg.Logger.Info("closing connection", "remote", c.nc.RemoteAddr(), "err", err)
 		return false
@@ -257,25 +263,46 @@ func (c *Conn) serveOne(ctx context.Context) bool {
 			"api", kmsg.NameForKey(req.Header.APIKey), "version", req.Header.APIVersion, "err", err)
 		return false
 	}
-	if resp == nil {
-		return true
+	if resp != nil {
+		encoding := time.Now()
+		b := wire.AppendResponse(getBuf(wire.SizeHint(resp)), req.Header.CorrelationID, resp)
+		c.netTime = time.Since(encoding) // counted with the next request
+		c.out <- b
 	}
-	c.out <- wire.AppendResponse(getBuf(wire.SizeHint(resp)), req.Header.CorrelationID, resp)
-	if tr, ok := resp.(kmsg.ThrottleResponse); ok {
-		if ms, _ := tr.Throttle(); ms > 0 {
-			// Throttled for its quota: as Kafka mutes the channel, read
-			// nothing more from this client until the time is over.
-			t := time.NewTimer(time.Duration(ms) * time.Millisecond)
-			defer t.Stop()
-			select {
-			case <-ctx.Done():
-				return false
-			case <-t.C:
-			}
+	if d := c.mute; d > 0 {
+		// Throttled for a quota: as Kafka mutes the channel, read
+		// nothing more from this client until the time is over. A
+		// request without an answer (acks=0) is muted all the same.
+		c.mute = 0
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
 		}
 	}
 	return true
 }
+
+// NetworkTime returns, once, the time this connection's goroutine spent
+// on the client's requests outside the handler: parsing the current one
+// and encoding the previous answer. A request quota counts it with the
+// current request (Kafka records network thread time after the response
+// is sent, so it weighs on the client's next request). Only the handler
+// of the connection's current request may call it.
+func (c *Conn) NetworkTime() time.Duration {
+	d := c.netTime
+	c.netTime = 0
+	return d
+}
+
+// Throttle mutes the connection for d once the request being handled is
+// answered, or handled when it gets no answer: nothing more is read from
+// the client until then (Kafka's ClientQuotaManager.throttle mutes the
+// channel). Of several calls the longest applies. Only the handler of the
+// connection's current request may call it.
+func (c *Conn) Throttle(d time.Duration) { c.mute = max(c.mute, d) }
 
 // logClose logs why a connection is closed, unless it simply ended, the
 // server is shutting down, or err is nil. A failed authentication was
