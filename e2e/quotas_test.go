@@ -2,13 +2,16 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -277,5 +280,107 @@ func TestRequestQuota(t *testing.T) {
 	}
 	if busy*3 > free {
 		t.Errorf("%d requests served under a 1%% request quota vs %d without: want under a third", busy, free)
+	}
+}
+
+// TestControllerMutationQuota: controller_mutation_rate (KIP-599), set
+// live with kadm, limits the partitions a client id creates, deletes or
+// adds. With 2 partitions/s (a bucket of 4 tokens over two 1 s windows):
+// franz-go's CreateTopics v7 gets THROTTLING_QUOTA_EXCEEDED for the topics
+// past an overdrawn bucket, with throttle_time_ms; retried as the throttle
+// says, a client creates partitions at about 2/s; sarama at Kafka 2.4
+// (CreateTopics v5, which has no such error) has every topic created and
+// is only throttled.
+func TestControllerMutationQuota(t *testing.T) {
+	srv := servertest.Start(t, "quota.window.num=2", "quota.window.size.seconds=1")
+	addr := servertest.Addr(srv)
+	ctx := testContext(t)
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	setQuotas(t, ctx, kadm.NewClient(admCl),
+		clientQuota("mutator", "controller_mutation_rate", 2),
+		clientQuota("sarama", "controller_mutation_rate", 2))
+
+	h := &throttleHook{}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("mutator"), kgo.WithHooks(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	// 3 + 3 partitions: the second topic overdraws the bucket to -2, the
+	// third is refused; the client should wait 2 tokens / 2 per s = 1 s.
+	resp, err := adm.CreateTopics(ctx, 3, 1, nil, "mut-a", "mut-b", "mut-c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"mut-a", "mut-b"} {
+		if r := resp[name]; r.Err != nil {
+			t.Errorf("%s within the bucket: %v", name, r.Err)
+		}
+	}
+	if r := resp["mut-c"]; !errors.Is(r.Err, kerr.ThrottlingQuotaExceeded) {
+		t.Fatalf("mut-c past an overdrawn bucket: %v, want THROTTLING_QUOTA_EXCEEDED", r.Err)
+	}
+	if h.n.Load() == 0 || h.maxMs.Load() < 500 || h.maxMs.Load() > 1000 {
+		t.Fatalf("throttles reported: %d, max %d ms; want about 1000 ms", h.n.Load(), h.maxMs.Load())
+	}
+
+	// Create one-partition topics for 3 s, waiting out each refusal:
+	// about 2 per second get through.
+	created := 0
+	start := time.Now()
+	for i := 0; time.Since(start) < 3*time.Second; i++ {
+		resp, err := adm.CreateTopics(ctx, 1, 1, nil, fmt.Sprintf("mut-loop-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range resp {
+			switch {
+			case r.Err == nil:
+				created++
+			case errors.Is(r.Err, kerr.ThrottlingQuotaExceeded):
+			default:
+				t.Fatal(r.Err)
+			}
+		}
+	}
+	rate := float64(created) / time.Since(start).Seconds()
+	t.Logf("created %d one-partition topics in %v under 2 partitions/s: %.2f/s", created, time.Since(start), rate)
+	if rate < 1.3 || rate > 3 {
+		t.Errorf("created %.2f partitions/s under a 2/s controller_mutation_rate", rate)
+	}
+
+	// sarama at 2.4.0 speaks CreateTopics v5: permissive.
+	scfg := sarama.NewConfig()
+	scfg.ClientID, scfg.Version = "sarama", sarama.V2_4_0_0
+	sc, err := sarama.NewClient([]string{addr}, scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	ctrl, err := sc.Controller()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &sarama.CreateTopicsRequest{Version: 5, Timeout: 10 * time.Second, TopicDetails: map[string]*sarama.TopicDetail{
+		"sarama-a": {NumPartitions: 5, ReplicationFactor: 1},
+		"sarama-b": {NumPartitions: 5, ReplicationFactor: 1},
+	}}
+	sresp, err := ctrl.CreateTopics(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, e := range sresp.TopicErrors {
+		if e.Err != sarama.ErrNoError {
+			t.Errorf("sarama CreateTopics v5 %s: %v, want created (permissive)", name, e.Err)
+		}
+	}
+	// 10 partitions from 4 tokens: -6, 3 s at 2/s.
+	if sresp.ThrottleTime < 2500*time.Millisecond || sresp.ThrottleTime > 3*time.Second {
+		t.Errorf("sarama CreateTopics v5 overdrawing by 6: throttle %v, want about 3 s", sresp.ThrottleTime)
 	}
 }

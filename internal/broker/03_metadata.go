@@ -59,7 +59,9 @@ func handleMetadata(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.R
 	}
 	autoCreate := !allTopics && (req.Version < 4 || req.AllowAutoTopicCreation) && b.cfg.Static.AutoCreateTopicsEnable
 	if autoCreate {
-		img = b.autoCreate(ctx, img, req, creatable)
+		// For the client, as Kafka's AutoTopicCreationManager wraps it in
+		// the client's Envelope: it counts against its quotas.
+		img = b.autoCreate(forClient(ctx, c), img, req, creatable)
 	}
 
 	resp.ClusterID = &img.ClusterID

@@ -57,8 +57,9 @@ type Config struct {
 	// hosts (Unfollow). Required; the node owns it and closes it before
 	// the logs.
 	Fetchers *replica.FetcherManager
-	// Quotas measures clients against their byte-rate quotas (the
-	// publisher keeps its quotas current); nil enforces none.
+	// Quotas measures clients against their quotas (quota.go); the node
+	// keeps its quotas in step with the image (security.QuotaPublisher).
+	// Nil enforces none.
 	Quotas *security.QuotaManager
 	// Authorizer decides what each client may do (authz.go); the node's
 	// security.ACLPublisher keeps its ACLs in step with the image. Nil:

@@ -17,6 +17,7 @@ import (
 	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/raft"
+	"github.com/samsa-io/samsa/internal/security"
 	"github.com/samsa-io/samsa/internal/wire"
 )
 
@@ -76,6 +77,11 @@ type Config struct {
 	// log is bootstrapped (SCRAM credentials from --add-scram), and
 	// ignored, with a warning, once it exists.
 	BootstrapRecords []metadata.Record
+	// Quotas measures the controller_mutation_rate of the clients whose
+	// CreateTopics, CreatePartitions and DeleteTopics brokers forward
+	// (quotas.go); the node keeps its quotas in step with the image. Nil
+	// enforces none.
+	Quotas *security.QuotaManager
 }
 
 // Validate checks the configuration and fills defaults.

@@ -146,9 +146,16 @@ func (ch *Channel) remote(ctx context.Context, id int32, req kmsg.Request, asIs 
 		return nil, err
 	}
 	var resp kmsg.Response
-	if asIs {
+	r, forClient := controller.RequesterOf(ctx)
+	_, _, envelopes := conn.Versions(int16(kmsg.Envelope))
+	switch {
+	case asIs && forClient && envelopes:
+		resp, err = enveloped(ctx, conn, req, r)
+	case asIs:
+		// A controller without Envelope (an older Samsa) decides the
+		// request without knowing the client: no client quota applies.
 		resp, err = conn.RequestAsIs(ctx, req)
-	} else {
+	default:
 		resp, err = conn.Request(ctx, req)
 	}
 	if errors.Is(err, kerr.UnsupportedVersion) {

@@ -336,3 +336,15 @@ func (m *QuotaManager) sweepLocked(now time.Time) {
 		}
 	}
 }
+
+// QuotaPublisher keeps M's quotas in step with the metadata image (Kafka's
+// DynamicClientQuotaPublisher), so a quota set with AlterClientQuotas
+// takes effect on every node without a restart.
+type QuotaPublisher struct{ M *QuotaManager }
+
+// Publish implements metadata.Publisher.
+func (p QuotaPublisher) Publish(d *metadata.Delta, img *metadata.Image) {
+	if d.Full || d.QuotasChanged {
+		p.M.SetQuotas(img.ClientQuotas())
+	}
+}

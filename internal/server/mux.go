@@ -17,6 +17,7 @@ import (
 	"github.com/samsa-io/samsa/internal/controller"
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/raft"
+	"github.com/samsa-io/samsa/internal/security"
 	"github.com/samsa-io/samsa/internal/wire"
 )
 
@@ -25,8 +26,8 @@ import (
 // first bytes). Its Kafka requests go to two owners (controllerMux): the
 // controller's API table (internal/controller: registration, heartbeats,
 // AlterPartition, producer id blocks and the admin requests brokers
-// forward) and the raft leader's metadata log, which observers fetch
-// (raft.MetadataLog).
+// forward, bare or in an Envelope naming the client) and the raft
+// leader's metadata log, which observers fetch (raft.MetadataLog).
 
 // controllerMux serves the Kafka requests of the controller listener.
 type controllerMux struct {
@@ -39,7 +40,7 @@ type controllerMux struct {
 // controller listener) advertises the SASL exchange's APIs too, which the
 // network layer serves before any other request.
 func newControllerMux(ctrl *controller.Controller, rn *raft.Node, withSASL bool) *controllerMux {
-	ranges := []wire.VersionRange{{Key: kmsg.ApiVersions, Min: 0, Max: 4}}
+	ranges := []wire.VersionRange{{Key: kmsg.ApiVersions, Min: 0, Max: 4}, {Key: kmsg.Envelope, Min: 0, Max: 0}}
 	if withSASL {
 		ranges = append(ranges, wire.VersionRange{Key: kmsg.SASLHandshake, Min: 0, Max: 1}, wire.VersionRange{Key: kmsg.SASLAuthenticate, Min: 0, Max: 2})
 	}
@@ -75,12 +76,54 @@ func (m *controllerMux) Handle(ctx context.Context, _ *network.Conn, req wire.Re
 		}
 	case kmsg.Fetch, kmsg.FetchSnapshot:
 		resp = m.meta.Handle(ctx, req.Body)
+	case kmsg.Envelope:
+		resp = m.envelope(ctx, req.Body.(*kmsg.EnvelopeRequest))
 	default:
 		api, _ := controller.LookupAPI(key) // the version table lists only served keys
 		resp = api.Serve(ctx, m.ctrl, req.Body)
 	}
 	resp.SetVersion(req.Body.GetVersion())
 	return resp, nil
+}
+
+// envelope serves a client's request a broker forwarded in an Envelope
+// (KIP-590; Kafka's ControllerApis.handleEnvelopeRequest): the embedded
+// request is decided for the client the Envelope names, whose quotas
+// apply (controller.WithRequester). Only the admin requests brokers
+// forward may be embedded; a request that does not parse, or a principal
+// that does not, is refused at the Envelope's level. Authorization stays
+// with the broker that received the request (internal/broker,
+// forward.go).
+func (m *controllerMux) envelope(ctx context.Context, e *kmsg.EnvelopeRequest) kmsg.Response {
+	resp := e.ResponseKind().(*kmsg.EnvelopeResponse)
+	inner, err := wire.ParseRequest(e.RequestData, m.versions)
+	api, ok := controller.LookupAPI(kmsg.Key(inner.Header.APIKey))
+	switch {
+	case err != nil:
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	case inner.Body == nil:
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp
+	case !ok || !api.Forwarded():
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	}
+	var p kmsg.DefaultPrincipalData
+	if err := p.ReadFrom(e.RequestPrincipal); err != nil {
+		resp.ErrorCode = kerr.PrincipalDeserializationFailure.Code
+		return resp
+	}
+	r := controller.Requester{Principal: security.Principal{Type: p.Type, Name: p.Name}}
+	if id := inner.Header.ClientID; id != nil {
+		r.ClientID = *id
+	}
+	out := api.Serve(controller.WithRequester(ctx, r), m.ctrl, inner.Body)
+	out.SetVersion(inner.Header.APIVersion)
+	// AppendResponse writes the frame's size first; an Envelope embeds
+	// the header and body only.
+	resp.ResponseData = wire.AppendResponse(nil, inner.Header.CorrelationID, out)[4:]
+	return resp
 }
 
 func (m *controllerMux) apiVersions(req wire.Request) kmsg.Response {

@@ -235,6 +235,12 @@ func (s *Server) startController(context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The controller measures controller_mutation_rate with a quota
+	// manager of its own, as Kafka's controller has its QuotaManagers.
+	quotas := security.NewQuotaManager(cfg.QuotaWindowSize, cfg.QuotaWindowNum)
+	if err := s.loader.Register(security.QuotaPublisher{M: quotas}); err != nil {
+		return err
+	}
 	c, err := controller.New(controller.Config{
 		NodeID:                       cfg.NodeID,
 		Raft:                         s.raft,
@@ -250,6 +256,7 @@ func (s *Server) startController(context.Context) error {
 		LeaderImbalanceCheckInterval: time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
 		Voters:                       voterEndpoints(cfg),
 		BootstrapRecords:             boot,
+		Quotas:                       quotas,
 	})
 	if err != nil {
 		return err
@@ -430,6 +437,7 @@ func (s *Server) startBroker(context.Context) error {
 		}
 	}
 	s.fetchers = replica.NewFetcherManager(fcfg)
+	s.quotas = security.NewQuotaManager(s.cfg.QuotaWindowSize, s.cfg.QuotaWindowNum)
 	s.broker = broker.New(broker.Config{
 		NodeID:           s.cfg.NodeID,
 		Static:           s.cfg,
@@ -439,7 +447,7 @@ func (s *Server) startBroker(context.Context) error {
 		Fetchers:         s.fetchers,
 		Groups:           s.groups,
 		Txns:             s.txns,
-		Quotas:           security.NewQuotaManager(s.cfg.QuotaWindowSize, s.cfg.QuotaWindowNum),
+		Quotas:           s.quotas,
 		Authorizer:       authorizer,
 		Logger:           s.logger,
 		ActiveController: activeController,
@@ -447,8 +455,13 @@ func (s *Server) startBroker(context.Context) error {
 	if s.level != nil {
 		s.broker.SetLogLevel(s.level)
 	}
-	// The authorizer's ACLs follow the image, registered before the
-	// broker so that both first see the replayed image.
+	// The authorizer's ACLs and the client quotas follow the image,
+	// registered before the broker so that all first see the replayed
+	// image.
+	if err := s.loader.Register(security.QuotaPublisher{M: s.quotas}); err != nil {
+		s.fetchers.Close()
+		return err
+	}
 	if authorizer != nil {
 		if err := s.loader.Register(security.ACLPublisher{A: authorizer}); err != nil {
 			s.fetchers.Close()

@@ -25,6 +25,7 @@ import (
 	"github.com/samsa-io/samsa/internal/raft"
 	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/replica"
+	"github.com/samsa-io/samsa/internal/security"
 	"github.com/samsa-io/samsa/internal/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -69,6 +70,8 @@ type Server struct {
 	// sasl are the authenticators of the SASL client listeners, by name.
 	sasl      map[string]*network.SASLConfig
 	listeners []*network.Server
+	// quotas measures the broker's clients (Kafka's QuotaManagers).
+	quotas    *security.QuotaManager
 	lifecycle *controllerchannel.Lifecycle
 	// readyBy bounds the waits between bootstrap and unfencing.
 	readyBy time.Time
