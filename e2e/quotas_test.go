@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -382,5 +384,131 @@ func TestControllerMutationQuota(t *testing.T) {
 	// 10 partitions from 4 tokens: -6, 3 s at 2/s.
 	if sresp.ThrottleTime < 2500*time.Millisecond || sresp.ThrottleTime > 3*time.Second {
 		t.Errorf("sarama CreateTopics v5 overdrawing by 6: throttle %v, want about 3 s", sresp.ThrottleTime)
+	}
+}
+
+// apiVersionsFrom connects to addr from the loopback address from and
+// reports whether the connection is served: an ApiVersions answer within
+// wait. A connection the broker holds and closes (over its address's
+// rate) or closes at once (over its count) is not.
+func apiVersionsFrom(t *testing.T, addr, from string, wait time.Duration) (served bool, conn net.Conn) {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "samsa-e2e", "1"
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("conn-test")).AppendRequest(nil, req, 1)
+	if _, err := c.Write(frame); err != nil {
+		return false, c
+	}
+	c.SetReadDeadline(time.Now().Add(wait))
+	var size [4]byte
+	_, err = io.ReadFull(c, size[:])
+	return err == nil, c
+}
+
+// TestConnectionQuotas: connection limits, set live — an ip entity's
+// connection_creation_rate with kadm's AlterClientQuotas (KIP-612), the
+// broker's max.connections.per.ip and max.connection.creation.rate with
+// IncrementalAlterConfigs — apply to new connections from real sockets:
+// an address over its rate has its extra connections held and closed and
+// gets about its rate through while another address is not limited; an
+// address at its count has the next one closed at once; the broker-wide
+// rate delays connections instead of refusing them.
+func TestConnectionQuotas(t *testing.T) {
+	srv := servertest.Start(t, "quota.window.num=2", "quota.window.size.seconds=1")
+	addr := servertest.Addr(srv)
+	ctx := testContext(t)
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	limited := "127.0.0.2"
+	setQuotas(t, ctx, adm, kadm.AlterClientQuotaEntry{Entity: kadm.ClientQuotaEntity{{Type: "ip", Name: &limited}},
+		Ops: []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Value: 5}}})
+
+	// connect opens connections from one address for d, one at a time,
+	// and returns how many were served and how many were not.
+	connect := func(from string, d time.Duration) (served, refused int) {
+		for start := time.Now(); time.Since(start) < d; {
+			ok, c := apiVersionsFrom(t, addr, from, 2*time.Second)
+			c.Close()
+			if ok {
+				served++
+			} else {
+				refused++
+			}
+		}
+		return served, refused
+	}
+	start := time.Now()
+	served, refused := connect(limited, 2*time.Second)
+	took := time.Since(start)
+	// Kafka's rate over two 1 s samples: about 5 in the first second,
+	// then 5/s on average.
+	rate := float64(served) / took.Seconds()
+	t.Logf("from %s under 5 connections/s: %d served, %d held and closed in %v (%.1f/s)", limited, served, refused, took, rate)
+	if refused == 0 || rate < 3 || rate > 7 {
+		t.Errorf("%s under connection_creation_rate=5: %d served in %v (%.1f/s), %d refused; want about 5/s, some refused",
+			limited, served, took, rate, refused)
+	}
+	if served, refused := connect("127.0.0.3", 500*time.Millisecond); refused != 0 || served < 10 {
+		t.Errorf("127.0.0.3 without an ip quota: %d served, %d refused", served, refused)
+	}
+
+	alter := func(key, value string) {
+		t.Helper()
+		resp, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: key, Value: &value}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range resp {
+			if r.Err != nil {
+				t.Fatalf("set %s=%s: %v %s", key, value, r.Err, r.ErrMessage)
+			}
+		}
+	}
+	// max.connections.per.ip=2, except for the test's own address.
+	alter("max.connections.per.ip.overrides", "127.0.0.1:1000")
+	alter("max.connections.per.ip", "2")
+	var open []net.Conn
+	for range 2 {
+		ok, c := apiVersionsFrom(t, addr, "127.0.0.4", 5*time.Second)
+		open = append(open, c)
+		if !ok {
+			t.Fatal("a connection within max.connections.per.ip=2 was not served")
+		}
+	}
+	ok, c := apiVersionsFrom(t, addr, "127.0.0.4", 5*time.Second)
+	c.Close()
+	if ok {
+		t.Fatal("a third connection from 127.0.0.4 under max.connections.per.ip=2 was served")
+	}
+	for _, c := range open {
+		c.Close()
+	}
+	alter("max.connections.per.ip", "2147483647")
+
+	// The broker-wide rate delays: 20 connections at 10/s (over two 1 s
+	// samples) take about 2 s, and every one is served.
+	alter("max.connection.creation.rate", "10")
+	start = time.Now()
+	for i := range 20 {
+		ok, c := apiVersionsFrom(t, addr, "127.0.0.5", 5*time.Second)
+		c.Close()
+		if !ok {
+			t.Fatalf("connection %d under max.connection.creation.rate=10 not served", i)
+		}
+	}
+	took = time.Since(start)
+	t.Logf("20 connections under max.connection.creation.rate=10 took %v", took)
+	if took < time.Second {
+		t.Errorf("20 connections under max.connection.creation.rate=10 took %v, want about 2 s", took)
 	}
 }

@@ -85,3 +85,29 @@ func (b *tokenBucket) spend(n, burst float64) float64 {
 	b.tokens = min(burst, b.tokens-n)
 	return b.tokens
 }
+
+// Rate is Kafka's Rate over samples windows of window each, for the
+// limits kept outside client quotas (max.connection.creation.rate, per
+// broker and per listener). The caller serialises its use.
+type Rate struct {
+	r       rate
+	window  time.Duration
+	samples int
+}
+
+// NewRate returns an empty rate (quota.window.size.seconds,
+// quota.window.num).
+func NewRate(window time.Duration, samples int) *Rate {
+	return &Rate{window: window, samples: max(samples, 2)}
+}
+
+// Record adds value (negative to take back an earlier record).
+func (r *Rate) Record(value float64, now time.Time) { r.r.record(value, now, r.window, r.samples) }
+
+// Throttle is how long the rate, with nothing more recorded, needs to
+// fall back to limit, at most one window (Kafka bounds connection
+// throttles so: ConnectionQuotas.recordAndGetThrottleTimeMs); zero within
+// it.
+func (r *Rate) Throttle(limit float64, now time.Time) time.Duration {
+	return min(r.r.throttle(limit, now, r.window, r.samples), r.window)
+}

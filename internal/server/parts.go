@@ -474,6 +474,12 @@ func (s *Server) startBroker(context.Context) error {
 		s.fetchers.Close()
 		return err
 	}
+	// Dynamic connection limits reach the listeners' quotas.
+	s.connections = s.newConnectionQuotas()
+	if err := s.loader.Register(&connectionLimitsPublisher{static: s.cfg, nodeID: s.cfg.NodeID, quotas: s.connections, logger: s.logger}); err != nil {
+		s.fetchers.Close()
+		return err
+	}
 	// Dynamic listener.name.<l>.ssl.* changes reload the TLS material.
 	if err := s.loader.Register(&tlsReloader{static: s.cfg, nodeID: s.cfg.NodeID, tls: s.tls, logger: s.logger}); err != nil {
 		s.fetchers.Close()
@@ -571,6 +577,7 @@ func (s *Server) serveClients(context.Context) error {
 			MaxRequestSize: s.cfg.SocketRequestMaxBytes,
 			RequestBudget:  budget,
 			SASL:           s.sasl[name],
+			Connections:    s.connections,
 			Handler:        s.broker,
 			Versions:       s.broker.Versions(),
 			Logger:         s.logger,

@@ -70,9 +70,11 @@ type Server struct {
 	// sasl are the authenticators of the SASL client listeners, by name.
 	sasl      map[string]*network.SASLConfig
 	listeners []*network.Server
-	// quotas measures the broker's clients (Kafka's QuotaManagers).
-	quotas    *security.QuotaManager
-	lifecycle *controllerchannel.Lifecycle
+	// quotas measures the broker's clients (Kafka's QuotaManagers),
+	// connections limits their connections (Kafka's ConnectionQuotas).
+	quotas      *security.QuotaManager
+	connections *network.ConnectionQuotas
+	lifecycle   *controllerchannel.Lifecycle
 	// readyBy bounds the waits between bootstrap and unfencing.
 	readyBy time.Time
 	hooks   Hooks
