@@ -18,4 +18,11 @@
 // which a node answers from its metadata image). The package keeps no
 // state of its own: the network layer drives the exchange and owns the
 // connection's principal.
+//
+// Quotas (quota.go, quota_stats.go): QuotaManager finds each client's
+// quota among the client quota entities of the metadata image
+// (QuotaPublisher keeps it current) and measures the client — Kafka's Rate
+// for byte rates, request time and per-IP connection rates, its
+// TokenBucket for controller mutations — returning how long to throttle.
+// The broker, the controller and the network layer act on the answer.
 package security
