@@ -46,25 +46,37 @@ func (b *Broker) throttle(c *network.Conn, req wire.Request, resp kmsg.Response,
 	if req.Header.ClientID != nil {
 		clientID = *req.Header.ClientID
 	}
-	now := b.cfg.Now()
+	// The clock is read once, and only when some quota needs it.
+	var now time.Time
+	tick := func() time.Time {
+		if now.IsZero() {
+			now = b.cfg.Now()
+		}
+		return now
+	}
 	var d time.Duration
 	exempt := false
 	switch body := req.Body.(type) {
 	case *kmsg.ProduceRequest:
-		d = q.Record(security.ProduceQuota, user, clientID, float64(req.Size), now)
+		if q.Enabled(security.ProduceQuota) {
+			d = q.Record(security.ProduceQuota, user, clientID, float64(req.Size), tick())
+		}
 		exempt = body.Acks == 0
 	case *kmsg.FetchRequest:
 		if fetchReplicaID(body) >= 0 {
 			return // a follower: replication is not a client's quota
 		}
-		// SizeHint is the response's size to within a few bytes per
-		// partition: the records dominate it.
-		d = q.Record(security.FetchQuota, user, clientID, float64(wire.SizeHint(resp)), now)
+		if q.Enabled(security.FetchQuota) {
+			// SizeHint is the response's size to within a few bytes per
+			// partition: the records dominate it.
+			d = q.Record(security.FetchQuota, user, clientID, float64(wire.SizeHint(resp)), tick())
+		}
 	case *kmsg.WriteTxnMarkersRequest:
 		return // a cluster action, sent by another broker
 	}
 	if !exempt && clock.measuring() {
-		d = max(d, q.Record(security.RequestQuota, user, clientID, security.RequestTime(clock.handling(now)), now))
+		t := tick()
+		d = max(d, q.Record(security.RequestQuota, user, clientID, security.RequestTime(clock.handling(t)), t))
 	}
 	tr, ok := resp.(interface {
 		kmsg.ThrottleResponse

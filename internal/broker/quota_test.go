@@ -89,7 +89,7 @@ func TestNoQuotaNoClock(t *testing.T) {
 	if _, err := b.Handle(context.Background(), nil, wire.Request{Header: wire.RequestHeader{APIKey: int16(kmsg.ApiVersions)}, Body: body}); err != nil {
 		t.Fatal(err)
 	}
-	if n := clock.t.Sub(start) / time.Millisecond; n > 1 {
+	if n := clock.t.Sub(start) / time.Millisecond; n != 0 {
 		t.Errorf("the clock was read %d times for one request without quotas", n)
 	}
 }
