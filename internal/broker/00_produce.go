@@ -147,7 +147,9 @@ func (b *Broker) awaitCommitted(ctx context.Context, resp *kmsg.ProduceResponse,
 			errs[i] = w.p.WaitCommitted(ctx, w.lastOffset)
 		}()
 	}
+	back := away(ctx) // waiting for followers is not handling (quota.go)
 	wg.Wait()
+	back()
 	for i, w := range pending {
 		if errs[i] != nil {
 			setProduceError(b, &resp.Topics[w.topic].Partitions[w.partition], errs[i])

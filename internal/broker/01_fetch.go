@@ -84,7 +84,10 @@ func handleFetch(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Requ
 		if remaining <= 0 {
 			return resp, nil
 		}
-		if !waitForAppend(ctx, waitOn, remaining) {
+		back := away(ctx) // waiting for records is not handling (quota.go)
+		appended := waitForAppend(ctx, waitOn, remaining)
+		back()
+		if !appended {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}

@@ -48,7 +48,7 @@ import (
 	"github.com/samsa-io/samsa/internal/network"
 )
 
-func handleMetadata(_ context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleMetadata(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.Version = req.Version
@@ -139,7 +139,9 @@ func handleMetadata(_ context.Context, b *Broker, c *network.Conn, kreq kmsg.Req
 		}
 		resp.Topics = append(resp.Topics, mt)
 	}
-	b.autoCreate(toCreate)
+	// For the client, as Kafka's AutoTopicCreationManager wraps it in
+	// the client's Envelope: it counts against its quotas.
+	b.autoCreate(forClient(ctx, c), toCreate)
 	return resp, nil
 }
 
@@ -147,7 +149,7 @@ func handleMetadata(_ context.Context, b *Broker, c *network.Conn, kreq kmsg.Req
 // as Kafka's AutoTopicCreationManager does: a topic already being created
 // is not asked for again until the controller answered, and a failure is
 // only logged (the client keeps seeing UNKNOWN_TOPIC_OR_PARTITION).
-func (b *Broker) autoCreate(topics []string) {
+func (b *Broker) autoCreate(ctx context.Context, topics []string) {
 	create := kmsg.NewPtrCreateTopicsRequest()
 	create.Version = 7
 	create.TimeoutMillis = 30000 // Kafka's request.timeout.ms
@@ -169,7 +171,7 @@ func (b *Broker) autoCreate(topics []string) {
 		return
 	}
 	b.cfg.Logger.Info("sent auto-creation request to the active controller", "topics", names)
-	b.cfg.Controller.ForwardInBackground(create, func(r kmsg.Response) {
+	b.cfg.Controller.ForwardInBackground(ctx, create, func(r kmsg.Response) {
 		resp := r.(*kmsg.CreateTopicsResponse)
 		b.creating.Lock()
 		for _, ct := range create.Topics {

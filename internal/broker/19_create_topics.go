@@ -44,7 +44,7 @@ func handleCreateTopics(ctx context.Context, b *Broker, c *network.Conn, kreq km
 	sub.Topics, cut = splitTopics(req.Topics, name, creatable)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	if len(sub.Topics) > 0 || !cut {
-		resp = b.cfg.Controller.Forward(ctx, &sub).(*kmsg.CreateTopicsResponse)
+		resp = b.cfg.Controller.Forward(forClient(ctx, c), &sub).(*kmsg.CreateTopicsResponse)
 	}
 	resp.Version = req.Version
 	if cut {

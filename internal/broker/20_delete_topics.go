@@ -29,7 +29,7 @@ func handleDeleteTopics(ctx context.Context, b *Broker, c *network.Conn, kreq km
 	req := kreq.(*kmsg.DeleteTopicsRequest)
 	z := b.authz(c)
 	if !z.on() || z.cluster(kmsg.ACLOperationDelete) {
-		return b.forward(ctx, req), nil
+		return b.forward(ctx, c, req), nil
 	}
 	topics := req.Topics
 	if len(topics) == 0 {
@@ -88,7 +88,7 @@ func handleDeleteTopics(ctx context.Context, b *Broker, c *network.Conn, kreq km
 	}
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	if len(sub.Topics)+len(sub.TopicNames) > 0 {
-		resp = b.cfg.Controller.Forward(ctx, &sub).(*kmsg.DeleteTopicsResponse)
+		resp = b.cfg.Controller.Forward(forClient(ctx, c), &sub).(*kmsg.DeleteTopicsResponse)
 	}
 	got := resp.Topics
 	resp.Topics = nil

@@ -50,5 +50,5 @@ func handleCreateACLs(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg
 		}
 		return resp, nil
 	}
-	return b.forward(ctx, req), nil
+	return b.forward(ctx, c, req), nil
 }

@@ -40,5 +40,5 @@ func handleDeleteACLs(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg
 		}
 		return resp, nil
 	}
-	return b.forward(ctx, req), nil
+	return b.forward(ctx, c, req), nil
 }

@@ -33,11 +33,11 @@ func handleCreatePartitions(ctx context.Context, b *Broker, c *network.Conn, kre
 	var cut bool
 	sub.Topics, cut = splitTopics(req.Topics, name, alterable)
 	if !cut {
-		return b.forward(ctx, req), nil
+		return b.forward(ctx, c, req), nil
 	}
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	if len(sub.Topics) > 0 {
-		resp = b.cfg.Controller.Forward(ctx, &sub).(*kmsg.CreatePartitionsResponse)
+		resp = b.cfg.Controller.Forward(forClient(ctx, c), &sub).(*kmsg.CreatePartitionsResponse)
 	}
 	resp.Version = req.Version
 	resp.Topics = mergeTopics(req.Topics, name, alterable, resp.Topics, func(t kmsg.CreatePartitionsRequestTopic) kmsg.CreatePartitionsResponseTopic {

@@ -32,8 +32,9 @@ type Controller interface {
 	// forwards needs nothing else.
 	Forward(ctx context.Context, req kmsg.Request) kmsg.Response
 	// ForwardInBackground is Forward without waiting: done gets the
-	// answer later, on another goroutine (auto topic creation).
-	ForwardInBackground(req kmsg.Request, done func(kmsg.Response))
+	// answer later, on another goroutine (auto topic creation); of ctx
+	// only the client it names is kept.
+	ForwardInBackground(ctx context.Context, req kmsg.Request, done func(kmsg.Response))
 	AllocateProducerIDs(ctx context.Context, brokerID int32, brokerEpoch int64) (first int64, count int32, err error)
 }
 
@@ -61,8 +62,9 @@ type Config struct {
 	// hosts (Unfollow). Required; the node owns it and closes it before
 	// the logs.
 	Fetchers *replica.FetcherManager
-	// Quotas measures clients against their byte-rate quotas (the
-	// publisher keeps its quotas current); nil enforces none.
+	// Quotas measures clients against their quotas (quota.go); the node
+	// keeps its quotas in step with the image (security.QuotaPublisher).
+	// Nil enforces none.
 	Quotas *security.QuotaManager
 	// Authorizer decides what each client may do (authz.go); the node's
 	// security.ACLPublisher keeps its ACLs in step with the image. Nil:
@@ -108,6 +110,7 @@ func New(cfg Config) *Broker {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.timed() // delegates.go
 	b := &Broker{cfg: cfg, handlers: handlers()}
 	ranges := make([]wire.VersionRange, 0, len(b.handlers))
 	for k, h := range b.handlers {
@@ -209,66 +212,18 @@ func (b *Broker) Handle(ctx context.Context, c *network.Conn, req wire.Request) 
 		return nil, fmt.Errorf("unsupported API %s version %d", name, req.Header.APIVersion)
 	}
 	h := b.handlers[key]
-	resp, err := h.fn(context.WithValue(ctx, headerKey{}, req.Header), b, c, req.Body)
+	st := &requestState{header: req.Header}
+	if b.cfg.Quotas != nil && b.cfg.Quotas.Enabled(security.RequestQuota) {
+		st.clock = requestClock{now: b.cfg.Now, start: b.cfg.Now()}
+		if c != nil {
+			st.clock.away = -c.NetworkTime() // parsing, and the previous answer's encoding
+		}
+	}
+	resp, err := h.fn(withRequest(ctx, st), b, c, req.Body)
 	if err == nil {
-		b.throttle(c, req, resp)
+		b.throttle(c, req, resp, &st.clock) // quota.go
 	}
 	return resp, err
-}
-
-// throttle records a produce or consumer fetch against the client's byte
-// rate quota and, over it, sets the response's throttle_time_ms; the
-// network layer then stops reading the connection for that long (Kafka
-// mutes the channel). A produce counts its request's size, a fetch its
-// response's. A throttled fetch still carries its records (Kafka answers
-// one empty): the delay that follows keeps the client to its quota
-// either way.
-func (b *Broker) throttle(c *network.Conn, req wire.Request, resp kmsg.Response) {
-	if b.cfg.Quotas == nil || resp == nil {
-		return
-	}
-	var typ security.QuotaType
-	var size int
-	switch body := req.Body.(type) {
-	case *kmsg.ProduceRequest:
-		typ, size = security.ProduceQuota, req.Size
-	case *kmsg.FetchRequest:
-		if fetchReplicaID(body) >= 0 {
-			return // a follower: replication is not a client's quota
-		}
-		// SizeHint is the response's size to within a few bytes per
-		// partition: the records dominate it.
-		typ, size = security.FetchQuota, wire.SizeHint(resp)
-	default:
-		return
-	}
-	user, clientID := security.Anonymous.Name, ""
-	if c != nil {
-		user = c.Principal().Name
-	}
-	if req.Header.ClientID != nil {
-		clientID = *req.Header.ClientID
-	}
-	d := b.cfg.Quotas.Record(typ, user, clientID, float64(size), b.cfg.Now())
-	tr, ok := resp.(interface {
-		kmsg.ThrottleResponse
-		kmsg.SetThrottleResponse
-	})
-	if ok && d > 0 {
-		if ms, _ := tr.Throttle(); int64(ms) < d.Milliseconds() {
-			tr.SetThrottle(int32(d.Milliseconds()))
-		}
-	}
-}
-
-// headerKey carries the request header in a handler's context, for the
-// few handlers that need the client id.
-type headerKey struct{}
-
-// requestHeader returns the header of the request being handled.
-func requestHeader(ctx context.Context) wire.RequestHeader {
-	h, _ := ctx.Value(headerKey{}).(wire.RequestHeader)
-	return h
 }
 
 // errCode turns an error into its Kafka code through wire.ErrorCode (a

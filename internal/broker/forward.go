@@ -21,7 +21,10 @@ package broker
 // Envelope carrying the client's principal and the controller authorizes
 // it, but Samsa's controller listener serves only other nodes, so the
 // receiving broker, which knows the client, decides with the same ACLs
-// (every node applies the same metadata log). Each request needs the
+// (every node applies the same metadata log). The request still names
+// its client to the controller (forClient; an Envelope when the
+// controller is remote), for the client's controller_mutation_rate,
+// which the active controller enforces cluster-wide as Kafka's does. Each request needs the
 // cluster operation forwardClusterOps lists (Kafka's ControllerApis'
 // authorizeClusterOperation); without it every item answers
 // CLUSTER_AUTHORIZATION_FAILED. A forwarded request not listed there is
@@ -36,6 +39,7 @@ import (
 
 	"github.com/samsa-io/samsa/internal/controller"
 	"github.com/samsa-io/samsa/internal/network"
+	"github.com/samsa-io/samsa/internal/security"
 )
 
 // forwardClusterOps is the cluster operation each generically forwarded
@@ -57,7 +61,7 @@ func handleForward(ctx context.Context, b *Broker, c *network.Conn, req kmsg.Req
 		resp.SetVersion(req.GetVersion())
 		return resp, nil
 	}
-	return b.forward(ctx, req), nil
+	return b.forward(ctx, c, req), nil
 }
 
 // forwardAllowed reports whether the client on c may send a request of
@@ -73,9 +77,26 @@ func (b *Broker) forwardAllowed(c *network.Conn, key kmsg.Key) bool {
 	return z.a.IsSuperUser(z.client)
 }
 
-// forward sends req to the active controller as it is.
-func (b *Broker) forward(ctx context.Context, req kmsg.Request) kmsg.Response {
-	resp := b.cfg.Controller.Forward(ctx, req)
+// forward sends req to the active controller as it is, for the client
+// on c.
+func (b *Broker) forward(ctx context.Context, c *network.Conn, req kmsg.Request) kmsg.Response {
+	resp := b.cfg.Controller.Forward(forClient(ctx, c), req)
 	resp.SetVersion(req.GetVersion())
 	return resp
+}
+
+// forClient names the client on c as the requester of what ctx sends to
+// the controller (Kafka's Envelope carries the client's principal and
+// client id): the controller counts the partitions it creates or deletes
+// against the client's controller_mutation_rate. What a broker sends on
+// its own behalf (creating __consumer_offsets) names no client.
+func forClient(ctx context.Context, c *network.Conn) context.Context {
+	r := controller.Requester{Principal: security.Anonymous}
+	if c != nil {
+		r.Principal = c.Principal()
+	}
+	if id := requestHeader(ctx).ClientID; id != nil {
+		r.ClientID = *id
+	}
+	return controller.WithRequester(ctx, r)
 }

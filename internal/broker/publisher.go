@@ -49,9 +49,6 @@ func (b *Broker) Publish(d *metadata.Delta, img *metadata.Image) {
 			b.publishPartition(t, p, pcfg)
 		}
 	}
-	if b.cfg.Quotas != nil && (d.Full || d.QuotasChanged) {
-		b.cfg.Quotas.SetQuotas(img.ClientQuotas())
-	}
 	b.publishOffsetsTopic(img)
 	b.publishTxnTopic(img)
 }

@@ -78,7 +78,7 @@ var brokerKeyList = []*Key{
 	k("connections.max.reauth.ms", Long, "0", nil, Medium, ReadOnly, "Maximum session lifetime before a SASL client must re-authenticate; 0 disables."),
 	k("max.connections", Int, maxInt, atLeast(0), Medium, ClusterWide, "Maximum connections to this broker at any time."),
 	k("max.connections.per.ip", Int, maxInt, atLeast(0), Medium, ClusterWide, "Maximum connections from one IP address."),
-	k("max.connections.per.ip.overrides", String, "", nil, Medium, ClusterWide, "Per-IP or per-host connection limits, as host:count pairs."),
+	k("max.connections.per.ip.overrides", String, "", hostCounts{}, Medium, ClusterWide, "Per-IP or per-host connection limits, as host:count pairs."),
 	k("max.connection.creation.rate", Int, maxInt, atLeast(0), Medium, ClusterWide, "Maximum new connections per second on the broker."),
 	k("fetch.max.bytes", Int, "57671680", atLeast(1024), Medium, ReadOnly, "Most bytes returned by one fetch request."),
 	k("max.incremental.fetch.session.cache.slots", Int, "1000", atLeast(0), Medium, ReadOnly, "Maximum incremental fetch sessions kept."),

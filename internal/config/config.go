@@ -580,6 +580,9 @@ func (c *Config) validate() error {
 	if len(c.LogDirs) == 0 {
 		return errors.New("log.dirs (or log.dir) must name at least one directory")
 	}
+	if err := c.validateConnectionLimits(); err != nil {
+		return err
+	}
 	if minLag, maxLag := c.i64("log.cleaner.min.compaction.lag.ms"), c.i64("log.cleaner.max.compaction.lag.ms"); minLag > maxLag {
 		return fmt.Errorf("log.cleaner.min.compaction.lag.ms (%d) must not exceed log.cleaner.max.compaction.lag.ms (%d)", minLag, maxLag)
 	}

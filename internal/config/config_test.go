@@ -378,3 +378,35 @@ func TestKeyTables(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectionLimits: max.connections and max.connection.creation.rate
+// apply to each broker listener unless its listener.name.<l>. key says
+// otherwise; max.connections.per.ip.overrides is host:count pairs, an
+// IPv6 address included; 0 per IP needs overrides, as in Kafka.
+func TestConnectionLimits(t *testing.T) {
+	base := []string{"listeners=PLAINTEXT://:9092,INTERNAL://:9093,CONTROLLER://:9094", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"inter.broker.listener.name=INTERNAL"}
+	c, _, err := Load("", append(base, "max.connections=100", "listener.name.internal.max.connections=10",
+		"max.connection.creation.rate=50", "max.connections.per.ip=5", "max.connections.per.ip.overrides=127.0.0.1:200, [::1]:7,broker-1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.ConnectionLimits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ConnectionLimits{MaxConnections: 100, MaxConnectionsPerIP: 5, MaxConnectionCreationRate: 50,
+		PerIPOverrides: map[string]int{"127.0.0.1": 200, "::1": 7, "broker-1": 0},
+		Listeners: map[string]ListenerConnectionLimits{
+			"PLAINTEXT": {MaxConnections: 100, MaxConnectionCreationRate: 50},
+			"INTERNAL":  {MaxConnections: 10, MaxConnectionCreationRate: 50},
+		}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ConnectionLimits() = %+v, want %+v", got, want)
+	}
+	for _, bad := range []string{"max.connections.per.ip.overrides=127.0.0.1", "max.connections.per.ip.overrides=a:b", "max.connections.per.ip=0"} {
+		if _, _, err := Load("", append(base, bad)); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/raft"
+	"github.com/samsa-io/samsa/internal/security"
 	"github.com/samsa-io/samsa/internal/wire"
 )
 
@@ -85,6 +86,11 @@ type Config struct {
 	// (metadata.InitialFeatures, from --release-version and --feature);
 	// nil is Samsa's newest levels. Ignored once the log exists.
 	InitialFeatures map[string]int16
+	// Quotas measures the controller_mutation_rate of the clients whose
+	// CreateTopics, CreatePartitions and DeleteTopics brokers forward
+	// (quotas.go); the node keeps its quotas in step with the image. Nil
+	// enforces none.
+	Quotas *security.QuotaManager
 }
 
 // Validate checks the configuration and fills defaults.

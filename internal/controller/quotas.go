@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/security"
 	"github.com/samsa-io/samsa/internal/wire"
 )
 
@@ -230,4 +231,61 @@ func quotaAPIs() []API {
 				return len(r.Entries) > 0 && r.Entries[0].ErrorCode == notController
 			}),
 	}
+}
+
+// Requester is the client a broker forwards a request for (Kafka's
+// request context, which the broker's Envelope carries): its principal
+// and client id. The controller counts the partitions the request
+// creates or deletes against the client's controller_mutation_rate.
+type Requester struct {
+	Principal security.Principal
+	ClientID  string
+}
+
+type requesterKey struct{}
+
+// WithRequester returns ctx carrying the client a forwarded request is
+// for. A request whose context carries none (a broker's own, such as
+// creating __consumer_offsets) is not subject to client quotas.
+func WithRequester(ctx context.Context, r Requester) context.Context {
+	return context.WithValue(ctx, requesterKey{}, r)
+}
+
+// RequesterOf returns the client ctx carries (WithRequester).
+func RequesterOf(ctx context.Context) (Requester, bool) {
+	r, ok := ctx.Value(requesterKey{}).(Requester)
+	return r, ok
+}
+
+// mutationQuota is the controller_mutation_rate of the client ctx's
+// request is for (KIP-599; Kafka's ControllerMutationQuotaManager), nil
+// (unbounded) when there is none. Kafka enforces it strictly — refusing
+// topics with THROTTLING_QUOTA_EXCEEDED — from the version of each
+// request that has that error (strictSince: CreateTopics v6,
+// DeleteTopics v5, CreatePartitions v3); older clients would not
+// understand it, so their requests are accepted and only throttled.
+func (c *Controller) mutationQuota(ctx context.Context, version, strictSince int16) *security.MutationQuotaRequest {
+	r, ok := RequesterOf(ctx)
+	if !ok || c.cfg.Quotas == nil {
+		return nil
+	}
+	return c.cfg.Quotas.Mutations(r.Principal.Name, r.ClientID, version >= strictSince)
+}
+
+// errQuotaExceeded is a topic's answer when a strict
+// controller_mutation_rate refuses it.
+var errQuotaExceeded = wire.Errorf(kerr.ThrottlingQuotaExceeded, "The throttling quota has been exceeded.")
+
+// recordMutations counts n partitions created or deleted against q and
+// returns errQuotaExceeded when a strict quota refuses them.
+func (c *Controller) recordMutations(q *security.MutationQuotaRequest, n int) *wire.Error {
+	if q.Record(n, c.cfg.Now()) {
+		return nil
+	}
+	return errQuotaExceeded
+}
+
+// throttleMillis is a response's throttle_time_ms for q.
+func (c *Controller) throttleMillis(q *security.MutationQuotaRequest) int32 {
+	return int32(q.Throttle(c.cfg.Now()).Milliseconds())
 }

@@ -2,12 +2,16 @@ package controller
 
 import (
 	"maps"
+	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/security"
 )
 
 // quotaEntry builds an AlterClientQuotas entry: parts alternate type and
@@ -109,5 +113,82 @@ func TestAlterClientQuotas(t *testing.T) {
 	wantErr(t, rs[0].ErrorCode, rs[0].ErrorMessage, nil, "")
 	if _, ok := h.loader.Image().ClientQuotas()[metadata.QuotaEntity{User: metadata.QuotaName{Present: true, Name: "erin"}}]; ok {
 		t.Fatal("validate_only wrote a quota")
+	}
+}
+
+// TestControllerMutationQuota: with a controller_mutation_rate of 2/s
+// (a bucket of 4 tokens over two 1 s windows) for client id "admin",
+// CreateTopics v6+, DeleteTopics v5+ and CreatePartitions v3+ refuse
+// the topics that come once the bucket is overdrawn with
+// THROTTLING_QUOTA_EXCEEDED and say how long to wait; older versions are
+// accepted and only throttled (Kafka's strict and permissive quotas). A
+// request no client is named for (a broker's own) is not counted, and the
+// bucket refills with time.
+func TestControllerMutationQuota(t *testing.T) {
+	var offset atomic.Int64
+	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	quotas := security.NewQuotaManager(time.Second, 2)
+	h := startWith(t, t.TempDir(), 1, func(c *Config) { c.Quotas, c.Now = quotas, now })
+	if err := h.loader.Register(security.QuotaPublisher{M: quotas}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range h.alterQuotas(t, false, quotaEntry([]string{"client-id", "admin"}, "controller_mutation_rate", 2.0)) {
+		wantErr(t, r.ErrorCode, r.ErrorMessage, nil, "")
+	}
+	admin := WithRequester(ctx(t), Requester{Principal: security.Anonymous, ClientID: "admin"})
+	codes := func(resp *kmsg.CreateTopicsResponse) []int16 {
+		var out []int16
+		for _, t := range resp.Topics {
+			out = append(out, t.ErrorCode)
+		}
+		return out
+	}
+	throttled := kerr.ThrottlingQuotaExceeded.Code
+
+	// 3 + 3 partitions: the second overdraws the 4 tokens to -2; the
+	// third topic waits 2 tokens / 2 per s = 1 s.
+	resp := h.c.CreateTopics(admin, createReq(topic("a", 3, 1), topic("b", 3, 1), topic("c", 1, 1)))
+	if got := codes(resp); !slices.Equal(got, []int16{0, 0, throttled}) || resp.ThrottleMillis < 900 || resp.ThrottleMillis > 1000 {
+		t.Fatalf("CreateTopics v7 over the quota: codes %v, throttle %d ms; want [0 0 %d], about 1000 ms", got, resp.ThrottleMillis, throttled)
+	}
+	if m := resp.Topics[2].ErrorMessage; m == nil || *m != "The throttling quota has been exceeded." || resp.Topics[2].NumPartitions != -1 {
+		t.Errorf("refused topic: message %v, partitions %d", m, resp.Topics[2].NumPartitions)
+	}
+	if _, ok := h.loader.Image().Topic("c"); ok {
+		t.Fatal("a refused topic was created")
+	}
+	// The broker's own requests are not counted.
+	if r := h.c.CreateTopics(ctx(t), createReq(topic("internal", 10, 1))); r.Topics[0].ErrorCode != 0 || r.ThrottleMillis != 0 {
+		t.Fatalf("a request without a requester: code %d, throttle %d", r.Topics[0].ErrorCode, r.ThrottleMillis)
+	}
+	// v5 has no THROTTLING_QUOTA_EXCEEDED: accepted, throttled.
+	old := createReq(topic("d", 2, 1))
+	old.Version = 5
+	if r := h.c.CreateTopics(admin, old); r.Topics[0].ErrorCode != 0 || r.ThrottleMillis < 1900 {
+		t.Fatalf("CreateTopics v5 over the quota: code %d, throttle %d ms; want accepted, throttled about 2 s", r.Topics[0].ErrorCode, r.ThrottleMillis)
+	}
+	// The bucket is at -4: DeleteTopics v5 is refused, v4 accepted.
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.Version, del.TopicNames = 5, []string{"a"}
+	if r := h.c.DeleteTopics(admin, del); r.Topics[0].ErrorCode != throttled || r.ThrottleMillis == 0 {
+		t.Fatalf("DeleteTopics v5 over the quota: code %d, throttle %d", r.Topics[0].ErrorCode, r.ThrottleMillis)
+	}
+	del.Version = 4
+	if r := h.c.DeleteTopics(admin, del); r.Topics[0].ErrorCode != 0 || r.ThrottleMillis == 0 {
+		t.Fatalf("DeleteTopics v4 over the quota: code %d, throttle %d", r.Topics[0].ErrorCode, r.ThrottleMillis)
+	}
+	cp := kmsg.NewPtrCreatePartitionsRequest()
+	cp.Version = 3
+	cpt := kmsg.NewCreatePartitionsRequestTopic()
+	cpt.Topic, cpt.Count = "b", 4
+	cp.Topics = append(cp.Topics, cpt)
+	if r := h.c.CreatePartitions(admin, cp); r.Topics[0].ErrorCode != throttled {
+		t.Fatalf("CreatePartitions v3 over the quota: code %d", r.Topics[0].ErrorCode)
+	}
+	// The bucket is at -7 (3 + 3 + 2 + 3 spent of 4): 3.5 s later it is
+	// back at zero and a request goes through.
+	offset.Add(int64(3600 * time.Millisecond))
+	if r := h.c.CreatePartitions(admin, cp); r.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreatePartitions v3 once the bucket refilled: code %d", r.Topics[0].ErrorCode)
 	}
 }

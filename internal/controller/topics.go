@@ -160,12 +160,17 @@ func (c *Controller) randomStart() int {
 }
 
 // CreateTopics creates topics; each topic succeeds or fails on its own and
-// all successful ones are written in one batch.
+// all successful ones are written in one batch. A valid topic's
+// partitions count against the requester's controller_mutation_rate
+// (quotas.go), validate_only too as in Kafka: from v6 a topic the quota
+// refuses answers THROTTLING_QUOTA_EXCEEDED; throttle_time_ms says how
+// long the client should wait.
 func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
 	resp := kmsg.NewPtrCreateTopicsResponse()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	img, err := c.beginLocked(ctx)
+	quota := c.mutationQuota(ctx, req.Version, 6)
 
 	counts := map[string]int{}
 	for _, t := range req.Topics {
@@ -186,6 +191,9 @@ func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 		default:
 			var aerr *wire.Error
 			tr, aerr = c.decideCreateTopic(img, &t, &rt, pending)
+			if aerr == nil {
+				aerr = c.recordMutations(quota, int(rt.NumPartitions))
+			}
 			if aerr != nil {
 				rt.ErrorCode, rt.ErrorMessage = wire.ErrorCodeAndMessage(aerr)
 				rt.NumPartitions, rt.ReplicationFactor, rt.TopicID = -1, -1, [16]byte{}
@@ -209,6 +217,7 @@ func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 			rt.NumPartitions, rt.ReplicationFactor, rt.TopicID = -1, -1, [16]byte{}
 		}
 	}
+	resp.ThrottleMillis = c.throttleMillis(quota)
 	return resp
 }
 
@@ -351,6 +360,8 @@ func slicesSortedKeys(m map[string]string) []string {
 // DeleteTopics deletes topics by name (v0-5) or by name or id (v6+), all in
 // one batch; brokers serve versions 1-6. A deleted topic's configs go with
 // it; each broker deletes the logs when the removal is published to it.
+// Its partitions count against the requester's controller_mutation_rate
+// as in CreateTopics, strictly from v5.
 func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
 	resp := kmsg.NewPtrDeleteTopicsResponse()
 	topics := req.Topics
@@ -364,6 +375,7 @@ func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	img, err := c.beginLocked(ctx)
+	quota := c.mutationQuota(ctx, req.Version, 5)
 
 	names, ids := map[string]int{}, map[[16]byte]int{}
 	for _, t := range topics {
@@ -405,6 +417,11 @@ func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 		if aerr == nil && deleting[ti.ID] {
 			aerr = wire.Errorf(kerr.InvalidRequest, "Duplicate topic id.") // named once by name, once by id
 		}
+		if aerr == nil {
+			if qerr := c.recordMutations(quota, len(ti.Partitions)); qerr != nil {
+				aerr = qerr
+			}
+		}
 		if aerr != nil {
 			rt.ErrorCode, rt.ErrorMessage = wire.ErrorCodeAndMessage(aerr)
 		} else {
@@ -422,17 +439,21 @@ func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 			resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = code, msg
 		}
 	}
+	resp.ThrottleMillis = c.throttleMillis(quota)
 	return resp
 }
 
 // CreatePartitions adds partitions to existing topics (versions 0-3):
 // counts may only grow; each broker creates the new partitions' logs when
-// the change is published to it.
+// the change is published to it. The new partitions count against the
+// requester's controller_mutation_rate as in CreateTopics, strictly from
+// v3.
 func (c *Controller) CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
 	resp := kmsg.NewPtrCreatePartitionsResponse()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	img, err := c.beginLocked(ctx)
+	quota := c.mutationQuota(ctx, req.Version, 3)
 	counts := map[string]int{}
 	for _, t := range req.Topics {
 		counts[t.Topic]++
@@ -449,7 +470,10 @@ func (c *Controller) CreatePartitions(ctx context.Context, req *kmsg.CreateParti
 		var tr []metadata.Record
 		if aerr == nil {
 			var e *wire.Error
-			if tr, e = c.decideCreatePartitions(img, &t); e != nil {
+			if tr, e = c.decideCreatePartitions(img, &t); e == nil {
+				e = c.recordMutations(quota, len(tr)) // one record per new partition
+			}
+			if e != nil {
 				aerr = e
 			}
 		}
@@ -471,6 +495,7 @@ func (c *Controller) CreatePartitions(ctx context.Context, req *kmsg.CreateParti
 			resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = code, msg
 		}
 	}
+	resp.ThrottleMillis = c.throttleMillis(quota)
 	return resp
 }
 

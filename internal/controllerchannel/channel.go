@@ -154,9 +154,16 @@ func (ch *Channel) remote(ctx context.Context, id int32, req kmsg.Request, asIs 
 		return nil, err
 	}
 	var resp kmsg.Response
-	if asIs {
+	r, forClient := controller.RequesterOf(ctx)
+	_, _, envelopes := conn.Versions(int16(kmsg.Envelope))
+	switch {
+	case asIs && forClient && envelopes:
+		resp, err = enveloped(ctx, conn, req, r)
+	case asIs:
+		// A controller without Envelope (an older Samsa) decides the
+		// request without knowing the client: no client quota applies.
 		resp, err = conn.RequestAsIs(ctx, req)
-	} else {
+	default:
 		resp, err = conn.Request(ctx, req)
 	}
 	if errors.Is(err, kerr.UnsupportedVersion) {
@@ -247,8 +254,9 @@ func (ch *Channel) Forward(ctx context.Context, req kmsg.Request) kmsg.Response 
 // handler: done, when not nil, gets the answer on another goroutine, or
 // the timed-out one (api.Failed) if the channel closes first. The broker
 // creates topics for Metadata requests so (Kafka's
-// AutoTopicCreationManager).
-func (ch *Channel) ForwardInBackground(req kmsg.Request, done func(kmsg.Response)) {
+// AutoTopicCreationManager). Of ctx only the client it names
+// (controller.WithRequester) is kept: the request outlives it.
+func (ch *Channel) ForwardInBackground(ctx context.Context, req kmsg.Request, done func(kmsg.Response)) {
 	api, ok := controller.LookupAPI(kmsg.Key(req.Key()))
 	if !ok || !api.Forwarded() {
 		panic(fmt.Sprintf("controllerchannel: the controller does not serve %s for clients", kmsg.NameForKey(req.Key())))
@@ -263,9 +271,13 @@ func (ch *Channel) ForwardInBackground(req kmsg.Request, done func(kmsg.Response
 	}
 	ch.bg.Add(1)
 	ch.mu.Unlock()
+	fctx := ch.bgCtx
+	if r, ok := controller.RequesterOf(ctx); ok {
+		fctx = controller.WithRequester(fctx, r)
+	}
 	go func() {
 		defer ch.bg.Done()
-		resp := ch.Forward(ch.bgCtx, req)
+		resp := ch.Forward(fctx, req)
 		if done != nil {
 			done(resp)
 		}

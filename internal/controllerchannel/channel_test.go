@@ -256,7 +256,7 @@ func TestForwardInBackgroundEndsAtClose(t *testing.T) {
 	req.Topics = append(req.Topics, ct)
 
 	answers := make(chan kmsg.Response, 2)
-	ch.ForwardInBackground(req, func(r kmsg.Response) { answers <- r })
+	ch.ForwardInBackground(context.Background(), req, func(r kmsg.Response) { answers <- r })
 	closed := make(chan struct{})
 	go func() {
 		ch.Close()
@@ -267,7 +267,7 @@ func TestForwardInBackgroundEndsAtClose(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close waited for the background request's timeout")
 	}
-	ch.ForwardInBackground(req, func(r kmsg.Response) { answers <- r })
+	ch.ForwardInBackground(context.Background(), req, func(r kmsg.Response) { answers <- r })
 	for i := range 2 {
 		select {
 		case r := <-answers:
@@ -277,5 +277,62 @@ func TestForwardInBackgroundEndsAtClose(t *testing.T) {
 		default:
 			t.Fatalf("answer %d missing after Close", i)
 		}
+	}
+}
+
+// A broker that is not the controller forwards CreateTopics in an
+// Envelope naming the client (KIP-590), so the controller counts it
+// against that client's controller_mutation_rate (KIP-599): its second
+// request, once the first overdrew the bucket, is refused with
+// THROTTLING_QUOTA_EXCEEDED and throttle_time_ms, while another client
+// id is not limited.
+func TestForwardedRequestCountsAgainstTheClientsQuota(t *testing.T) {
+	n := startSplitNodes(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dial := func(clientID string) *kclient.Conn {
+		conn, err := kclient.Dial(ctx, n.brk.Addr("PLAINTEXT"), clientID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return conn
+	}
+	admin := dial("quota-admin")
+	q := kmsg.NewPtrAlterClientQuotasRequest()
+	e := kmsg.NewAlterClientQuotasRequestEntry()
+	ent := kmsg.NewAlterClientQuotasRequestEntryEntity()
+	ent.Type, ent.Name = "client-id", kmsg.StringPtr("mutator")
+	op := kmsg.NewAlterClientQuotasRequestEntryOp()
+	op.Key, op.Value = "controller_mutation_rate", 1 // a bucket of 11 tokens
+	e.Entity, e.Ops = append(e.Entity, ent), append(e.Ops, op)
+	q.Entries = append(q.Entries, e)
+	if resp, err := admin.Request(ctx, q); err != nil || resp.(*kmsg.AlterClientQuotasResponse).Entries[0].ErrorCode != 0 {
+		t.Fatalf("AlterClientQuotas: %v %+v", err, resp)
+	}
+	create := func(conn *kclient.Conn, name string) *kmsg.CreateTopicsResponse {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.Version, req.TimeoutMillis = 7, 10000
+		ct := kmsg.NewCreateTopicsRequestTopic()
+		ct.Topic, ct.NumPartitions, ct.ReplicationFactor = name, 12, 1
+		req.Topics = append(req.Topics, ct)
+		resp, err := conn.RequestAsIs(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.(*kmsg.CreateTopicsResponse)
+	}
+	// 12 partitions overdraw the 11 tokens; the next request waits 1 s.
+	mutator := dial("mutator")
+	if r := create(mutator, "quota-first"); r.Topics[0].ErrorCode != 0 {
+		t.Fatalf("first CreateTopics: %v", kerr.ErrorForCode(r.Topics[0].ErrorCode))
+	}
+	r := create(mutator, "quota-second")
+	if r.Topics[0].ErrorCode != kerr.ThrottlingQuotaExceeded.Code || r.ThrottleMillis < 500 || r.ThrottleMillis > 1000 {
+		t.Fatalf("second CreateTopics of 12 partitions at 1/s: %v, throttle %d ms; want THROTTLING_QUOTA_EXCEEDED, about 1 s",
+			kerr.ErrorForCode(r.Topics[0].ErrorCode), r.ThrottleMillis)
+	}
+	if r := create(dial("other"), "quota-other"); r.Topics[0].ErrorCode != 0 || r.ThrottleMillis != 0 {
+		t.Fatalf("another client id: %v, throttle %d ms", kerr.ErrorForCode(r.Topics[0].ErrorCode), r.ThrottleMillis)
 	}
 }

@@ -7,7 +7,10 @@
 // leader's controller listener otherwise, retried on the next leader after
 // a NOT_CONTROLLER answer or a broken connection until the request's
 // deadline; nothing is sent after it. Forward carries a client's admin
-// request in the client's version and has no code per API: the
+// request in the client's version — to a remote controller in an Envelope
+// naming the client when the context names one (controller.WithRequester),
+// so the controller can apply the client's controller_mutation_rate — and
+// has no code per API: the
 // controller's API table (internal/controller, api.go) says how the local
 // controller decides a request, what its NOT_CONTROLLER refusal looks
 // like, and what the client hears when no controller answered. So a new

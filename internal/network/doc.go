@@ -23,4 +23,13 @@
 // session expired. AuthenticateConn (sasl_conn.go) runs the same exchange
 // on a connection of another protocol, the raft transport on a SASL
 // controller listener, before that protocol starts.
+//
+// Quotas: a handler throttles its client with Conn.Throttle, and the reader
+// reads nothing more from the connection for that long once the request is
+// answered, or handled when it gets no answer (Kafka mutes the channel).
+// Config.Connections (connquota.go, Kafka's ConnectionQuotas) decides each
+// new connection before it is served: the accept loop waits while the
+// broker or the listener is at max.connections or over its creation rate;
+// a connection over its address's connection_creation_rate is held and
+// closed after its throttle; one over max.connections.per.ip is closed.
 package network

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -62,6 +63,11 @@ type Config struct {
 	// handshake on a SASL_SSL listener; the principal is then the SASL
 	// one. Nil serves clients as they connect (or as TLS made them).
 	SASL *SASLConfig
+
+	// Connections, when set, limits the connections accepted
+	// (connquota.go); the broker's client listeners share one. Nil
+	// accepts every connection.
+	Connections *ConnectionQuotas
 }
 
 // defaultHandshakeTimeout is Java clients' socket.connection.setup.timeout.ms.
@@ -91,6 +97,12 @@ type Conn struct {
 	// the handlers, touches them.
 	principal security.Principal
 	sasl      saslSession
+	// addr is the client's address, as Connections counts it.
+	addr netip.Addr
+	// mute is how long to stop reading after the current request
+	// (Throttle), netTime what NetworkTime returns; owned by the reader
+	// goroutine too.
+	mute, netTime time.Duration
 }
 
 // Principal is who the client authenticated as (security.Anonymous
@@ -152,7 +164,14 @@ func (s *Server) accept() {
 			}
 			return
 		}
-		c := &Conn{srv: s, nc: nc, raw: nc, out: make(chan []byte, 64), principal: security.Anonymous}
+		addr := remoteAddr(nc)
+		if !s.admit(nc, addr) {
+			if s.ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		c := &Conn{srv: s, nc: nc, raw: nc, out: make(chan []byte, 64), principal: security.Anonymous, addr: addr}
 		if s.cfg.TLS != nil {
 			c.nc = tls.Server(nc, s.cfg.TLS) // no I/O until the reader's handshake
 		}
@@ -160,6 +179,7 @@ func (s *Server) accept() {
 		if s.ctx.Err() != nil {
 			s.mu.Unlock()
 			nc.Close()
+			s.release(c)
 			return
 		}
 		s.conns[c] = struct{}{}
@@ -167,6 +187,48 @@ func (s *Server) accept() {
 		s.wg.Add(2)
 		go c.write()
 		go c.read()
+	}
+}
+
+// admit applies the connection quotas to a new connection and reports
+// whether to serve it. It may wait first; a connection over its address's
+// rate is closed after its throttle time (Kafka's delayed close), one
+// over its address's count at once.
+func (s *Server) admit(nc net.Conn, addr netip.Addr) bool {
+	q := s.cfg.Connections
+	if q == nil {
+		return true
+	}
+	d, err := q.admit(s.ctx, s.cfg.Listener, addr)
+	var tooMany *tooManyConnections
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, errConnectionThrottled):
+		s.cfg.Logger.Debug("delaying closing of connection over its address's connection_creation_rate", "listener", s.cfg.Listener, "remote", addr, "throttle", d)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-s.ctx.Done():
+			}
+			nc.Close()
+		}()
+		return false
+	case errors.As(err, &tooMany):
+		s.cfg.Logger.Info("rejected connection", "listener", s.cfg.Listener, "remote", addr, "err", err)
+	}
+	nc.Close()
+	return false
+}
+
+// release gives c's place back to the connection quotas.
+func (s *Server) release(c *Conn) {
+	if q := s.cfg.Connections; q != nil {
+		q.release(s.cfg.Listener, c.addr)
 	}
 }
 
@@ -180,6 +242,7 @@ func (c *Conn) read() {
 		s.mu.Lock()
 		delete(s.conns, c)
 		s.mu.Unlock()
+		s.release(c)
 	}()
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
@@ -231,7 +294,9 @@ func (c *Conn) serveOne(ctx context.Context) bool {
 		}
 		return false
 	}
+	parsing := time.Now()
 	req, err := wire.ParseRequest(frame, s.cfg.Versions)
+	c.netTime += time.Since(parsing)
 	if err != nil {
 		s.cfg.Logger.Info("closing connection", "remote", c.nc.RemoteAddr(), "err", err)
 		return false
@@ -257,25 +322,46 @@ func (c *Conn) serveOne(ctx context.Context) bool {
 			"api", kmsg.NameForKey(req.Header.APIKey), "version", req.Header.APIVersion, "err", err)
 		return false
 	}
-	if resp == nil {
-		return true
+	if resp != nil {
+		encoding := time.Now()
+		b := wire.AppendResponse(getBuf(wire.SizeHint(resp)), req.Header.CorrelationID, resp)
+		c.netTime = time.Since(encoding) // counted with the next request
+		c.out <- b
 	}
-	c.out <- wire.AppendResponse(getBuf(wire.SizeHint(resp)), req.Header.CorrelationID, resp)
-	if tr, ok := resp.(kmsg.ThrottleResponse); ok {
-		if ms, _ := tr.Throttle(); ms > 0 {
-			// Throttled for its quota: as Kafka mutes the channel, read
-			// nothing more from this client until the time is over.
-			t := time.NewTimer(time.Duration(ms) * time.Millisecond)
-			defer t.Stop()
-			select {
-			case <-ctx.Done():
-				return false
-			case <-t.C:
-			}
+	if d := c.mute; d > 0 {
+		// Throttled for a quota: as Kafka mutes the channel, read
+		// nothing more from this client until the time is over. A
+		// request without an answer (acks=0) is muted all the same.
+		c.mute = 0
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
 		}
 	}
 	return true
 }
+
+// NetworkTime returns, once, the time this connection's goroutine spent
+// on the client's requests outside the handler: parsing the current one
+// and encoding the previous answer. A request quota counts it with the
+// current request (Kafka records network thread time after the response
+// is sent, so it weighs on the client's next request). Only the handler
+// of the connection's current request may call it.
+func (c *Conn) NetworkTime() time.Duration {
+	d := c.netTime
+	c.netTime = 0
+	return d
+}
+
+// Throttle mutes the connection for d once the request being handled is
+// answered, or handled when it gets no answer: nothing more is read from
+// the client until then (Kafka's ClientQuotaManager.throttle mutes the
+// channel). Of several calls the longest applies. Only the handler of the
+// connection's current request may call it.
+func (c *Conn) Throttle(d time.Duration) { c.mute = max(c.mute, d) }
 
 // logClose logs why a connection is closed, unless it simply ended, the
 // server is shutting down, or err is nil. A failed authentication was

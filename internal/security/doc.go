@@ -20,9 +20,16 @@
 // one of Kafka's development setup, or JWTValidator, which verifies
 // signatures with go-jose against the keys of a JWKS, fetched over
 // http(s) or read from a file, refreshed on the JWKS's own goroutine
-// between Start and Close). Apart from a JWKS, the package
+// between Start and Close). Apart from a JWKS, SASL
 // keeps no state of its own: the network layer drives the exchange and
 // owns the connection's principal; a credential that expires
 // (ExpiringCredential) bounds the connection's session. Package oauthtest
 // makes keys, key sets and tokens for tests.
+//
+// Quotas (quota.go, quota_stats.go): QuotaManager finds each client's
+// quota among the client quota entities of the metadata image
+// (QuotaPublisher keeps it current) and measures the client — Kafka's Rate
+// for byte rates, request time and per-IP connection rates, its
+// TokenBucket for controller mutations — returning how long to throttle.
+// The broker, the controller and the network layer act on the answer.
 package security

@@ -27,17 +27,17 @@ import (
 // first bytes). Its Kafka requests go to two owners (controllerMux): the
 // controller's API table (internal/controller: registration, heartbeats,
 // AlterPartition, producer id blocks and the admin requests brokers
-// forward) and the raft leader's metadata log, which observers fetch
-// (raft.MetadataLog).
+// forward, bare or in an Envelope naming the client) and the raft
+// leader's metadata log, which observers fetch (raft.MetadataLog).
 
 // The controller listener serves the nodes only. With an authorizer,
 // every Kafka request on it but ApiVersions and the SASL exchange, and
 // every raft connection, needs CLUSTER_ACTION on the cluster — what
 // Kafka's ControllerApis asks of the requests nodes send (registration,
 // heartbeats, AlterPartition, the quorum's own) and of the Envelope a
-// broker wraps forwarded admin requests in. Samsa forwards admin
-// requests without an Envelope, after the broker has authorized the
-// client, so the sender's CLUSTER_ACTION covers them too. Until the ACLs
+// broker wraps forwarded admin requests in. The broker has authorized the
+// client before forwarding (bare or in an Envelope), so the sender's
+// CLUSTER_ACTION covers what it forwards. Until the ACLs
 // of a first image are loaded only super users pass, as with Kafka's
 // StandardAuthorizer: the nodes' own principals must be super users for
 // a restarted quorum to form again.
@@ -54,7 +54,7 @@ type controllerMux struct {
 // controller listener) advertises the SASL exchange's APIs too, which the
 // network layer serves before any other request.
 func newControllerMux(ctrl *controller.Controller, rn *raft.Node, withSASL bool, authz *security.Authorizer) *controllerMux {
-	ranges := []wire.VersionRange{{Key: kmsg.ApiVersions, Min: 0, Max: 4}}
+	ranges := []wire.VersionRange{{Key: kmsg.ApiVersions, Min: 0, Max: 4}, {Key: kmsg.Envelope, Min: 0, Max: 0}}
 	if withSASL {
 		ranges = append(ranges, wire.VersionRange{Key: kmsg.SASLHandshake, Min: 0, Max: 1}, wire.VersionRange{Key: kmsg.SASLAuthenticate, Min: 0, Max: 2})
 	}
@@ -92,6 +92,8 @@ func (m *controllerMux) Handle(ctx context.Context, c *network.Conn, req wire.Re
 		}
 	case key == kmsg.Fetch || key == kmsg.FetchSnapshot:
 		resp = m.meta.Handle(ctx, req.Body)
+	case key == kmsg.Envelope:
+		resp = m.envelope(ctx, req.Body.(*kmsg.EnvelopeRequest))
 	default:
 		api, _ := controller.LookupAPI(key) // the version table lists only served keys
 		resp = api.Serve(ctx, m.ctrl, req.Body)
@@ -145,10 +147,52 @@ func clusterAuthorizationFailed(req kmsg.Request) kmsg.Response {
 		r.ErrorCode = code
 	case *kmsg.FetchSnapshotResponse:
 		r.ErrorCode = code
+	case *kmsg.EnvelopeResponse:
+		r.ErrorCode = code
 	default:
 		// A new controller API must say how it is refused.
 		panic("controller listener: no refusal for " + kmsg.NameForKey(req.Key()))
 	}
+	return resp
+}
+
+// envelope serves a client's request a broker forwarded in an Envelope
+// (KIP-590; Kafka's ControllerApis.handleEnvelopeRequest): the embedded
+// request is decided for the client the Envelope names, whose quotas
+// apply (controller.WithRequester). Only the admin requests brokers
+// forward may be embedded; a request that does not parse, or a principal
+// that does not, is refused at the Envelope's level. Authorization stays
+// with the broker that received the request (internal/broker,
+// forward.go).
+func (m *controllerMux) envelope(ctx context.Context, e *kmsg.EnvelopeRequest) kmsg.Response {
+	resp := e.ResponseKind().(*kmsg.EnvelopeResponse)
+	inner, err := wire.ParseRequest(e.RequestData, m.versions)
+	api, ok := controller.LookupAPI(kmsg.Key(inner.Header.APIKey))
+	switch {
+	case err != nil:
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	case inner.Body == nil:
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp
+	case !ok || !api.Forwarded():
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	}
+	var p kmsg.DefaultPrincipalData
+	if err := p.ReadFrom(e.RequestPrincipal); err != nil {
+		resp.ErrorCode = kerr.PrincipalDeserializationFailure.Code
+		return resp
+	}
+	r := controller.Requester{Principal: security.Principal{Type: p.Type, Name: p.Name}}
+	if id := inner.Header.ClientID; id != nil {
+		r.ClientID = *id
+	}
+	out := api.Serve(controller.WithRequester(ctx, r), m.ctrl, inner.Body)
+	out.SetVersion(inner.Header.APIVersion)
+	// AppendResponse writes the frame's size first; an Envelope embeds
+	// the header and body only.
+	resp.ResponseData = wire.AppendResponse(nil, inner.Header.CorrelationID, out)[4:]
 	return resp
 }
 

@@ -233,6 +233,12 @@ func (s *Server) startController(context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The controller measures controller_mutation_rate with a quota
+	// manager of its own, as Kafka's controller has its QuotaManagers.
+	quotas := security.NewQuotaManager(cfg.QuotaWindowSize, cfg.QuotaWindowNum)
+	if err := s.loader.Register(security.QuotaPublisher{M: quotas}); err != nil {
+		return err
+	}
 	features, err := metadata.InitialFeatures(cfg.ReleaseVersion, cfg.Features)
 	if err != nil {
 		return err
@@ -254,6 +260,7 @@ func (s *Server) startController(context.Context) error {
 		Voters:                       voterEndpoints(cfg),
 		BootstrapRecords:             boot,
 		InitialFeatures:              features,
+		Quotas:                       quotas,
 	})
 	if err != nil {
 		return err
@@ -436,6 +443,7 @@ func (s *Server) startBroker(context.Context) error {
 		}
 	}
 	s.fetchers = replica.NewFetcherManager(fcfg)
+	s.quotas = security.NewQuotaManager(s.cfg.QuotaWindowSize, s.cfg.QuotaWindowNum)
 	s.broker = broker.New(broker.Config{
 		NodeID:           s.cfg.NodeID,
 		Static:           s.cfg,
@@ -445,7 +453,7 @@ func (s *Server) startBroker(context.Context) error {
 		Fetchers:         s.fetchers,
 		Groups:           s.groups,
 		Txns:             s.txns,
-		Quotas:           security.NewQuotaManager(s.cfg.QuotaWindowSize, s.cfg.QuotaWindowNum),
+		Quotas:           s.quotas,
 		Authorizer:       s.authorizer,
 		Logger:           s.logger,
 		ActiveController: activeController,
@@ -453,8 +461,13 @@ func (s *Server) startBroker(context.Context) error {
 	if s.level != nil {
 		s.broker.SetLogLevel(s.level)
 	}
-	// The authorizer's ACLs follow the image, registered before the
-	// broker so that both first see the replayed image.
+	// The authorizer's ACLs and the client quotas follow the image,
+	// registered before the broker so that all first see the replayed
+	// image.
+	if err := s.loader.Register(security.QuotaPublisher{M: s.quotas}); err != nil {
+		s.fetchers.Close()
+		return err
+	}
 	if err := s.publishACLs(); err != nil {
 		s.fetchers.Close()
 		return err
@@ -462,6 +475,12 @@ func (s *Server) startBroker(context.Context) error {
 	// The broker's publisher opens and deletes logs as metadata changes;
 	// registered now, it first catches up on the replayed image.
 	if err := s.loader.Register(s.broker); err != nil {
+		s.fetchers.Close()
+		return err
+	}
+	// Dynamic connection limits reach the listeners' quotas.
+	s.connections = s.newConnectionQuotas()
+	if err := s.loader.Register(&connectionLimitsPublisher{static: s.cfg, nodeID: s.cfg.NodeID, quotas: s.connections, logger: s.logger}); err != nil {
 		s.fetchers.Close()
 		return err
 	}
@@ -576,6 +595,7 @@ func (s *Server) serveClients(context.Context) error {
 			MaxRequestSize: s.cfg.SocketRequestMaxBytes,
 			RequestBudget:  budget,
 			SASL:           s.sasl[name],
+			Connections:    s.connections,
 			Handler:        s.broker,
 			Versions:       s.broker.Versions(),
 			Logger:         s.logger,

@@ -73,7 +73,11 @@ type Server struct {
 	// node's listeners (oauthbearer.go).
 	jwks      []*security.JWKS
 	listeners []*network.Server
-	lifecycle *controllerchannel.Lifecycle
+	// quotas measures the broker's clients (Kafka's QuotaManagers),
+	// connections limits their connections (Kafka's ConnectionQuotas).
+	quotas      *security.QuotaManager
+	connections *network.ConnectionQuotas
+	lifecycle   *controllerchannel.Lifecycle
 	// readyBy bounds the waits between bootstrap and unfencing.
 	readyBy time.Time
 	hooks   Hooks

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"slices"
 	"sort"
 
 	"github.com/samsa-io/samsa/internal/config"
@@ -132,7 +131,7 @@ type tlsReloader struct {
 
 // Publish implements metadata.Publisher.
 func (r *tlsReloader) Publish(d *metadata.Delta, img *metadata.Image) {
-	if !r.configsChanged(d) {
+	if !brokerConfigsChanged(d, r.nodeID) {
 		return
 	}
 	eff, err := r.static.WithDynamic(img.Configs(metadata.ResourceBroker, config.BrokerResourceName(r.nodeID)), img.Configs(metadata.ResourceBroker, ""))
@@ -175,16 +174,6 @@ func (r *tlsReloader) report(listener, what string, reloaded bool, err error) {
 	case reloaded:
 		r.logger.Info("TLS key and trust stores reloaded", "listener", listener, "of", what)
 	}
-}
-
-func (r *tlsReloader) configsChanged(d *metadata.Delta) bool {
-	if d.Full {
-		return true
-	}
-	self := config.BrokerResourceName(r.nodeID)
-	return slices.ContainsFunc(d.ChangedConfigs, func(c metadata.ConfigResource) bool {
-		return c.Type == metadata.ResourceBroker && (c.Name == "" || c.Name == self)
-	})
 }
 
 func firstOr(names []string) string {

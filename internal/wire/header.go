@@ -101,3 +101,22 @@ func AppendResponse(dst []byte, correlationID int32, resp kmsg.Response) []byte 
 	dst[start], dst[start+1], dst[start+2], dst[start+3] = byte(size>>24), byte(size>>16), byte(size>>8), byte(size)
 	return dst
 }
+
+// ReadResponse decodes a response without its size prefix — correlation
+// id, the header's tag buffer (flexible versions other than ApiVersions,
+// whose header stays v0), body — into resp, whose version must be set,
+// and returns the correlation id. resp may alias data.
+func ReadResponse(data []byte, resp kmsg.Response) (int32, error) {
+	r := kbin.Reader{Src: data}
+	id := r.Int32()
+	if resp.IsFlexible() && resp.Key() != int16(kmsg.ApiVersions) {
+		skipTags(&r)
+	}
+	if !r.Ok() {
+		return id, fmt.Errorf("%w: truncated %s response header", ErrMalformed, kmsg.NameForKey(resp.Key()))
+	}
+	if err := resp.ReadFrom(r.Src); err != nil {
+		return id, fmt.Errorf("%w: %s v%d response: %v", ErrMalformed, kmsg.NameForKey(resp.Key()), resp.GetVersion(), err)
+	}
+	return id, nil
+}
