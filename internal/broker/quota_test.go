@@ -32,7 +32,7 @@ func TestRequestQuotaThrottle(t *testing.T) {
 	quotas.SetQuotas(map[metadata.QuotaEntity]map[string]float64{
 		{ClientID: metadata.QuotaName{Present: true, Name: client}}: {"request_percentage": 10},
 	})
-	b := New(Config{Quotas: quotas, Now: clock.now})
+	b := New(Config{Quotas: quotas, Now: clock.now, Image: metadata.NewLoader("c", nil).Image})
 	req := func() wire.Request {
 		body := kmsg.NewPtrApiVersionsRequest()
 		body.Version = 3
