@@ -115,6 +115,10 @@ type killLoop struct {
 	// again (before the round waits for its replicas to catch up); an
 	// error fails the test.
 	nodeCheck func(ctx context.Context, node int32) error
+	// whileDown, when set, runs while each round's victim is down, after
+	// the kill (the downtime lasts until it returns if it takes longer);
+	// an error fails the test.
+	whileDown func(ctx context.Context, round int) error
 }
 
 // chaosTopic is the kill loop's topic.
@@ -222,7 +226,13 @@ func (k killLoop) run(t *testing.T, rng *rand.Rand, c *devcluster.Cluster) {
 		}
 		t.Logf("round %d: killing node %d (%s)", round, victim, why)
 		c.Node(victim).Kill()
-		time.Sleep(time.Duration(1500+rng.IntN(2500)) * time.Millisecond)
+		back := time.Now().Add(time.Duration(1500+rng.IntN(2500)) * time.Millisecond)
+		if k.whileDown != nil {
+			if err := k.whileDown(ctx, round); err != nil {
+				t.Fatalf("round %d, node %d down: %v", round, victim, err)
+			}
+		}
+		time.Sleep(time.Until(back))
 		if err := c.Node(victim).Start(); err != nil {
 			t.Fatalf("round %d: restart node %d: %v", round, victim, err)
 		}
