@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,7 +43,8 @@ const chaosGroup = "chaos-readers"
 // errors, a client without TLS or SASL, a wrong password, and mallory,
 // who logs in but has no ACL. While each victim is down, admin creates,
 // restricts and deletes users (guests); the victim must know all of it
-// as soon as it serves again.
+// as soon as it serves again. No node may ever have its login to another
+// refused.
 func TestAcknowledgedRecordsSurviveKillsSecured(t *testing.T) {
 	rng := chaosRand(t)
 	sec := clustertest.NewSASLSSL(t, secureUsers)
@@ -49,6 +52,10 @@ func TestAcknowledgedRecordsSurviveKillsSecured(t *testing.T) {
 		"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
 		"allow.everyone.if.no.acl.found=false",
 		"super.users=" + sec.NodePrincipal(),
+		// Sessions of 3 s: every connection, the clients' (franz-go
+		// re-authenticates in place) and the nodes' (they dial anew),
+		// renews its login many times during the chaos.
+		"connections.max.reauth.ms=3000",
 	}}
 	sec.Configure(&cfg)
 	c := startClusterWith(t, cfg)
@@ -85,6 +92,26 @@ func TestAcknowledgedRecordsSurviveKillsSecured(t *testing.T) {
 		},
 		whileDown: g.rotate,
 	}.run(t, rng, c)
+	checkNodeLogins(t, c)
+}
+
+// checkNodeLogins fails the test if a node ever had its login refused by
+// another (the dialing node logs the credentials it used: "this node
+// logs in to listener ...") or could not verify another's certificate:
+// kills make connections fail, never authentication.
+func checkNodeLogins(t *testing.T, c *devcluster.Cluster) {
+	t.Helper()
+	for _, n := range c.Nodes {
+		b, err := os.ReadFile(n.LogPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "this node logs in to listener") || strings.Contains(line, "x509:") {
+				t.Errorf("node %d: %s", n.ID, line)
+			}
+		}
+	}
 }
 
 // createACLs creates the ACLs of b through cl and returns how many.
