@@ -92,6 +92,9 @@ func TestAcknowledgedRecordsSurviveKillsSecured(t *testing.T) {
 		},
 		whileDown: g.rotate,
 	}.run(t, rng, c)
+	// The group's offsets, replicated by the nodes' user like the topic,
+	// are in sync again too.
+	waitFullISR(t, adm, "__consumer_offsets", 30*time.Second)
 	checkNodeLogins(t, c)
 }
 
