@@ -179,18 +179,14 @@ func checkSecurity(ctx context.Context, t *testing.T, sec *clustertest.SASLSSL, 
 		clients = append(clients, cl)
 		return cl.SeedBrokers()[0]
 	}
-	metadata := kmsg.NewPtrMetadataRequest()
-	mt := kmsg.NewMetadataRequestTopic()
-	mt.Topic = kmsg.StringPtr(chaosTopic)
-	metadata.Topics = append(metadata.Topics, mt)
 
 	// alice first: her credentials and ACLs must be there as soon as the
 	// node serves.
-	resp, err := on(sec.Login("alice", secureUsers["alice"])...).Request(ctx, metadata)
+	resp, err := chaosMetadata().RequestWith(ctx, on(sec.Login("alice", secureUsers["alice"])...))
 	if err != nil {
 		return fmt.Errorf("alice's Metadata: %w", err)
 	}
-	alice := resp.(*kmsg.MetadataResponse).Topics[0]
+	alice := resp.Topics[0]
 	if err := kerr.ErrorForCode(alice.ErrorCode); err != nil || len(alice.Partitions) == 0 {
 		return fmt.Errorf("alice's Metadata of %s: %v, %d partitions", chaosTopic, err, len(alice.Partitions))
 	}
@@ -200,16 +196,29 @@ func checkSecurity(ctx context.Context, t *testing.T, sec *clustertest.SASLSSL, 
 		who  string
 		opts []kgo.Opt
 	}{{"a client without TLS", nil}, {"a client without SASL", []kgo.Opt{kgo.DialTLSConfig(sec.TLS())}}} {
-		if resp, err := on(c.opts...).Request(ctx, metadata); err == nil || errors.As(err, new(*kerr.Error)) {
+		if resp, err := chaosMetadata().RequestWith(ctx, on(c.opts...)); err == nil || errors.As(err, new(*kerr.Error)) {
 			return fmt.Errorf("%s: Metadata answered %+v, %v; want the connection closed", c.who, resp, err)
 		}
 	}
-	if _, err := on(sec.Login("alice", "wrong-secret")...).Request(ctx, metadata); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+	if _, err := chaosMetadata().RequestWith(ctx, on(sec.Login("alice", "wrong-secret")...)); !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		return fmt.Errorf("a wrong password: %v, want %v", err, kerr.SaslAuthenticationFailed)
 	}
+	return checkNoACL(ctx, on(sec.Login("mallory", secureUsers["mallory"])...), alice.TopicID)
+}
 
-	// mallory logs in and may do nothing.
-	mallory := on(sec.Login("mallory", secureUsers["mallory"])...)
+// chaosMetadata asks for the kill loop's topic.
+func chaosMetadata() *kmsg.MetadataRequest {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(chaosTopic)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// checkNoACL checks that every request of the kill loop's clients, sent
+// to b by a user without ACLs, is refused with Kafka's error; topicID is
+// the topic's id, which that user cannot learn.
+func checkNoACL(ctx context.Context, b *kgo.Broker, topicID [16]byte) error {
 	var refusals []error
 	// refused checks one request's answer: err, else the code it carries.
 	refused := func(what string, want *kerr.Error, err error, code func() int16) {
@@ -219,31 +228,31 @@ func checkSecurity(ctx context.Context, t *testing.T, sec *clustertest.SASLSSL, 
 			}
 		}
 		if err != nil {
-			refusals = append(refusals, fmt.Errorf("mallory's %s: %w; want %s", what, err, want.Message))
+			refusals = append(refusals, fmt.Errorf("%s without ACLs: %w; want %s", what, err, want.Message))
 		}
 	}
 
-	r, err := metadata.RequestWith(ctx, mallory)
+	r, err := chaosMetadata().RequestWith(ctx, b)
 	refused("Metadata", kerr.TopicAuthorizationFailed, err, func() int16 { return r.Topics[0].ErrorCode })
 
 	produce := kmsg.NewPtrProduceRequest()
 	produce.Acks, produce.TimeoutMillis = -1, 5000
 	pt := kmsg.NewProduceRequestTopic()
-	pt.Topic, pt.TopicID = chaosTopic, alice.TopicID
+	pt.Topic, pt.TopicID = chaosTopic, topicID
 	pt.Partitions = append(pt.Partitions, kmsg.NewProduceRequestTopicPartition())
 	produce.Topics = append(produce.Topics, pt)
-	pr, err := produce.RequestWith(ctx, mallory)
+	pr, err := produce.RequestWith(ctx, b)
 	refused("Produce", kerr.TopicAuthorizationFailed, err, func() int16 { return pr.Topics[0].Partitions[0].ErrorCode })
 
 	fetch := kmsg.NewPtrFetchRequest()
 	fetch.ReplicaID, fetch.MaxWaitMillis, fetch.MaxBytes = -1, 0, 1<<20
 	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic, ft.TopicID = chaosTopic, alice.TopicID
+	ft.Topic, ft.TopicID = chaosTopic, topicID
 	fp := kmsg.NewFetchRequestTopicPartition()
 	fp.PartitionMaxBytes = 1 << 20
 	ft.Partitions = append(ft.Partitions, fp)
 	fetch.Topics = append(fetch.Topics, ft)
-	fr, err := fetch.RequestWith(ctx, mallory)
+	fr, err := fetch.RequestWith(ctx, b)
 	refused("Fetch", kerr.TopicAuthorizationFailed, err, func() int16 {
 		if fr.ErrorCode != 0 {
 			return fr.ErrorCode
@@ -253,7 +262,7 @@ func checkSecurity(ctx context.Context, t *testing.T, sec *clustertest.SASLSSL, 
 
 	find := kmsg.NewPtrFindCoordinatorRequest()
 	find.CoordinatorKey, find.CoordinatorKeys = chaosGroup, []string{chaosGroup}
-	fc, err := find.RequestWith(ctx, mallory)
+	fc, err := find.RequestWith(ctx, b)
 	refused("FindCoordinator", kerr.GroupAuthorizationFailed, err, func() int16 {
 		if len(fc.Coordinators) > 0 {
 			return fc.Coordinators[0].ErrorCode
@@ -263,7 +272,7 @@ func checkSecurity(ctx context.Context, t *testing.T, sec *clustertest.SASLSSL, 
 
 	initPID := kmsg.NewPtrInitProducerIDRequest()
 	initPID.TransactionTimeoutMillis = -1
-	ir, err := initPID.RequestWith(ctx, mallory)
+	ir, err := initPID.RequestWith(ctx, b)
 	refused("InitProducerId", kerr.ClusterAuthorizationFailed, err, func() int16 { return ir.ErrorCode })
 
 	grant := kmsg.NewPtrCreateACLsRequest()
@@ -271,7 +280,7 @@ func checkSecurity(ctx context.Context, t *testing.T, sec *clustertest.SASLSSL, 
 	cr.ResourceType, cr.ResourceName, cr.ResourcePatternType = kmsg.ACLResourceTypeTopic, chaosTopic, kmsg.ACLResourcePatternTypeLiteral
 	cr.Principal, cr.Host, cr.Operation, cr.PermissionType = "User:mallory", "*", kmsg.ACLOperationAll, kmsg.ACLPermissionTypeAllow
 	grant.Creations = append(grant.Creations, cr)
-	gr, err := grant.RequestWith(ctx, mallory)
+	gr, err := grant.RequestWith(ctx, b)
 	refused("CreateAcls", kerr.ClusterAuthorizationFailed, err, func() int16 { return gr.Results[0].ErrorCode })
 
 	return errors.Join(refusals...)
@@ -366,11 +375,7 @@ func describeAs(ctx context.Context, sec *clustertest.SASLSSL, n *devcluster.Nod
 		return err
 	}
 	defer cl.Close()
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(chaosTopic)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl.SeedBrokers()[0])
+	resp, err := chaosMetadata().RequestWith(ctx, cl.SeedBrokers()[0])
 	if err != nil {
 		return err
 	}
