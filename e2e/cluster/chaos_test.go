@@ -1,13 +1,16 @@
 package cluster
 
-// TestAcknowledgedRecordsSurviveKills picks its victims and downtimes from a
-// seeded random source and logs the seed first. To rerun a failure with the
-// same choices:
+// The kill-loop tests (TestAcknowledgedRecordsSurviveKills and its
+// secured variant) pick their victims and downtimes from a seeded random
+// source and log the seed first. To rerun a failure with the same
+// choices:
 //
 //	go test ./e2e/cluster -run TestAcknowledgedRecordsSurviveKills -chaos.seed=N
 //
 // (or SAMSA_CHAOS_SEED=N). Process timing still varies between runs; the
 // seed fixes which node is killed each round and for how long.
+// -chaos.rounds=N (or SAMSA_CHAOS_ROUNDS=N) runs N kill rounds in each
+// test instead of its default, for a longer soak.
 
 import (
 	"context"
@@ -15,6 +18,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -23,9 +27,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/samsa-io/samsa/internal/devcluster"
 )
 
-var chaosSeed = flag.Uint64("chaos.seed", 0, "seed of the chaos test's random choices (0: SAMSA_CHAOS_SEED, else the clock)")
+var (
+	chaosSeed   = flag.Uint64("chaos.seed", 0, "seed of the chaos tests' random choices (0: SAMSA_CHAOS_SEED, else the clock)")
+	chaosRoundN = flag.Int("chaos.rounds", 0, "kill rounds of each kill-loop test (0: SAMSA_CHAOS_ROUNDS, else the test's default)")
+)
 
 // chaosRand returns the chaos test's random source and logs its seed.
 func chaosRand(t *testing.T) *rand.Rand {
@@ -51,6 +60,23 @@ func chaosRand(t *testing.T) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, 5))
 }
 
+// chaosRounds is the number of kill rounds: -chaos.rounds, else
+// SAMSA_CHAOS_ROUNDS, else def.
+func chaosRounds(t *testing.T, def int) int {
+	t.Helper()
+	n := *chaosRoundN
+	if env := os.Getenv("SAMSA_CHAOS_ROUNDS"); n == 0 && env != "" {
+		var err error
+		if n, err = strconv.Atoi(env); err != nil || n < 1 {
+			t.Fatalf("SAMSA_CHAOS_ROUNDS=%q: want a positive integer", env)
+		}
+	}
+	if n == 0 {
+		n = def
+	}
+	return n
+}
+
 // ack is a record the broker acknowledged: where it went and its sequence
 // number (the record's value).
 type ack struct {
@@ -58,23 +84,50 @@ type ack struct {
 	seq    int
 }
 
-// TestAcknowledgedRecordsSurviveKills writes continuously with acks=all to
-// a topic with replication factor 3 and min.insync.replicas 2 while, round
-// after round, a partition leader or the active controller is killed with
-// SIGKILL and restarted. At the end every acknowledged record must be in
-// the log exactly once, at the offset it was acknowledged with and in
-// order, and every record a consumer saw during the chaos must still be
-// there (nothing it read was later lost).
+// TestAcknowledgedRecordsSurviveKills runs the kill loop (killLoop.run)
+// on three combined nodes with PLAINTEXT listeners and no authorizer.
 func TestAcknowledgedRecordsSurviveKills(t *testing.T) {
-	const (
-		topic      = "chaos"
-		partitions = 3
-		rounds     = 6
-	)
-	rng := chaosRand(t)
 	c := startCluster(t, 3)
-	adm := kadm.NewClient(client(t, c))
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	killLoop{rounds: chaosRounds(t, 6), admin: kadm.NewClient(client(t, c))}.run(t, chaosRand(t), c)
+}
+
+// killLoop is the workload and the checks of the kill-loop tests, run
+// on a cluster each test sets up (plaintext, secured).
+//
+// It writes continuously with acks=all to a topic with replication
+// factor 3 and min.insync.replicas 2 while, round after round, a
+// partition leader or the active controller is killed with SIGKILL and
+// restarted. At the end every acknowledged record must be in the log
+// exactly once, at the offset it was acknowledged with and in order, and
+// every record a consumer saw during the chaos must still be there
+// (nothing it read was later lost).
+type killLoop struct {
+	rounds int
+	// admin creates the topic and watches leaders and the ISR.
+	admin *kadm.Client
+	// clientOpts are added to the producer and the consumers (TLS and
+	// SASL on a secured cluster).
+	clientOpts []kgo.Opt
+	// consumerOpts are added to the consumer that reads during the chaos.
+	consumerOpts []kgo.Opt
+	// nodeCheck, when set, runs on every node once the topic is fully
+	// replicated, and on each killed node as soon as it serves clients
+	// again (before the round waits for its replicas to catch up); an
+	// error fails the test.
+	nodeCheck func(ctx context.Context, node int32) error
+	// whileDown, when set, runs while each round's victim is down, after
+	// the kill (the downtime lasts until it returns if it takes longer);
+	// an error fails the test.
+	whileDown func(ctx context.Context, round int) error
+}
+
+// chaosTopic is the kill loop's topic.
+const chaosTopic = "chaos"
+
+func (k killLoop) run(t *testing.T, rng *rand.Rand, c *devcluster.Cluster) {
+	const partitions = 3
+	topic, adm := chaosTopic, k.admin
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute+time.Duration(k.rounds)*30*time.Second)
 	defer cancel()
 	minISR := "2"
 	resp, err := adm.CreateTopic(ctx, partitions, 3, map[string]*string{"min.insync.replicas": &minISR}, topic)
@@ -82,9 +135,19 @@ func TestAcknowledgedRecordsSurviveKills(t *testing.T) {
 		t.Fatalf("create topic: %v %v", err, resp.Err)
 	}
 	waitFullISR(t, adm, topic, 30*time.Second)
+	if k.nodeCheck != nil {
+		for _, n := range c.Nodes {
+			if err := k.nodeCheck(ctx, n.ID); err != nil {
+				t.Fatalf("node %d before the chaos: %v", n.ID, err)
+			}
+		}
+	}
+	clientWith := func(opts ...kgo.Opt) *kgo.Client {
+		return client(t, c, append(slices.Clone(k.clientOpts), opts...)...)
+	}
 
 	// Producer: sequence numbers per partition, acks=all, idempotent.
-	prod := client(t, c,
+	prod := clientWith(
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProduceRequestTimeout(5*time.Second),
@@ -123,8 +186,8 @@ func TestAcknowledgedRecordsSurviveKills(t *testing.T) {
 	// Consumer: everything it sees, by partition and offset.
 	var seenMu sync.Mutex
 	seen := [partitions]map[int64]string{{}, {}, {}}
-	cons := client(t, c, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(200*time.Millisecond), kgo.MetadataMinAge(200*time.Millisecond))
+	cons := clientWith(append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200 * time.Millisecond), kgo.MetadataMinAge(200 * time.Millisecond)}, k.consumerOpts...)...)
 	cctx, ccancel := context.WithCancel(ctx)
 	var consumerDone sync.WaitGroup
 	consumerDone.Add(1)
@@ -148,7 +211,7 @@ func TestAcknowledgedRecordsSurviveKills(t *testing.T) {
 		}
 		return n
 	}
-	for round := 1; round <= rounds; round++ {
+	for round := 1; round <= k.rounds; round++ {
 		time.Sleep(time.Second)
 		parts, controller, err := describe(ctx, adm, topic)
 		if err != nil {
@@ -163,9 +226,20 @@ func TestAcknowledgedRecordsSurviveKills(t *testing.T) {
 		}
 		t.Logf("round %d: killing node %d (%s)", round, victim, why)
 		c.Node(victim).Kill()
-		time.Sleep(time.Duration(1500+rng.IntN(2500)) * time.Millisecond)
+		back := time.Now().Add(time.Duration(1500+rng.IntN(2500)) * time.Millisecond)
+		if k.whileDown != nil {
+			if err := k.whileDown(ctx, round); err != nil {
+				t.Fatalf("round %d, node %d down: %v", round, victim, err)
+			}
+		}
+		time.Sleep(time.Until(back))
 		if err := c.Node(victim).Start(); err != nil {
 			t.Fatalf("round %d: restart node %d: %v", round, victim, err)
+		}
+		if k.nodeCheck != nil {
+			if err := k.nodeCheck(ctx, victim); err != nil {
+				t.Fatalf("round %d, node %d restarted: %v", round, victim, err)
+			}
 		}
 		waitFullISR(t, adm, topic, 60*time.Second)
 		// Progress: once the victim is back, every partition must take
@@ -188,7 +262,7 @@ func TestAcknowledgedRecordsSurviveKills(t *testing.T) {
 		t.Fatal(err)
 	}
 	final := [partitions][]ack{}
-	reader := client(t, c, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	reader := clientWith(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	remaining := 0
 	ends.Each(func(o kadm.ListedOffset) { remaining += int(o.Offset) })
 	for read := 0; read < remaining; {
@@ -230,7 +304,7 @@ func TestAcknowledgedRecordsSurviveKills(t *testing.T) {
 		total += len(acked[p])
 		t.Logf("partition %d: %d acknowledged, %d in the log, %d seen by the consumer", p, len(acked[p]), len(final[p]), len(seen[p]))
 	}
-	t.Logf("checked %d acknowledged records over %d kill rounds (%d produce attempts failed)", total, rounds, failed.Load())
+	t.Logf("checked %d acknowledged records over %d kill rounds (%d produce attempts failed)", total, k.rounds, failed.Load())
 }
 
 // waitProgress waits until every partition's count from counts grows past

@@ -69,9 +69,13 @@ func startClusterWith(t *testing.T, cfg devcluster.Config) *devcluster.Cluster {
 
 func dumpLogs(t *testing.T, dir string, n int) { clustertest.DumpLogs(t, dir, n, 40) }
 
+// client is a client of the cluster. Its metadata cache lives 100 ms
+// rather than franz-go's 5 s: kadm answers Metadata (describe,
+// waitFullISR) from that cache, and a test must see leaders and ISRs
+// change as they do, not seconds late.
 func client(t *testing.T, c *devcluster.Cluster, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Bootstrap()...)}, opts...)...)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Bootstrap()...), kgo.MetadataMinAge(100 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +90,8 @@ type partitionInfo struct {
 	ISR      []int32
 }
 
-// describe returns the partitions of a topic from a fresh metadata request.
+// describe returns the partitions of a topic and the active controller
+// from a metadata answer at most 100 ms old (client).
 func describe(ctx context.Context, adm *kadm.Client, topic string) (map[int32]partitionInfo, int32, error) {
 	md, err := adm.Metadata(ctx, topic)
 	if err != nil {

@@ -1,6 +1,7 @@
 // Package clustertest holds what the multi-process cluster suites
 // (e2e/cluster, e2e/nemesis) share: building the samsa binary once for a
-// test run, and printing the end of every node's log when a test fails.
+// test run, printing the end of every node's log when a test fails, and
+// securing a cluster's every listener (SASLSSL).
 package clustertest
 
 import (

@@ -149,6 +149,16 @@ func (ch *Channel) send(ctx context.Context, req kmsg.Request, asIs bool) (kmsg.
 // remote sends req to node id's controller listener, at its own version
 // when asIs.
 func (ch *Channel) remote(ctx context.Context, id int32, req kmsg.Request, asIs bool) (kmsg.Response, error) {
+	resp, err := ch.remoteOnce(ctx, id, req, asIs)
+	if errors.Is(err, kclient.ErrSessionExpired) {
+		// Not sent: the connection's SASL session ends
+		// (connections.max.reauth.ms). A new one takes it, now.
+		resp, err = ch.remoteOnce(ctx, id, req, asIs)
+	}
+	return resp, err
+}
+
+func (ch *Channel) remoteOnce(ctx context.Context, id int32, req kmsg.Request, asIs bool) (kmsg.Response, error) {
 	conn, err := ch.conn(ctx, id)
 	if err != nil {
 		return nil, err
@@ -175,7 +185,11 @@ func (ch *Channel) remote(ctx context.Context, id int32, req kmsg.Request, asIs 
 			delete(ch.conns, id)
 		}
 		ch.mu.Unlock()
-		conn.Close()
+		if !errors.Is(err, kclient.ErrSessionExpired) {
+			// A retired connection closes itself once the requests in
+			// flight on it have their answers.
+			conn.Close()
+		}
 	}
 	return resp, err
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/controllerchannel"
@@ -334,5 +337,62 @@ func TestForwardedRequestCountsAgainstTheClientsQuota(t *testing.T) {
 	}
 	if r := create(dial("other"), "quota-other"); r.Topics[0].ErrorCode != 0 || r.ThrottleMillis != 0 {
 		t.Fatalf("another client id: %v, throttle %d ms", kerr.ErrorForCode(r.Topics[0].ErrorCode), r.ThrottleMillis)
+	}
+}
+
+// leaderOne is a LeaderSource that names node 1 and counts how often
+// it is told node 1 refused or could not be reached.
+type leaderOne struct{ notLeader atomic.Int32 }
+
+func (l *leaderOne) Leader() int32      { return 1 }
+func (l *leaderOne) NotLeader(id int32) { l.notLeader.Add(1) }
+
+// A controller connection whose SASL session ends
+// (connections.max.reauth.ms) is replaced under the request: the request
+// goes out on a new connection at once, and the controller is not
+// reported unreachable (on a broker-only node that would make it look
+// for another leader).
+func TestRequestsOutliveTheSASLSession(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg, _, err := config.Load("", []string{"log.dirs=" + t.TempDir(), "process.roles=controller", "node.id=1",
+		"listeners=CONTROLLER://" + addr, "controller.quorum.voters=1@" + addr,
+		"listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT", "sasl.enabled.mechanisms=PLAIN",
+		`listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_node="node-secret";`,
+		"connections.max.reauth.ms=2000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer start(t, cfg).Close()
+	leaders := &leaderOne{}
+	ch := controllerchannel.New(controllerchannel.Config{NodeID: 2, Leaders: leaders, Voters: map[int32]string{1: addr},
+		Dialer: kclient.Dialer{SASL: func() sasl.Mechanism { return plain.Auth{User: "node", Pass: "node-secret"}.AsMechanism() }},
+		Logger: servertest.Logger()})
+	defer ch.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// forward asks the controller to validate a topic it cannot place
+	// (it has no brokers): INVALID_REPLICATION_FACTOR is its own answer.
+	forward := func(when string) {
+		t.Helper()
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.Version, req.TimeoutMillis, req.ValidateOnly = 7, 5000, true
+		ct := kmsg.NewCreateTopicsRequestTopic()
+		ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "t", 1, 1
+		req.Topics = append(req.Topics, ct)
+		resp := ch.Forward(ctx, req).(*kmsg.CreateTopicsResponse)
+		if code := resp.Topics[0].ErrorCode; code != kerr.InvalidReplicationFactor.Code {
+			t.Fatalf("%s: %v, want the controller's %v", when, kerr.ErrorForCode(code), kerr.InvalidReplicationFactor)
+		}
+	}
+	forward("within the session")
+	time.Sleep(1100 * time.Millisecond) // the connection retires 1 s into its 2 s session
+	forward("after the session ended")
+	if n := leaders.notLeader.Load(); n > 0 {
+		t.Errorf("the controller was reported unreachable %d times", n)
 	}
 }

@@ -7,6 +7,7 @@ package devcluster
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -64,6 +65,25 @@ type Config struct {
 	// server in place, keeping the process id, so that Pause, Kill and
 	// Stop reach the server itself.
 	Wrap func(id int32) []string
+
+	// ClientProtocol is the security protocol of the listener that
+	// serves clients and other brokers (the inter-broker listener):
+	// PLAINTEXT (the default), SSL, SASL_PLAINTEXT or SASL_SSL. The
+	// listener is named after it, as Kafka's default listeners are.
+	ClientProtocol string
+	// ControllerProtocol is the security protocol of the CONTROLLER
+	// listener; default PLAINTEXT.
+	ControllerProtocol string
+	// NodeProperties, when set, gives extra properties for node id,
+	// written after Properties (later keys win): a node's own key
+	// store, for instance.
+	NodeProperties func(id int32) []string
+	// AddScram are `samsa server --add-scram` arguments (Kafka's
+	// `kafka-storage format --add-scram`) given to every controller:
+	// SCRAM credentials written into the new metadata log, so that the
+	// nodes' own SASL user exists before they replicate. A node whose
+	// log exists ignores them.
+	AddScram []string
 }
 
 // Cluster is a running set of nodes.
@@ -78,8 +98,8 @@ type Node struct {
 	ID int32
 	// Roles is the node's process.roles.
 	Roles string
-	// ClientAddr is the PLAINTEXT listener, host:port; empty on a
-	// controller-only node.
+	// ClientAddr is the client (and inter-broker) listener,
+	// host:port; empty on a controller-only node.
 	ClientAddr string
 	// ControllerAddr is the CONTROLLER listener; empty on a broker-only
 	// node.
@@ -181,9 +201,10 @@ func (c *Cluster) configure() error {
 			LogPath:    filepath.Join(c.cfg.Dir, fmt.Sprintf("node-%d.log", id)),
 		}
 		var listeners []string
+		client := cmp.Or(c.cfg.ClientProtocol, "PLAINTEXT")
 		if n.Roles != "controller" {
 			n.ClientAddr = fmt.Sprintf("%s:%d", c.host(id), ports[2*i])
-			listeners = append(listeners, "PLAINTEXT://"+n.ClientAddr)
+			listeners = append(listeners, client+"://"+n.ClientAddr)
 		}
 		if n.Roles != "broker" {
 			n.ControllerAddr = fmt.Sprintf("%s:%d", c.host(id), ports[2*i+1])
@@ -195,11 +216,19 @@ func (c *Cluster) configure() error {
 				"process.roles=" + n.Roles,
 				"listeners=" + strings.Join(listeners, ","),
 				"controller.listener.names=CONTROLLER",
-				"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+				"listener.security.protocol.map=" + client + ":" + client + ",CONTROLLER:" + cmp.Or(c.cfg.ControllerProtocol, "PLAINTEXT"),
 				"controller.quorum.voters=" + voters(id),
 				"log.dirs=" + n.Dir,
 			}
+			if client != "PLAINTEXT" {
+				// Kafka's default inter-broker listener is the one
+				// named PLAINTEXT.
+				props = append(props, "inter.broker.listener.name="+client)
+			}
 			props = append(props, c.cfg.Properties...)
+			if c.cfg.NodeProperties != nil {
+				props = append(props, c.cfg.NodeProperties(id)...)
+			}
 			if err := os.WriteFile(n.ConfigPath, []byte(strings.Join(props, "\n")+"\n"), 0o644); err != nil {
 				return err
 			}
@@ -271,11 +300,10 @@ func (n *Node) readAddrs() error {
 		}
 		for _, l := range strings.Split(v, ",") {
 			name, addr, _ := strings.Cut(l, "://")
-			switch name {
-			case "PLAINTEXT":
-				n.ClientAddr = addr
-			case "CONTROLLER":
+			if name == "CONTROLLER" {
 				n.ControllerAddr = addr
+			} else {
+				n.ClientAddr = addr
 			}
 		}
 	}
@@ -329,6 +357,11 @@ func (n *Node) Start() error {
 		return err
 	}
 	args := []string{n.cl.cfg.Binary, "server", "--config", n.ConfigPath, "--cluster-id", n.cl.ClusterID}
+	if n.Roles != "broker" {
+		for _, a := range n.cl.cfg.AddScram {
+			args = append(args, "--add-scram", a)
+		}
+	}
 	if n.cl.cfg.Wrap != nil {
 		args = append(n.cl.cfg.Wrap(n.ID), args...)
 	}

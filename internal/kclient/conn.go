@@ -33,6 +33,13 @@ const maxResponseSize = 256 << 20
 // ErrClosed is returned for requests on a closed or broken connection.
 var ErrClosed = errors.New("kclient: connection closed")
 
+// ErrSessionExpired is the ErrClosed of a request that was not sent
+// because the connection's SASL session is about to end
+// (connections.max.reauth.ms). Nothing failed: the caller sends the
+// request again at once on a new connection. Requests sent before still
+// get their answers, and the connection closes itself after the last.
+var ErrSessionExpired = fmt.Errorf("%w: its SASL session is about to end", ErrClosed)
+
 // Conn is one connection to a Kafka listener. It is safe for concurrent
 // use; once broken (any I/O error) every request fails and the caller
 // dials again.
@@ -50,8 +57,10 @@ type Conn struct {
 		pending map[int32]*call
 		err     error // set once broken
 		// expiry, when set, is when the SASL session ends (sasl.go):
-		// from then on requests fail with ErrClosed.
-		expiry time.Time
+		// from then on the connection is retired: new requests fail
+		// with ErrSessionExpired and it closes once pending is empty.
+		expiry  time.Time
+		retired bool
 	}
 	done chan struct{}
 }
@@ -175,13 +184,20 @@ func (c *Conn) do(ctx context.Context, req kmsg.Request) (kmsg.Response, error) 
 	cl.resp.SetVersion(req.GetVersion())
 	c.mu.Lock()
 	if c.mu.err == nil && !c.mu.expiry.IsZero() && time.Now().After(c.mu.expiry) {
+		c.mu.retired = true
+	}
+	if c.mu.err == nil && c.mu.retired {
+		idle := len(c.mu.pending) == 0
 		c.mu.Unlock()
-		c.fail(errors.New("SASL session expired"))
-		c.mu.Lock()
+		if idle {
+			c.close(ErrSessionExpired)
+		}
+		return nil, ErrSessionExpired
 	}
 	if c.mu.err != nil {
+		err := c.mu.err
 		c.mu.Unlock()
-		return nil, c.mu.err
+		return nil, err
 	}
 	id := c.mu.next
 	c.mu.next++
@@ -208,11 +224,21 @@ func (c *Conn) do(ctx context.Context, req kmsg.Request) (kmsg.Response, error) 
 		return cl.resp, nil
 	case <-ctx.Done():
 		// The response may still come; the reader drops it.
-		c.mu.Lock()
-		delete(c.mu.pending, id)
-		c.mu.Unlock()
+		if c.forget(id) {
+			c.close(ErrSessionExpired)
+		}
 		return nil, ctx.Err()
 	}
+}
+
+// forget removes request id, whose caller gave up, from pending and
+// reports whether the connection is retired and awaits no other
+// answer: then the caller closes it.
+func (c *Conn) forget(id int32) (drained bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.mu.pending, id)
+	return c.mu.retired && len(c.mu.pending) == 0
 }
 
 func (c *Conn) readLoop() {
@@ -232,34 +258,50 @@ func (c *Conn) readLoop() {
 			c.fail(fmt.Errorf("response from %s: %d-byte frame", c.Addr(), len(frame)))
 			return
 		}
-		id := int32(binary.BigEndian.Uint32(frame))
-		c.mu.Lock()
-		cl := c.mu.pending[id]
-		delete(c.mu.pending, id)
-		c.mu.Unlock()
-		if cl == nil {
-			continue // its caller gave up
+		if c.deliver(frame) {
+			// Retired, and that was the last answer awaited.
+			c.close(ErrSessionExpired)
+			return
 		}
-		body := frame[4:]
-		// Flexible responses carry a tag buffer in their header, except
-		// ApiVersions, whose header stays v0 so old clients can read it.
-		if cl.resp.IsFlexible() && cl.resp.Key() != kmsg.ApiVersions.Int16() {
-			if len(body) < 1 || body[0] != 0 {
-				cl.ch <- fmt.Errorf("response from %s: unexpected header tags", c.Addr())
-				continue
-			}
-			body = body[1:]
-		}
-		// Copy: the frame buffer is reused and responses alias their input.
-		cl.ch <- cl.resp.ReadFrom(append([]byte(nil), body...))
 	}
 }
 
+// deliver hands a response frame to the request it answers and reports
+// whether the connection is retired and awaits no other answer.
+func (c *Conn) deliver(frame []byte) (drained bool) {
+	id := int32(binary.BigEndian.Uint32(frame))
+	c.mu.Lock()
+	cl := c.mu.pending[id]
+	delete(c.mu.pending, id)
+	drained = c.mu.retired && len(c.mu.pending) == 0
+	c.mu.Unlock()
+	if cl == nil {
+		return drained // its caller gave up
+	}
+	body := frame[4:]
+	// Flexible responses carry a tag buffer in their header, except
+	// ApiVersions, whose header stays v0 so old clients can read it.
+	if cl.resp.IsFlexible() && cl.resp.Key() != kmsg.ApiVersions.Int16() {
+		if len(body) < 1 || body[0] != 0 {
+			cl.ch <- fmt.Errorf("response from %s: unexpected header tags", c.Addr())
+			return drained
+		}
+		body = body[1:]
+	}
+	// Copy: the frame buffer is reused and responses alias their input.
+	cl.ch <- cl.resp.ReadFrom(append([]byte(nil), body...))
+	return drained
+}
+
 // fail breaks the connection, failing every pending request.
-func (c *Conn) fail(err error) {
+func (c *Conn) fail(err error) { c.close(fmt.Errorf("%w: %v", ErrClosed, err)) }
+
+// close closes the connection for good: pending and later requests fail
+// with err, which wraps ErrClosed.
+func (c *Conn) close(err error) {
 	c.mu.Lock()
 	if c.mu.err == nil {
-		c.mu.err = fmt.Errorf("%w: %v", ErrClosed, err)
+		c.mu.err = err
 		close(c.done)
 		c.nc.Close()
 	}

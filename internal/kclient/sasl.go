@@ -148,8 +148,9 @@ func exchangeSASL(ctx context.Context, addr string, mech sasl.Mechanism, authV i
 
 // setExpiry notes a session lifetime (connections.max.reauth.ms on the
 // server). Rather than re-authenticate a pipelined connection, the
-// Conn stops taking requests a little before the server would close it,
-// and the caller dials again, as it does for any broken connection.
+// Conn stops taking requests a little before the server would close it
+// (ErrSessionExpired: the caller sends them on a new connection), and
+// closes once the requests already sent have their answers.
 func (c *Conn) setExpiry(lifetime time.Duration) {
 	margin := min(max(lifetime/20, time.Second), lifetime/2)
 	c.mu.Lock()

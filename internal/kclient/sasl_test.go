@@ -3,6 +3,7 @@ package kclient_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -62,8 +63,10 @@ func TestDialSASL(t *testing.T) {
 }
 
 // With a session lifetime (connections.max.reauth.ms) the connection
-// stops taking requests before the server would close it, so the caller
-// dials again rather than lose a request in flight.
+// retires before the server would close it: a request sent after that
+// is not sent (ErrSessionExpired, for the caller to send on a new
+// connection), a request already in flight still gets its answer, and
+// the connection closes after it.
 func TestDialSASLSessionLifetime(t *testing.T) {
 	s := servertest.Start(t,
 		"listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
@@ -77,16 +80,46 @@ func TestDialSASLSessionLifetime(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
-		t.Fatalf("metadata within the session: %v", err)
+	// The session is 2 s; the connection retires 1 s in.
+	start := time.Now()
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "quiet", 1, 1
+	create.Topics = append(create.Topics, ct)
+	create.TimeoutMillis = 5000
+	cr, err := c.Request(ctx, create)
+	if err != nil || cr.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode != 0 {
+		t.Fatalf("create topic within the session: %v %+v", err, cr)
 	}
-	time.Sleep(1100 * time.Millisecond) // past 2 s less the margin
-	if _, err := c.Request(ctx, kmsg.NewPtrMetadataRequest()); !errors.Is(err, kclient.ErrClosed) {
-		t.Fatalf("metadata at the end of the session: %v", err)
+
+	// A fetch of the empty topic waits its 1.2 s, past the retirement.
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.ReplicaID, fetch.MaxWaitMillis, fetch.MinBytes, fetch.MaxBytes = -1, 1200, 1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic, ft.TopicID = "quiet", cr.(*kmsg.CreateTopicsResponse).Topics[0].TopicID
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	fetched := make(chan error, 1)
+	go func() {
+		resp, err := c.Request(ctx, fetch)
+		if err == nil && resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode != 0 {
+			err = fmt.Errorf("fetch answered %d", resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode)
+		}
+		fetched <- err
+	}()
+
+	time.Sleep(time.Until(start.Add(1100 * time.Millisecond)))
+	if _, err := c.Request(ctx, kmsg.NewPtrMetadataRequest()); !errors.Is(err, kclient.ErrSessionExpired) || !errors.Is(err, kclient.ErrClosed) {
+		t.Fatalf("metadata at the end of the session: %v, want %v", err, kclient.ErrSessionExpired)
+	}
+	if err := <-fetched; err != nil {
+		t.Fatalf("the fetch in flight when the session ended: %v", err)
 	}
 	select {
 	case <-c.Done():
-	default:
-		t.Fatal("the connection is not closed")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the connection is not closed after its last answer")
 	}
 }

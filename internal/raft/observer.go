@@ -185,6 +185,13 @@ func (f *Observer) fetchOnce(ctx context.Context) bool {
 	rctx, cancel := context.WithTimeout(ctx, f.cfg.MaxWait+10*time.Second)
 	defer cancel()
 	resp, err := conn.Request(rctx, f.fetchRequest())
+	if errors.Is(err, kclient.ErrSessionExpired) {
+		// Not sent: the SASL session with the leader ends
+		// (connections.max.reauth.ms). A new connection to the same
+		// leader takes it, now.
+		f.dropConn()
+		return true
+	}
 	if err != nil {
 		f.dropConn()
 		f.fail(ctx, target, err)

@@ -323,6 +323,12 @@ func (f *replicaFetcher) run(ctx context.Context) {
 			f.conn = conn
 		}
 		kresp, err := f.conn.Request(ctx, req)
+		if errors.Is(err, kclient.ErrSessionExpired) {
+			// Not sent: the SASL session with the leader ends
+			// (connections.max.reauth.ms). A new one takes it, now.
+			f.closeConn()
+			continue
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return

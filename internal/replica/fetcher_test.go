@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/kclient"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/record"
 )
@@ -30,6 +31,7 @@ type fakeLeader struct {
 	replies chan fakeReply
 	mu      sync.Mutex
 	dials   []string
+	expired bool // the next request finds its connection's session ended
 }
 
 func newFakeLeader() *fakeLeader {
@@ -52,6 +54,13 @@ func (l *fakeLeader) dialCount() int {
 type fakeConn struct{ l *fakeLeader }
 
 func (c *fakeConn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	c.l.mu.Lock()
+	expired := c.l.expired
+	c.l.expired = false
+	c.l.mu.Unlock()
+	if expired {
+		return nil, kclient.ErrSessionExpired
+	}
 	select {
 	case c.l.reqs <- req:
 	case <-ctx.Done():
@@ -164,7 +173,7 @@ func (f *fakeFollower) waitCall(t *testing.T, want string) {
 
 var testTopicID = [16]byte{1, 2, 3}
 
-func testFetchers(t *testing.T, leader *fakeLeader, log followerLog) *FetcherManager {
+func testFetchers(t *testing.T, leader *fakeLeader, log followerLog, opts ...func(*FetcherConfig)) *FetcherManager {
 	t.Helper()
 	ld := metadata.NewLoader("c", slog.New(slog.DiscardHandler))
 	data, err := metadata.EncodeBatch([]metadata.Record{&metadata.RegisterBrokerRecord{
@@ -177,7 +186,7 @@ func testFetchers(t *testing.T, leader *fakeLeader, log followerLog) *FetcherMan
 	if err := ld.Apply(1, data); err != nil {
 		t.Fatal(err)
 	}
-	m := NewFetcherManager(FetcherConfig{
+	cfg := FetcherConfig{
 		NodeID: 1, BrokerEpoch: func() int64 { return 7 }, Image: ld.Image, Listener: "REPL",
 		Dial: leader.dial,
 		partition: func(topic string, p int32) (followerLog, bool) {
@@ -185,7 +194,11 @@ func testFetchers(t *testing.T, leader *fakeLeader, log followerLog) *FetcherMan
 		},
 		MaxWaitMs: 500, MinBytes: 1, MaxBytes: 1000, PartitionMaxBytes: 100,
 		Backoff: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	m := NewFetcherManager(cfg)
 	t.Cleanup(m.Close)
 	return m
 }
@@ -365,6 +378,46 @@ func TestFetcherRetriesTransientErrors(t *testing.T) {
 	leader.nextFetch(t)
 	leader.reply(fetchResp(0, 0, nil, nil), nil)
 	log.waitCall(t, "hw=0 ls=0")
+}
+
+// A fetch that the connection did not send because its SASL session
+// ends (connections.max.reauth.ms) is no failure: the fetcher sends it
+// on a new connection, without a warning or the failure backoff.
+func TestFetcherRedialsWhenTheSessionEnds(t *testing.T) {
+	leader := newFakeLeader()
+	log := &fakeFollower{fetchOff: 0, lastEpoch: -1}
+	var logs bytes.Buffer
+	var logsMu sync.Mutex
+	m := testFetchers(t, leader, log, func(c *FetcherConfig) {
+		c.Logger = slog.New(slog.NewTextHandler(lockedWriter{&logsMu, &logs}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	})
+	m.Follow(TopicPartition{Topic: "t", Partition: 0}, testTopicID, 2, 5)
+	leader.nextFetch(t)
+	leader.mu.Lock()
+	leader.expired = true
+	leader.mu.Unlock()
+	leader.reply(fetchResp(0, 0, nil, nil), nil)
+	log.waitCall(t, "hw=0 ls=0")
+	leader.nextFetch(t)
+	if n := leader.dialCount(); n != 2 {
+		t.Errorf("%d dials, want a second connection", n)
+	}
+	logsMu.Lock()
+	defer logsMu.Unlock()
+	if logs.Len() > 0 {
+		t.Errorf("the session's end was logged as a failure:\n%s", logs.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func TestWholeBatches(t *testing.T) {

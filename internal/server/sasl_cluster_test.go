@@ -434,3 +434,28 @@ func TestSASLControllerListenerSplitNodes(t *testing.T) {
 		t.Fatalf("produce: %v", err)
 	}
 }
+
+// A broker-only node's connections to the controller outlive their SASL
+// sessions (connections.max.reauth.ms on the controller listener): when
+// one ends, the metadata fetch goes out on a new connection to the same
+// controller, which the node never stops knowing as the leader.
+func TestSASLControllerSessionEndsQuietly(t *testing.T) {
+	ctrlAddr := freeAddrs(t, 1)[0]
+	common := []string{"controller.quorum.voters=1@" + ctrlAddr,
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+		"sasl.enabled.mechanisms=PLAIN", "sasl.mechanism.controller.protocol=PLAIN",
+		`listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required ` +
+			`username="controller" password="controller-secret" user_controller="controller-secret";`,
+		"listener.name.controller.connections.max.reauth.ms=2000",
+	}
+	ctrl := start(t, loadCluster(t, append(slices.Clone(common), "process.roles=controller", "node.id=1", "listeners=CONTROLLER://"+ctrlAddr)...))
+	defer ctrl.Close()
+	brk := start(t, loadCluster(t, append(slices.Clone(common), "process.roles=broker", "node.id=2", "listeners=PLAINTEXT://127.0.0.1:0")...))
+	defer brk.Close()
+	// Two sessions end within 3.5 s (each connection retires 1 s into it).
+	for end := time.Now().Add(3500 * time.Millisecond); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if id := brk.observer.Known(); id != 1 {
+			t.Fatalf("the broker lost the controller (known leader %d) when a SASL session ended", id)
+		}
+	}
+}

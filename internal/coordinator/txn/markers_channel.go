@@ -272,6 +272,16 @@ func (w *MarkerChannel) writeRemote(ctx context.Context, leader int32, m Marker,
 		return fmt.Errorf("markers to broker %d: %w", leader, err)
 	}
 	kresp, err := conn.Request(rctx, markersRequest(m, tps))
+	if errors.Is(err, kclient.ErrSessionExpired) {
+		// Not sent: the connection's SASL session ends
+		// (connections.max.reauth.ms). A new one takes it, now; the
+		// retired one closes itself once its answers are in.
+		w.forgetConn(leader, conn)
+		if conn, err = w.conn(rctx, leader); err != nil {
+			return fmt.Errorf("markers to broker %d: %w", leader, err)
+		}
+		kresp, err = conn.Request(rctx, markersRequest(m, tps))
+	}
 	if err != nil {
 		// A caller that gave up says nothing of the connection; a broken
 		// one, or a peer silent past the timeout, is dialed again.
@@ -391,12 +401,17 @@ func (w *MarkerChannel) conn(ctx context.Context, id int32) (PeerConn, error) {
 
 // dropConn closes c after an error, unless it was already replaced.
 func (w *MarkerChannel) dropConn(id int32, c PeerConn) {
+	w.forgetConn(id, c)
+	_ = c.Close()
+}
+
+// forgetConn takes c out of the pool, unless it was already replaced.
+func (w *MarkerChannel) forgetConn(id int32, c PeerConn) {
 	w.mu.Lock()
 	if w.mu.conns[id] == c {
 		delete(w.mu.conns, id)
 	}
 	w.mu.Unlock()
-	_ = c.Close()
 }
 
 // endpointFor finds a broker's endpoint on the named listener. (The

@@ -17,6 +17,7 @@ import (
 	"github.com/samsa-io/samsa/internal/broker"
 	"github.com/samsa-io/samsa/internal/coordinator"
 	"github.com/samsa-io/samsa/internal/coordinator/txn"
+	"github.com/samsa-io/samsa/internal/kclient"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/replica"
@@ -328,6 +329,46 @@ func TestTxnMarkersRetriedWhenRemoteLeaderRefuses(t *testing.T) {
 	}
 	if dials.Load() != before+1 {
 		t.Errorf("a healthy connection was dialed again (%d dials)", dials.Load()-before)
+	}
+}
+
+// expiringConn is a connection whose SASL session has ended: it sends
+// nothing (kclient.ErrSessionExpired) and counts Close calls.
+type expiringConn struct {
+	txn.PeerConn
+	closed *atomic.Int32
+}
+
+func (c *expiringConn) Request(context.Context, kmsg.Request) (kmsg.Response, error) {
+	return nil, kclient.ErrSessionExpired
+}
+
+func (c *expiringConn) Close() error { c.closed.Add(1); return c.PeerConn.Close() }
+
+// A marker request that the connection did not send because its SASL
+// session ends goes out on a new connection in the same call, and the
+// retired connection is left to close itself (it may still carry other
+// calls' answers).
+func TestTxnMarkersOutliveTheSASLSession(t *testing.T) {
+	c, _ := newTxnCluster(t, nil)
+	const pid = 4004
+	c.produceTxn(2, "tx", pid, 0, 0, "a")
+	var dials, closed atomic.Int32
+	w := c.markerWriter(1, func(ctx context.Context, addr string) (txn.PeerConn, error) {
+		pc, err := c.router.dial(ctx, addr)
+		if err != nil || dials.Add(1) > 1 {
+			return pc, err
+		}
+		return &expiringConn{PeerConn: pc, closed: &closed}, nil
+	})
+	if err := w.WriteMarkers(markerCtx(t), pid, 0, 0, true, []txn.TopicPartition{{Topic: "tx", Partition: 0}}); err != nil {
+		t.Fatalf("WriteMarkers when the session ends: %v", err)
+	}
+	if d, cl := dials.Load(), closed.Load(); d != 2 || cl != 0 {
+		t.Errorf("%d dials and %d closes of the retired connection, want 2 and 0", d, cl)
+	}
+	if v := c.readCommitted(2, "tx"); fmt.Sprint(v.values) != "[a]" || v.lso != 2 {
+		t.Errorf("after the marker: values %v lso %d, want [a] 2", v.values, v.lso)
 	}
 }
 

@@ -72,7 +72,22 @@ func NewCA(t testing.TB, cn string) *CA {
 // subject sub (and client auth usage too: a broker presents it when it
 // dials another broker).
 func (ca *CA) Server(t testing.TB, sub pkix.Name) *Identity {
-	return ca.issue(t, sub, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback})
+	return ca.ServerFor(t, sub, "localhost", "127.0.0.1", "::1")
+}
+
+// ServerFor is Server for other hosts: each is an IP address or a DNS
+// name the certificate names.
+func (ca *CA) ServerFor(t testing.TB, sub pkix.Name, hosts ...string) *Identity {
+	var dns []string
+	var ips []net.IP
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			ips = append(ips, ip)
+		} else {
+			dns = append(dns, h)
+		}
+	}
+	return ca.issue(t, sub, dns, ips)
 }
 
 // Client issues a client certificate with subject sub.
