@@ -167,6 +167,19 @@ func setQuotas(t *testing.T, ctx context.Context, adm *kadm.Client, entries ...k
 	}
 }
 
+// startQuotaServer starts a node measuring quotas over two 1 s windows
+// and returns its address and an admin client.
+func startQuotaServer(t *testing.T) (string, *kadm.Client) {
+	t.Helper()
+	addr := servertest.Addr(servertest.Start(t, "quota.window.num=2", "quota.window.size.seconds=1"))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return addr, kadm.NewClient(cl)
+}
+
 // clientQuota is one AlterClientQuotas entry setting key for a client id.
 func clientQuota(clientID, key string, value float64) kadm.AlterClientQuotaEntry {
 	return kadm.AlterClientQuotaEntry{Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: &clientID}},
@@ -178,15 +191,8 @@ func clientQuota(clientID, key string, value float64) kadm.AlterClientQuotaEntry
 // its records reach the log at about its producer_byte_rate rather than
 // as fast as it writes them; the quota set live applies at once.
 func TestAcksZeroThrottled(t *testing.T) {
-	srv := servertest.Start(t, "quota.window.num=2", "quota.window.size.seconds=1")
-	addr := servertest.Addr(srv)
+	addr, adm := startQuotaServer(t)
 	ctx := testContext(t)
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admCl.Close()
-	adm := kadm.NewClient(admCl)
 	const rate = 256 << 10
 	setQuotas(t, ctx, adm, clientQuota("fire-and-forget", "producer_byte_rate", rate))
 	topic := "acks0-topic"
@@ -246,15 +252,9 @@ func TestAcksZeroThrottled(t *testing.T) {
 // and gets far fewer requests served than the same loop under another
 // client id, which is never throttled.
 func TestRequestQuota(t *testing.T) {
-	srv := servertest.Start(t, "quota.window.num=2", "quota.window.size.seconds=1")
-	addr := servertest.Addr(srv)
+	addr, adm := startQuotaServer(t)
 	ctx := testContext(t)
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admCl.Close()
-	setQuotas(t, ctx, kadm.NewClient(admCl), clientQuota("busy", "request_percentage", 1))
+	setQuotas(t, ctx, adm, clientQuota("busy", "request_percentage", 1))
 	spin := func(clientID string) (int, *throttleHook) {
 		h := &throttleHook{}
 		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(clientID), kgo.WithHooks(h))
@@ -294,15 +294,9 @@ func TestRequestQuota(t *testing.T) {
 // (CreateTopics v5, which has no such error) has every topic created and
 // is only throttled.
 func TestControllerMutationQuota(t *testing.T) {
-	srv := servertest.Start(t, "quota.window.num=2", "quota.window.size.seconds=1")
-	addr := servertest.Addr(srv)
+	addr, adm := startQuotaServer(t)
 	ctx := testContext(t)
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admCl.Close()
-	setQuotas(t, ctx, kadm.NewClient(admCl),
+	setQuotas(t, ctx, adm,
 		clientQuota("mutator", "controller_mutation_rate", 2),
 		clientQuota("sarama", "controller_mutation_rate", 2))
 
@@ -312,7 +306,7 @@ func TestControllerMutationQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm = kadm.NewClient(cl)
 	// 3 + 3 partitions: the second topic overdraws the bucket to -2, the
 	// third is refused; the client should wait 2 tokens / 2 per s = 1 s.
 	resp, err := adm.CreateTopics(ctx, 3, 1, nil, "mut-a", "mut-b", "mut-c")
@@ -420,15 +414,8 @@ func apiVersionsFrom(t *testing.T, addr, from string, wait time.Duration) (serve
 // address at its count has the next one closed at once; the broker-wide
 // rate delays connections instead of refusing them.
 func TestConnectionQuotas(t *testing.T) {
-	srv := servertest.Start(t, "quota.window.num=2", "quota.window.size.seconds=1")
-	addr := servertest.Addr(srv)
+	addr, adm := startQuotaServer(t)
 	ctx := testContext(t)
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admCl.Close()
-	adm := kadm.NewClient(admCl)
 	limited := "127.0.0.2"
 	setQuotas(t, ctx, adm, kadm.AlterClientQuotaEntry{Entity: kadm.ClientQuotaEntity{{Type: "ip", Name: &limited}},
 		Ops: []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Value: 5}}})
