@@ -127,7 +127,7 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.ListOffsets:                  {1, 10, handleListOffsets},
 		kmsg.Metadata:                     {0, 13, handleMetadata},
 		kmsg.DescribeTopicPartitions:      {0, 0, handleDescribeTopicPartitions},
-		kmsg.ApiVersions:                  {0, 4, handleAPIVersions},
+		kmsg.ApiVersions:                  {0, 5, handleAPIVersions},
 		kmsg.CreateTopics:                 {2, 7, handleCreateTopics},
 		kmsg.InitProducerID:               {0, 5, handleInitProducerID},
 		kmsg.OffsetForLeaderEpoch:         {0, 4, handleOffsetForLeaderEpoch},

@@ -1,0 +1,106 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+)
+
+// The newest versions of Kafka 4.4's APIs, each sent at exactly that
+// version with kmsg over a real socket, and what the version adds checked
+// the way a client reads it. The expectations are Kafka 4.4's answers to
+// the same requests.
+
+// pinnedKgo is a client that sends key at version v at most (the broker
+// must serve v: the answers are checked to be at v).
+func pinnedKgo(t *testing.T, addr string, key kmsg.Key, v int16) *kgo.Client {
+	t.Helper()
+	vs := kversion.Stable()
+	vs.SetMaxKeyVersion(int16(key), v)
+	return newKgo(t, addr, kgo.MaxVersions(vs))
+}
+
+// wantVersion fails unless resp was answered at version v.
+func wantVersion(t *testing.T, resp kmsg.Response, v int16) {
+	t.Helper()
+	if got := resp.GetVersion(); got != v {
+		t.Fatalf("%s answered at v%d, want v%d", kmsg.NameForKey(resp.Key()), got, v)
+	}
+}
+
+// clusterAndNode is the cluster id and the node id Metadata reports.
+func clusterAndNode(t *testing.T, ctx context.Context, cl *kgo.Client) (string, int32) {
+	t.Helper()
+	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("Metadata: %v", err)
+	}
+	if resp.ClusterID == nil || len(resp.Brokers) != 1 {
+		t.Fatalf("Metadata: cluster %v, %d brokers", resp.ClusterID, len(resp.Brokers))
+	}
+	return *resp.ClusterID, resp.Brokers[0].NodeID
+}
+
+// TestKafka44ApiVersionsV5: a client names the cluster and node it means
+// to reach (KIP-1242); a mismatch answers REBOOTSTRAP_REQUIRED with no API
+// table, one of the two without the other INVALID_REQUEST.
+func TestKafka44ApiVersionsV5(t *testing.T) {
+	ctx := testContext(t)
+	addr := startBroker(t)
+	cluster, node := clusterAndNode(t, ctx, newKgo(t, addr))
+	other := "not-" + cluster
+	for _, tc := range []struct {
+		name    string
+		cluster *string
+		node    int32
+		want    *kerr.Error // nil: the table
+	}{
+		{"bootstrapping (neither)", nil, -1, nil},
+		{"this cluster and node", &cluster, node, nil},
+		{"another node", &cluster, node + 1, kerr.RebootstrapRequired},
+		{"another cluster", &other, node, kerr.RebootstrapRequired},
+		{"an empty cluster id", new(string), node, kerr.RebootstrapRequired},
+		{"a cluster without a node", &cluster, -1, kerr.InvalidRequest},
+		{"a node without a cluster", nil, node, kerr.InvalidRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := rawDial(t, addr)
+			req := kmsg.NewPtrApiVersionsRequest()
+			req.Version = 5
+			req.ClientSoftwareName, req.ClientSoftwareVersion = "samsa-e2e", "1.0"
+			req.ClusterID, req.NodeID = tc.cluster, tc.node
+			rawWrite(t, c, rawFrame(req, 9))
+			resp := kmsg.NewPtrApiVersionsResponse()
+			resp.Version = 5
+			if cid := rawDecode(t, c, resp); cid != 9 {
+				t.Fatalf("correlation id %d, want 9", cid)
+			}
+			if tc.want == nil {
+				if resp.ErrorCode != 0 || len(resp.ApiKeys) == 0 || resp.FinalizedFeaturesEpoch < 0 {
+					t.Fatalf("error %v, %d keys, finalized features epoch %d; want the table", kerr.ErrorForCode(resp.ErrorCode), len(resp.ApiKeys), resp.FinalizedFeaturesEpoch)
+				}
+				for _, k := range resp.ApiKeys {
+					if k.ApiKey == int16(kmsg.ApiVersions) && k.MaxVersion < 5 {
+						t.Errorf("ApiVersions advertised up to v%d, want v5", k.MaxVersion)
+					}
+				}
+				return
+			}
+			wantCode(t, "ApiVersions v5", resp.ErrorCode, tc.want)
+			if len(resp.ApiKeys) != 0 || len(resp.SupportedFeatures) != 0 {
+				t.Errorf("%d keys and %d features with the error, want none", len(resp.ApiKeys), len(resp.SupportedFeatures))
+			}
+		})
+	}
+	// franz-go sends v5 with the ids it learned from Metadata on every
+	// connection to a known broker: it keeps working.
+	cl := newKgo(t, addr)
+	clusterAndNode(t, ctx, cl)
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl.Broker(int(node))); err != nil {
+		t.Fatalf("Metadata from broker %d: %v", node, err)
+	}
+}
