@@ -104,3 +104,69 @@ func TestKafka44ApiVersionsV5(t *testing.T) {
 		t.Fatalf("Metadata from broker %d: %v", node, err)
 	}
 }
+
+// commitStandalone commits offset 1 of partition 0 of topic for group
+// outside any generation, which leaves an Empty classic group.
+func commitStandalone(t *testing.T, ctx context.Context, cl *kgo.Client, group, topic string) {
+	t.Helper()
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.Generation = group, -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset, rp.LeaderEpoch = 0, 1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("OffsetCommit: %v", err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("OffsetCommit: %+v, want partition 0 committed", resp.Topics)
+	}
+}
+
+// TestKafka44DescribeGroupsV6: from v6 a group that does not exist
+// answers GROUP_ID_NOT_FOUND with Kafka's message instead of an error-free
+// Dead group (KIP-1043); a described group carries no message.
+func TestKafka44DescribeGroupsV6(t *testing.T) {
+	ctx := testContext(t)
+	addr := startBroker(t)
+	topic := topicName("franz", "describe-groups-v6")
+	franzCreate(t, ctx, newKadm(t, addr), topic, 1, nil)
+	v9 := kversion.Stable()
+	v9.SetMaxKeyVersion(int16(kmsg.OffsetCommit), 9)
+	commitStandalone(t, ctx, newKgo(t, addr, kgo.MaxVersions(v9)), "empty-group", topic)
+
+	describe := func(v int16) map[string]kmsg.DescribeGroupsResponseGroup {
+		t.Helper()
+		req := kmsg.NewPtrDescribeGroupsRequest()
+		req.Groups = []string{"no-such-group", "empty-group"}
+		resp, err := req.RequestWith(ctx, pinnedKgo(t, addr, kmsg.DescribeGroups, v))
+		if err != nil {
+			t.Fatalf("DescribeGroups v%d: %v", v, err)
+		}
+		wantVersion(t, resp, v)
+		out := map[string]kmsg.DescribeGroupsResponseGroup{}
+		for _, g := range resp.Groups {
+			out[g.Group] = g
+		}
+		if len(out) != 2 {
+			t.Fatalf("DescribeGroups v%d: %+v, want both groups", v, resp.Groups)
+		}
+		return out
+	}
+	v6 := describe(6)
+	missing := v6["no-such-group"]
+	wantCode(t, "DescribeGroups v6 of a missing group", missing.ErrorCode, kerr.GroupIDNotFound)
+	if missing.ErrorMessage == nil || *missing.ErrorMessage != "Group no-such-group not found." || missing.State != "Dead" {
+		t.Errorf("missing group at v6: message %v, state %q; want Kafka's \"Group no-such-group not found.\", Dead", missing.ErrorMessage, missing.State)
+	}
+	if g := v6["empty-group"]; g.ErrorCode != 0 || g.ErrorMessage != nil || g.State != "Empty" {
+		t.Errorf("committed group at v6: error %d, message %v, state %q; want Empty, no error", g.ErrorCode, g.ErrorMessage, g.State)
+	}
+	v5 := describe(5)
+	if g := v5["no-such-group"]; g.ErrorCode != 0 || g.State != "Dead" {
+		t.Errorf("missing group at v5: error %d, state %q; want Dead, no error", g.ErrorCode, g.State)
+	}
+}

@@ -140,7 +140,7 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.Heartbeat:                    {0, 4, handleHeartbeat},
 		kmsg.LeaveGroup:                   {0, 5, handleLeaveGroup},
 		kmsg.SyncGroup:                    {0, 5, handleSyncGroup},
-		kmsg.DescribeGroups:               {0, 5, handleDescribeGroups},
+		kmsg.DescribeGroups:               {0, 6, handleDescribeGroups},
 		kmsg.ListGroups:                   {0, 5, handleListGroups},
 		kmsg.DeleteGroups:                 {0, 2, handleDeleteGroups},
 		kmsg.OffsetDelete:                 {0, 0, handleOffsetDelete},
