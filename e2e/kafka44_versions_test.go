@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -168,5 +170,80 @@ func TestKafka44DescribeGroupsV6(t *testing.T) {
 	v5 := describe(5)
 	if g := v5["no-such-group"]; g.ErrorCode != 0 || g.State != "Dead" {
 		t.Errorf("missing group at v5: error %d, state %q; want Dead, no error", g.ErrorCode, g.State)
+	}
+}
+
+// TestKafka44ListTransactionsV2: v2 filters by a regular expression the
+// whole transactional id must match (KIP-1152), as Kafka 4.4's re2j
+// Matcher.matches; a pattern that does not compile answers
+// INVALID_REGULAR_EXPRESSION alone.
+func TestKafka44ListTransactionsV2(t *testing.T) {
+	ctx := testContext(t)
+	addr := startBroker(t)
+	topic := topicName("franz", "list-transactions-v2")
+	franzCreate(t, ctx, newKadm(t, addr), topic, 1, nil)
+	for _, id := range []string{"tx-a", "tx-b", "other.tx"} {
+		cl := newKgo(t, addr, kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic))
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatalf("BeginTransaction %s: %v", id, err)
+		}
+		if err := cl.ProduceSync(ctx, kgo.StringRecord(id)).FirstErr(); err != nil {
+			t.Fatalf("produce in %s: %v", id, err)
+		}
+		if id != "tx-b" { // tx-b stays open
+			if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+				t.Fatalf("EndTransaction %s: %v", id, err)
+			}
+		}
+	}
+	cl := pinnedKgo(t, addr, kmsg.ListTransactions, 2)
+	list := func(pattern *string, states ...string) *kmsg.ListTransactionsResponse {
+		t.Helper()
+		req := kmsg.NewPtrListTransactionsRequest()
+		req.TransactionalIDPattern, req.StateFilters = pattern, states
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("ListTransactions: %v", err)
+		}
+		wantVersion(t, resp, 2)
+		return resp
+	}
+	ids := func(resp *kmsg.ListTransactionsResponse) string {
+		var out []string
+		for _, s := range resp.TransactionStates {
+			out = append(out, s.TransactionalID+":"+s.TransactionState)
+		}
+		slices.Sort(out)
+		return strings.Join(out, " ")
+	}
+	all := "other.tx:CompleteCommit tx-a:CompleteCommit tx-b:Ongoing"
+	for _, tc := range []struct {
+		pattern *string
+		want    string
+	}{
+		{nil, all},
+		{kmsg.StringPtr(""), all},
+		{kmsg.StringPtr("tx-.*"), "tx-a:CompleteCommit tx-b:Ongoing"},
+		{kmsg.StringPtr("tx"), ""}, // the whole id must match
+		{kmsg.StringPtr(`tx-a|other\.tx`), "other.tx:CompleteCommit tx-a:CompleteCommit"},
+		{kmsg.StringPtr("(?i)TX-A"), "tx-a:CompleteCommit"},
+		{kmsg.StringPtr(`\Qtx-a\E`), "tx-a:CompleteCommit"},
+		{kmsg.StringPtr(`(?P<p>tx)-[[:alpha:]]`), "tx-a:CompleteCommit tx-b:Ongoing"},
+	} {
+		resp := list(tc.pattern)
+		if resp.ErrorCode != 0 || ids(resp) != tc.want {
+			t.Errorf("pattern %v: error %d, ids %q; want %q", tc.pattern, resp.ErrorCode, ids(resp), tc.want)
+		}
+	}
+	if resp := list(kmsg.StringPtr("tx-.*"), "Ongoing", "Bogus"); ids(resp) != "tx-b:Ongoing" || !slices.Equal(resp.UnknownStateFilters, []string{"Bogus"}) {
+		t.Errorf("pattern with states: ids %q, unknown states %v; want tx-b, [Bogus]", ids(resp), resp.UnknownStateFilters)
+	}
+	// RE2 has no backreferences or possessive quantifiers (Java does).
+	for _, bad := range []string{"(", "a)(b", `(a)\1`, "x*+"} {
+		resp := list(kmsg.StringPtr(bad), "Bogus")
+		wantCode(t, "ListTransactions pattern "+bad, resp.ErrorCode, kerr.InvalidRegularExpression)
+		if len(resp.TransactionStates) != 0 || len(resp.UnknownStateFilters) != 0 {
+			t.Errorf("pattern %q: %d ids and unknown states %v with the error, want neither", bad, len(resp.TransactionStates), resp.UnknownStateFilters)
+		}
 	}
 }

@@ -169,7 +169,7 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.TxnOffsetCommit:      {0, 3, handleTxnOffsetCommit},
 		kmsg.WriteTxnMarkers:      {0, 1, handleWriteTxnMarkers},
 		kmsg.DescribeTransactions: {0, 0, handleDescribeTransactions},
-		kmsg.ListTransactions:     {0, 1, handleListTransactions},
+		kmsg.ListTransactions:     {0, 2, handleListTransactions},
 	}
 	// The rest of the admin requests the controller decides go to it as
 	// they are (forward.go), at the versions its table lists.
