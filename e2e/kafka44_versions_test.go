@@ -34,6 +34,14 @@ func wantVersion(t *testing.T, resp kmsg.Response, v int16) {
 	}
 }
 
+// codeOf is err's code, 0 for nil.
+func codeOf(err *kerr.Error) int16 {
+	if err == nil {
+		return 0
+	}
+	return err.Code
+}
+
 // clusterAndNode is the cluster id and the node id Metadata reports.
 func clusterAndNode(t *testing.T, ctx context.Context, cl *kgo.Client) (string, int32) {
 	t.Helper()
@@ -244,6 +252,73 @@ func TestKafka44ListTransactionsV2(t *testing.T) {
 		wantCode(t, "ListTransactions pattern "+bad, resp.ErrorCode, kerr.InvalidRegularExpression)
 		if len(resp.TransactionStates) != 0 || len(resp.UnknownStateFilters) != 0 {
 			t.Errorf("pattern %q: %d ids and unknown states %v with the error, want neither", bad, len(resp.TransactionStates), resp.UnknownStateFilters)
+		}
+	}
+}
+
+// TestKafka44DescribeLogDirsV5: v5 adds IsCordoned per directory (KIP-1066);
+// Samsa cordons none.
+func TestKafka44DescribeLogDirsV5(t *testing.T) {
+	ctx := testContext(t)
+	addr := startBroker(t)
+	topic := topicName("franz", "describe-log-dirs-v5")
+	franzCreate(t, ctx, newKadm(t, addr), topic, 2, nil)
+	req := kmsg.NewPtrDescribeLogDirsRequest()
+	rt := kmsg.NewDescribeLogDirsRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{0, 1}
+	req.Topics = append(req.Topics, rt)
+	// Straight to the broker: franz-go's merge of every broker's answer
+	// keeps only the partitions of each directory.
+	cl := pinnedKgo(t, addr, kmsg.DescribeLogDirs, 5)
+	_, node := clusterAndNode(t, ctx, cl)
+	resp, err := req.RequestWith(ctx, cl.Broker(int(node)))
+	if err != nil {
+		t.Fatalf("DescribeLogDirs: %v", err)
+	}
+	wantVersion(t, resp, 5)
+	if resp.ErrorCode != 0 || len(resp.Dirs) != 1 {
+		t.Fatalf("DescribeLogDirs v5: error %d, %d dirs; want the one log dir", resp.ErrorCode, len(resp.Dirs))
+	}
+	d := resp.Dirs[0]
+	if d.ErrorCode != 0 || d.IsCordoned || d.TotalBytes <= 0 || len(d.Topics) != 1 || d.Topics[0].Topic != topic || len(d.Topics[0].Partitions) != 2 {
+		t.Errorf("dir %s: error %d, cordoned %v, total bytes %d, topics %+v; want %s's 2 partitions in an uncordoned dir", d.Dir, d.ErrorCode, d.IsCordoned, d.TotalBytes, d.Topics, topic)
+	}
+}
+
+// TestKafka44DeleteGroupsV3: v3 adds a per-group error message, which
+// Kafka 4.4 leaves null for every error a classic or consumer group can
+// get.
+func TestKafka44DeleteGroupsV3(t *testing.T) {
+	ctx := testContext(t)
+	addr := startBroker(t)
+	topic := topicName("franz", "delete-groups-v3")
+	franzCreate(t, ctx, newKadm(t, addr), topic, 1, nil)
+	v9 := kversion.Stable()
+	v9.SetMaxKeyVersion(int16(kmsg.OffsetCommit), 9)
+	commitStandalone(t, ctx, newKgo(t, addr, kgo.MaxVersions(v9)), "empty-group", topic)
+	// A KIP-848 member keeps its group non-empty.
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = "busy-group", "member-0123456789abcdef", 30000
+	hb.SubscribedTopicNames, hb.Topics = []string{topic}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if r, err := hb.RequestWith(ctx, newKgo(t, addr)); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("ConsumerGroupHeartbeat: %v %+v", err, r)
+	}
+
+	req := kmsg.NewPtrDeleteGroupsRequest()
+	req.Groups = []string{"no-such-group", "empty-group", "busy-group"}
+	resp, err := req.RequestWith(ctx, pinnedKgo(t, addr, kmsg.DeleteGroups, 3))
+	if err != nil {
+		t.Fatalf("DeleteGroups: %v", err)
+	}
+	wantVersion(t, resp, 3)
+	want := map[string]*kerr.Error{"no-such-group": kerr.GroupIDNotFound, "empty-group": nil, "busy-group": kerr.NonEmptyGroup}
+	if len(resp.Groups) != len(want) {
+		t.Fatalf("DeleteGroups v3: %+v, want %d groups", resp.Groups, len(want))
+	}
+	for _, g := range resp.Groups {
+		w, ok := want[g.Group]
+		if !ok || g.ErrorCode != codeOf(w) || g.ErrorMessage != nil {
+			t.Errorf("group %s: error %v, message %v; want %v and no message", g.Group, kerr.ErrorForCode(g.ErrorCode), g.ErrorMessage, w)
 		}
 	}
 }
