@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -320,5 +321,58 @@ func TestKafka44DeleteGroupsV3(t *testing.T) {
 		if !ok || g.ErrorCode != codeOf(w) || g.ErrorMessage != nil {
 			t.Errorf("group %s: error %v, message %v; want %v and no message", g.Group, kerr.ErrorForCode(g.ErrorCode), g.ErrorMessage, w)
 		}
+	}
+}
+
+// TestKafka44ListOffsetsV11: v11 asks for timestamp -6, the earliest
+// offset still to be uploaded to tiered storage (KIP-1023). Without
+// tiered storage Kafka answers offset -1, timestamp -1, leader epoch -1.
+// A special timestamp below the version that brought it, or an unknown
+// negative one, is UNSUPPORTED_VERSION, before the partition is looked up.
+func TestKafka44ListOffsetsV11(t *testing.T) {
+	ctx := testContext(t)
+	addr := startBroker(t)
+	topic := topicName("franz", "list-offsets-v11")
+	franzCreate(t, ctx, newKadm(t, addr), topic, 1, nil)
+	franzProduce(t, ctx, newKgo(t, addr), topic, genRecords(11, 3), true)
+	list := func(v int16, topic string, ts int64) kmsg.ListOffsetsResponseTopicPartition {
+		t.Helper()
+		cl := pinnedKgo(t, addr, kmsg.ListOffsets, v)
+		_, node := clusterAndNode(t, ctx, cl)
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID = -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp = 0, ts
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl.Broker(int(node))) // unsharded: the unknown topic reaches the broker
+		if err != nil {
+			t.Fatalf("ListOffsets v%d %d: %v", v, ts, err)
+		}
+		wantVersion(t, resp, v)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("ListOffsets v%d %d: %+v", v, ts, resp.Topics)
+		}
+		return resp.Topics[0].Partitions[0]
+	}
+	p := list(11, topic, -6)
+	if p.ErrorCode != 0 || p.Offset != -1 || p.Timestamp != -1 || p.LeaderEpoch != -1 {
+		t.Errorf("ListOffsets v11 -6: error %d, offset %d, timestamp %d, epoch %d; want -1, -1, -1", p.ErrorCode, p.Offset, p.Timestamp, p.LeaderEpoch)
+	}
+	if p := list(11, topic, -1); p.ErrorCode != 0 || p.Offset != 3 {
+		t.Errorf("ListOffsets v11 latest: error %d, offset %d; want 3", p.ErrorCode, p.Offset)
+	}
+	for _, tc := range []struct {
+		v     int16
+		topic string
+		ts    int64
+	}{{10, topic, -6}, {6, topic, -3}, {7, topic, -4}, {8, topic, -5}, {11, topic, -7}, {11, "no-such-topic", -7}} {
+		p := list(tc.v, tc.topic, tc.ts)
+		wantCode(t, fmt.Sprintf("ListOffsets v%d %s %d", tc.v, tc.topic, tc.ts), p.ErrorCode, kerr.UnsupportedVersion)
+	}
+	if p := list(9, topic, -5); p.ErrorCode != 0 || p.Offset != -1 {
+		t.Errorf("ListOffsets v9 -5: error %d, offset %d; want -1", p.ErrorCode, p.Offset)
 	}
 }

@@ -124,7 +124,7 @@ func handlers() map[kmsg.Key]handler {
 	m := map[kmsg.Key]handler{
 		kmsg.Produce:                      {0, 12, handleProduce},
 		kmsg.Fetch:                        {4, 17, handleFetch},
-		kmsg.ListOffsets:                  {1, 10, handleListOffsets},
+		kmsg.ListOffsets:                  {1, 11, handleListOffsets},
 		kmsg.Metadata:                     {0, 13, handleMetadata},
 		kmsg.DescribeTopicPartitions:      {0, 0, handleDescribeTopicPartitions},
 		kmsg.ApiVersions:                  {0, 5, handleAPIVersions},
