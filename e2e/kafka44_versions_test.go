@@ -376,3 +376,42 @@ func TestKafka44ListOffsetsV11(t *testing.T) {
 		t.Errorf("ListOffsets v9 -5: error %d, offset %d; want -1", p.ErrorCode, p.Offset)
 	}
 }
+
+// TestKafka44FetchV18: v18 adds the high watermark a fetching replica
+// knows (KIP-1166), which only Kafka's KRaft quorum reads: a consumer's
+// fetch at v18 reads records as before, whatever the field holds.
+func TestKafka44FetchV18(t *testing.T) {
+	ctx := testContext(t)
+	addr := startBroker(t)
+	topic := topicName("franz", "fetch-v18")
+	adm := newKadm(t, addr)
+	franzCreate(t, ctx, adm, topic, 1, nil)
+	franzProduce(t, ctx, newKgo(t, addr), topic, genRecords(18, 5), true)
+	details, err := adm.ListTopics(ctx, topic)
+	if err != nil || details[topic].Err != nil {
+		t.Fatalf("ListTopics: %v %v", err, details[topic].Err)
+	}
+	cl := pinnedKgo(t, addr, kmsg.Fetch, 18)
+	for _, known := range []int64{-1, 0, 1 << 62} {
+		req := kmsg.NewPtrFetchRequest()
+		req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = 100, 1, 1<<20, -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.TopicID = details[topic].ID
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.PartitionMaxBytes, rp.HighWatermark = 0, 1<<20, known
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("Fetch: %v", err)
+		}
+		wantVersion(t, resp, 18)
+		if len(resp.Topics) != 1 || resp.Topics[0].TopicID != details[topic].ID || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("Fetch v18: %+v, want the topic by id", resp.Topics)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || p.HighWatermark != 5 || len(p.RecordBatches) == 0 {
+			t.Errorf("Fetch v18 (replica's high watermark %d): error %d, high watermark %d, %d record bytes; want records up to 5", known, p.ErrorCode, p.HighWatermark, len(p.RecordBatches))
+		}
+	}
+}

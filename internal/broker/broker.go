@@ -123,7 +123,7 @@ func New(cfg Config) *Broker {
 func handlers() map[kmsg.Key]handler {
 	m := map[kmsg.Key]handler{
 		kmsg.Produce:                      {0, 12, handleProduce},
-		kmsg.Fetch:                        {4, 17, handleFetch},
+		kmsg.Fetch:                        {4, 18, handleFetch},
 		kmsg.ListOffsets:                  {1, 11, handleListOffsets},
 		kmsg.Metadata:                     {0, 13, handleMetadata},
 		kmsg.DescribeTopicPartitions:      {0, 0, handleDescribeTopicPartitions},
