@@ -3,10 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -413,5 +416,136 @@ func TestKafka44FetchV18(t *testing.T) {
 		if p.ErrorCode != 0 || p.HighWatermark != 5 || len(p.RecordBatches) == 0 {
 			t.Errorf("Fetch v18 (replica's high watermark %d): error %d, high watermark %d, %d record bytes; want records up to 5", known, p.ErrorCode, p.HighWatermark, len(p.RecordBatches))
 		}
+	}
+}
+
+// topicIDs are the ids of topics, from Metadata.
+func topicIDs(t *testing.T, ctx context.Context, adm *kadm.Client, topics ...string) map[string][16]byte {
+	t.Helper()
+	details, err := adm.ListTopics(ctx, topics...)
+	if err != nil {
+		t.Fatalf("ListTopics: %v", err)
+	}
+	out := map[string][16]byte{}
+	for _, name := range topics {
+		d, ok := details[name]
+		if !ok || d.Err != nil || d.ID == ([16]byte{}) {
+			t.Fatalf("ListTopics %s: %+v", name, d)
+		}
+		out[name] = d.ID
+	}
+	return out
+}
+
+// TestKafka44OffsetCommitFetchV10: v10 of OffsetCommit and OffsetFetch
+// name topics by id (KIP-848) and answer with ids. An unknown id answers
+// UNKNOWN_TOPIC_ID, a partition the topic does not have
+// UNKNOWN_TOPIC_OR_PARTITION on commit (offset -1 and no error on fetch),
+// and fetching every committed partition leaves out a deleted topic.
+func TestKafka44OffsetCommitFetchV10(t *testing.T) {
+	ctx := testContext(t)
+	addr := startBroker(t)
+	adm := newKadm(t, addr)
+	topic, gone := topicName("franz", "offsets-v10"), topicName("franz", "offsets-v10-gone")
+	franzCreate(t, ctx, adm, topic, 2, nil)
+	franzCreate(t, ctx, adm, gone, 1, nil)
+	ids := topicIDs(t, ctx, adm, topic, gone)
+	unknown := [16]byte{1, 2, 3}
+	const group = "offsets-v10"
+
+	committer := pinnedKgo(t, addr, kmsg.OffsetCommit, 10)
+	commit := func(id [16]byte, partitions ...int32) kmsg.OffsetCommitResponseTopic {
+		t.Helper()
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Group, req.Generation = group, -1
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.TopicID = id
+		for _, p := range partitions {
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch = p, int64(10+p), -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, committer)
+		if err != nil {
+			t.Fatalf("OffsetCommit: %v", err)
+		}
+		wantVersion(t, resp, 10)
+		if len(resp.Topics) != 1 || resp.Topics[0].TopicID != id || len(resp.Topics[0].Partitions) != len(partitions) {
+			t.Fatalf("OffsetCommit v10: %+v, want topic %x with %d partitions", resp.Topics, id, len(partitions))
+		}
+		return resp.Topics[0]
+	}
+	codes := func(rt kmsg.OffsetCommitResponseTopic) map[int32]int16 {
+		out := map[int32]int16{}
+		for _, p := range rt.Partitions {
+			out[p.Partition] = p.ErrorCode
+		}
+		return out
+	}
+	if got, want := codes(commit(ids[topic], 0, 1, 9)), map[int32]int16{0: 0, 1: 0, 9: kerr.UnknownTopicOrPartition.Code}; !maps.Equal(got, want) {
+		t.Errorf("commit by id: codes %v, want %v", got, want)
+	}
+	if got, want := codes(commit(unknown, 0, 1)), map[int32]int16{0: kerr.UnknownTopicID.Code, 1: kerr.UnknownTopicID.Code}; !maps.Equal(got, want) {
+		t.Errorf("commit to an unknown id: codes %v, want %v", got, want)
+	}
+	commit(ids[gone], 0)
+
+	fetcher := pinnedKgo(t, addr, kmsg.OffsetFetch, 10)
+	fetch := func(topics []kmsg.OffsetFetchRequestGroupTopic) []kmsg.OffsetFetchResponseGroupTopic {
+		t.Helper()
+		req := kmsg.NewPtrOffsetFetchRequest()
+		rg := kmsg.NewOffsetFetchRequestGroup()
+		rg.Group, rg.Topics = group, topics
+		req.Groups = append(req.Groups, rg)
+		resp, err := req.RequestWith(ctx, fetcher)
+		if err != nil {
+			t.Fatalf("OffsetFetch: %v", err)
+		}
+		wantVersion(t, resp, 10)
+		if len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 {
+			t.Fatalf("OffsetFetch v10: %+v", resp.Groups)
+		}
+		return resp.Groups[0].Topics
+	}
+	// id → partition → offset/error code.
+	type answer struct {
+		offset int64
+		code   int16
+	}
+	answers := func(topics []kmsg.OffsetFetchResponseGroupTopic) map[[16]byte]map[int32]answer {
+		out := map[[16]byte]map[int32]answer{}
+		for _, rt := range topics {
+			out[rt.TopicID] = map[int32]answer{}
+			for _, p := range rt.Partitions {
+				out[rt.TopicID][p.Partition] = answer{p.Offset, p.ErrorCode}
+			}
+		}
+		return out
+	}
+	named := answers(fetch([]kmsg.OffsetFetchRequestGroupTopic{
+		{TopicID: ids[topic], Partitions: []int32{0, 1, 9}},
+		{TopicID: unknown, Partitions: []int32{0}},
+	}))
+	wantNamed := map[[16]byte]map[int32]answer{
+		ids[topic]: {0: {10, 0}, 1: {11, 0}, 9: {-1, 0}},
+		unknown:    {0: {-1, kerr.UnknownTopicID.Code}},
+	}
+	if !maps.EqualFunc(named, wantNamed, maps.Equal) {
+		t.Errorf("fetch by id: %v, want %v", named, wantNamed)
+	}
+	if all, want := answers(fetch(nil)), map[[16]byte]map[int32]answer{ids[topic]: {0: {10, 0}, 1: {11, 0}}, ids[gone]: {0: {10, 0}}}; !maps.EqualFunc(all, want, maps.Equal) {
+		t.Errorf("fetch all: %v, want %v", all, want)
+	}
+	if _, err := adm.DeleteTopics(ctx, gone); err != nil {
+		t.Fatalf("DeleteTopics: %v", err)
+	}
+	want := map[[16]byte]map[int32]answer{ids[topic]: {0: {10, 0}, 1: {11, 0}}}
+	deadline := time.Now().Add(10 * time.Second)
+	for all := answers(fetch(nil)); !maps.EqualFunc(all, want, maps.Equal); all = answers(fetch(nil)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("fetch all after deleting %s: %v, want %v", gone, all, want)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
