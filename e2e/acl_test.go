@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
+	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/server"
 	"github.com/samsa-io/samsa/internal/servertest"
 )
@@ -279,6 +280,19 @@ func TestACLsTopicAccess(t *testing.T) {
 	err = plain.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("x")}).FirstErr()
 	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Fatalf("user's produce with READ only: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	// Produce v13 names topics by id: an id the cluster does not know is
+	// UNKNOWN_TOPIC_ID whatever the ACLs, as Kafka answers.
+	pr := kmsg.NewPtrProduceRequest()
+	pr.Acks, pr.TimeoutMillis = 1, 5000
+	prt := kmsg.NewProduceRequestTopic()
+	prt.TopicID = [16]byte{1, 2, 3}
+	prp := kmsg.NewProduceRequestTopicPartition()
+	prp.Records = record.Build(record.BuildOptions{PartitionLeaderEpoch: -1}, []record.Record{{Value: []byte("x")}})
+	prt.Partitions = append(prt.Partitions, prp)
+	pr.Topics = append(pr.Topics, prt)
+	if resp, err := pr.RequestWith(ctx, plain.Broker(1)); err != nil || resp.Version != 13 || resp.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicID.Code {
+		t.Fatalf("user's produce v13 to an unknown topic id: %v %+v, want UNKNOWN_TOPIC_ID", err, resp)
 	}
 
 	// DENY wins over the ALLOW.

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -14,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/samsa-io/samsa/internal/record"
 )
 
 // The newest versions of Kafka 4.4's APIs, each sent at exactly that
@@ -547,5 +550,82 @@ func TestKafka44OffsetCommitFetchV10(t *testing.T) {
 			t.Fatalf("fetch all after deleting %s: %v, want %v", gone, all, want)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestKafka44ProduceV13: v13 names topics by id (KIP-516) and answers
+// with ids. An id the cluster does not know, the zero id included, is
+// UNKNOWN_TOPIC_ID; a partition the topic does not have
+// UNKNOWN_TOPIC_OR_PARTITION. What was produced by id is consumed by name.
+func TestKafka44ProduceV13(t *testing.T) {
+	ctx := testContext(t)
+	addr := startBroker(t)
+	adm := newKadm(t, addr)
+	topic := topicName("franz", "produce-v13")
+	franzCreate(t, ctx, adm, topic, 2, nil)
+	id := topicIDs(t, ctx, adm, topic)[topic]
+	cl := pinnedKgo(t, addr, kmsg.Produce, 13)
+	_, node := clusterAndNode(t, ctx, cl)
+	produced := genRecords(13, 2)
+	produce := func(id [16]byte, partition int32, r rec) kmsg.ProduceResponseTopicPartition {
+		t.Helper()
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = -1, 10_000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.TopicID = id
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition = partition
+		rp.Records = record.Build(record.BuildOptions{PartitionLeaderEpoch: -1},
+			[]record.Record{{Timestamp: r.Timestamp.UnixMilli(), Key: r.Key, Value: r.Value}})
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl.Broker(int(node)))
+		if err != nil {
+			t.Fatalf("Produce: %v", err)
+		}
+		wantVersion(t, resp, 13)
+		if len(resp.Topics) != 1 || resp.Topics[0].TopicID != id || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("Produce v13: %+v, want topic %x", resp.Topics, id)
+		}
+		return resp.Topics[0].Partitions[0]
+	}
+	for i, r := range produced {
+		if p := produce(id, 1, r); p.ErrorCode != 0 || p.BaseOffset != int64(i) {
+			t.Fatalf("produce %d by id: error %v, base offset %d; want %d", i, kerr.ErrorForCode(p.ErrorCode), p.BaseOffset, i)
+		}
+	}
+	for _, tc := range []struct {
+		what      string
+		id        [16]byte
+		partition int32
+		want      *kerr.Error
+	}{
+		{"a partition the topic does not have", id, 7, kerr.UnknownTopicOrPartition},
+		{"an unknown id", [16]byte{1, 2, 3}, 0, kerr.UnknownTopicID},
+		{"the zero id", [16]byte{}, 0, kerr.UnknownTopicID},
+	} {
+		p := produce(tc.id, tc.partition, produced[0])
+		wantCode(t, "produce to "+tc.what, p.ErrorCode, tc.want)
+		if p.BaseOffset != -1 {
+			t.Errorf("produce to %s: base offset %d, want -1", tc.what, p.BaseOffset)
+		}
+	}
+	consumer := newKgo(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {1: kgo.NewOffset().AtStart()}}))
+	var consumed []rec
+	for len(consumed) < len(produced) {
+		fs := consumer.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d records: %v", len(consumed), len(produced), fs.Errors())
+		}
+		fs.EachRecord(func(kr *kgo.Record) { consumed = append(consumed, fromKgo(kr)) })
+	}
+	if len(consumed) != len(produced) {
+		t.Fatalf("consumed %d records from partition 1, want %d", len(consumed), len(produced))
+	}
+	for i, c := range consumed {
+		p := produced[i]
+		if c.Partition != 1 || c.Offset != int64(i) || !bytes.Equal(c.Key, p.Key) || !bytes.Equal(c.Value, p.Value) || !c.Timestamp.Equal(p.Timestamp.Truncate(time.Millisecond)) {
+			t.Errorf("consumed %v, want %v at p1@%d", c, p, i)
+		}
 	}
 }

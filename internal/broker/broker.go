@@ -122,7 +122,7 @@ func New(cfg Config) *Broker {
 // what is handled.
 func handlers() map[kmsg.Key]handler {
 	m := map[kmsg.Key]handler{
-		kmsg.Produce:                      {0, 12, handleProduce},
+		kmsg.Produce:                      {0, 13, handleProduce},
 		kmsg.Fetch:                        {4, 18, handleFetch},
 		kmsg.ListOffsets:                  {1, 11, handleListOffsets},
 		kmsg.Metadata:                     {0, 13, handleMetadata},
