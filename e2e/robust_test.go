@@ -411,19 +411,6 @@ func TestRobustUnservedAPIsAnswered(t *testing.T) {
 	}
 	lcr := request(kmsg.NewPtrListConfigResourcesRequest()).(*kmsg.ListConfigResourcesResponse)
 	wantCode(t, "ListConfigResources v1", lcr.ErrorCode, kerr.UnsupportedVersion)
-	dtp := kmsg.NewPtrDescribeTopicPartitionsRequest()
-	for _, name := range []string{"a", "b"} {
-		rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
-		rt.Topic = name
-		dtp.Topics = append(dtp.Topics, rt)
-	}
-	topics := request(dtp).(*kmsg.DescribeTopicPartitionsResponse).Topics
-	if len(topics) != 2 || topics[1].Topic == nil || *topics[1].Topic != "b" {
-		t.Fatalf("DescribeTopicPartitions: %+v, want topics a and b", topics)
-	}
-	for _, tp := range topics {
-		wantCode(t, "DescribeTopicPartitions "+*tp.Topic, tp.ErrorCode, kerr.UnsupportedVersion)
-	}
 	sgd := kmsg.NewPtrShareGroupDescribeRequest()
 	sgd.GroupIDs = []string{"g"}
 	groups := request(sgd).(*kmsg.ShareGroupDescribeResponse).Groups
