@@ -14,8 +14,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
+	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/server"
 	"github.com/samsa-io/samsa/internal/servertest"
 )
@@ -279,6 +281,19 @@ func TestACLsTopicAccess(t *testing.T) {
 	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Fatalf("user's produce with READ only: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
+	// Produce v13 names topics by id: an id the cluster does not know is
+	// UNKNOWN_TOPIC_ID whatever the ACLs, as Kafka answers.
+	pr := kmsg.NewPtrProduceRequest()
+	pr.Acks, pr.TimeoutMillis = 1, 5000
+	prt := kmsg.NewProduceRequestTopic()
+	prt.TopicID = [16]byte{1, 2, 3}
+	prp := kmsg.NewProduceRequestTopicPartition()
+	prp.Records = record.Build(record.BuildOptions{PartitionLeaderEpoch: -1}, []record.Record{{Value: []byte("x")}})
+	prt.Partitions = append(prt.Partitions, prp)
+	pr.Topics = append(pr.Topics, prt)
+	if resp, err := pr.RequestWith(ctx, plain.Broker(1)); err != nil || resp.Version != 13 || resp.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicID.Code {
+		t.Fatalf("user's produce v13 to an unknown topic id: %v %+v, want UNKNOWN_TOPIC_ID", err, resp)
+	}
 
 	// DENY wins over the ALLOW.
 	createACLs(ctx, t, adm, kadm.NewACLs().Deny(anonymous).DenyHosts(userHost).Topics("pre-a").Operations(kadm.OpRead))
@@ -398,24 +413,37 @@ func TestACLsGroups(t *testing.T) {
 	if r := groupRequest[*kmsg.FindCoordinatorResponse](ctx, t, user, fc); r.Coordinators[0].ErrorCode != kerr.GroupAuthorizationFailed.Code {
 		t.Fatalf("FindCoordinator without DESCRIBE on the group: %+v", r.Coordinators[0])
 	}
-	commit := func(topics ...string) *kmsg.OffsetCommitResponse {
+	// OffsetCommit v10 names topics by id; v9 names them.
+	v9 := kversion.Stable()
+	v9.SetMaxKeyVersion(kmsg.OffsetCommit.Int16(), 9)
+	byName := clientFrom(t, addr, userHost, kgo.MaxVersions(v9))
+	ids := map[string][16]byte{"unknown": {1, 2, 3}}
+	details, err := adm.ListTopics(ctx, "gt", "secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range details {
+		ids[d.Topic] = d.ID
+	}
+	commitWith := func(cl *kgo.Client, topics ...string) *kmsg.OffsetCommitResponse {
 		req := kmsg.NewPtrOffsetCommitRequest()
 		req.Group, req.Generation = "g1", -1
 		for _, topic := range topics {
 			rt := kmsg.NewOffsetCommitRequestTopic()
-			rt.Topic = topic
+			rt.Topic, rt.TopicID = topic, ids[topic]
 			rp := kmsg.NewOffsetCommitRequestTopicPartition()
 			rp.Offset = 1
 			rt.Partitions = append(rt.Partitions, rp)
 			req.Topics = append(req.Topics, rt)
 		}
 		// Straight to node 1, the only coordinator there is.
-		resp, err := req.RequestWith(ctx, user.Broker(1))
+		resp, err := req.RequestWith(ctx, cl.Broker(1))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return resp
 	}
+	commit := func(topics ...string) *kmsg.OffsetCommitResponse { return commitWith(byName, topics...) }
 	if r := commit("gt"); r.Topics[0].Partitions[0].ErrorCode != kerr.GroupAuthorizationFailed.Code {
 		t.Fatalf("OffsetCommit without READ on the group: code %d", r.Topics[0].Partitions[0].ErrorCode)
 	}
@@ -453,6 +481,36 @@ func TestACLsGroups(t *testing.T) {
 	r := commit("gt", "secret")
 	if c0, c1 := r.Topics[0].Partitions[0].ErrorCode, r.Topics[1].Partitions[0].ErrorCode; c0 != 0 || c1 != kerr.TopicAuthorizationFailed.Code {
 		t.Fatalf("commit to gt and secret: codes %d %d, want 0 and TOPIC_AUTHORIZATION_FAILED", c0, c1)
+	}
+	// By id (v10) too; an id the cluster does not know is UNKNOWN_TOPIC_ID
+	// whatever the ACLs, as its name is not known to authorize.
+	r = commitWith(user, "gt", "secret", "unknown")
+	if r.Version != 10 || len(r.Topics) != 3 || r.Topics[1].TopicID != ids["secret"] {
+		t.Fatalf("commit by id: v%d %+v", r.Version, r.Topics)
+	}
+	if c0, c1, c2 := r.Topics[0].Partitions[0].ErrorCode, r.Topics[1].Partitions[0].ErrorCode, r.Topics[2].Partitions[0].ErrorCode; c0 != 0 || c1 != kerr.TopicAuthorizationFailed.Code || c2 != kerr.UnknownTopicID.Code {
+		t.Fatalf("commit by id to gt, secret and an unknown id: codes %d %d %d, want 0, TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_ID", c0, c1, c2)
+	}
+	of := kmsg.NewPtrOffsetFetchRequest()
+	og := kmsg.NewOffsetFetchRequestGroup()
+	og.Group = "g1"
+	for _, topic := range []string{"gt", "secret", "unknown"} {
+		og.Topics = append(og.Topics, kmsg.OffsetFetchRequestGroupTopic{TopicID: ids[topic], Partitions: []int32{0}})
+	}
+	of.Groups = append(of.Groups, og)
+	ofr, err := of.RequestWith(ctx, user.Broker(1))
+	if err != nil || ofr.Version != 10 || len(ofr.Groups) != 1 || len(ofr.Groups[0].Topics) != 3 {
+		t.Fatalf("fetch by id: %v %+v", err, ofr)
+	}
+	for i, want := range []*kerr.Error{nil, kerr.TopicAuthorizationFailed, kerr.UnknownTopicID} {
+		rt := ofr.Groups[0].Topics[i]
+		code := int16(0)
+		if want != nil {
+			code = want.Code
+		}
+		if rt.TopicID != og.Topics[i].TopicID || rt.Partitions[0].ErrorCode != code || (want == nil) != (rt.Partitions[0].Offset == 1) {
+			t.Errorf("fetch by id, topic %d: id %x, code %d, offset %d; want code %d", i, rt.TopicID, rt.Partitions[0].ErrorCode, rt.Partitions[0].Offset, code)
+		}
 	}
 
 	listed, err := uadm.ListGroups(ctx)

@@ -47,7 +47,7 @@ func TestMetadataLogNameIsReserved(t *testing.T) {
 		t.Fatalf("metadata with auto-create for __cluster_metadata: %+v", mresp.Topics)
 	}
 
-	br := leaderBroker(t, ctx, cl)
+	br := leaderBroker(t, ctx, newKgo(t, r.Addr(), produceByName()))
 	p := rawProduce(t, ctx, br, "__cluster_metadata", 0, newBatch(1, nil, "x"))
 	wantCode(t, "produce to __cluster_metadata", p.ErrorCode, kerr.UnknownTopicOrPartition)
 

@@ -30,6 +30,8 @@
 //     create, describe and delete, topic, group and transactional id
 //     rights, DENY, prefixes, a restart (PLAINTEXT clients told apart by
 //     source address), and SASL PLAIN users
+//   - kafka44_versions_test.go: the newest versions of Kafka 4.4's APIs,
+//     each sent at that version with kmsg, and what the version adds
 //
 // Every client round-trips 200 generated records per compression codec
 // (none, gzip, snappy, lz4, zstd) on a fresh 3-partition topic and the

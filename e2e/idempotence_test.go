@@ -19,9 +19,10 @@ import (
 // sequence numbers and can resend a batch as a producer whose response was
 // lost does.
 type rawProducer struct {
-	id    int64
-	epoch int16
-	topic string
+	id      int64
+	epoch   int16
+	topic   string
+	topicID [16]byte // Produce v13 names the topic by id
 }
 
 // batch is n records with sequences seq..seq+n-1 and values "seq-<s>".
@@ -43,7 +44,7 @@ func (p rawProducer) produce(t *testing.T, ctx context.Context, cl *kgo.Client, 
 		req := kmsg.NewPtrProduceRequest()
 		req.Acks, req.TimeoutMillis = -1, 10_000
 		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = p.topic
+		rt.Topic, rt.TopicID = p.topic, p.topicID
 		rp := kmsg.NewProduceRequestTopicPartition()
 		rp.Records = p.batch(seq, n)
 		rt.Partitions = append(rt.Partitions, rp)
@@ -124,10 +125,11 @@ func TestIdempotentProduceAcrossRestarts(t *testing.T) {
 				}
 			}
 			topic := topicName("raw", "idempotent-restart")
-			franzCreate(t, ctx, newKadm(t, addr), topic, 1, nil)
+			adm := newKadm(t, addr)
+			franzCreate(t, ctx, adm, topic, 1, nil)
 			cl := newKgo(t, addr)
 			id, epoch := initProducerID(t, ctx, cl)
-			p := rawProducer{id: id, epoch: epoch, topic: topic}
+			p := rawProducer{id: id, epoch: epoch, topic: topic, topicID: topicIDs(t, ctx, adm, topic)[topic]}
 			for i := int32(0); i < 5; i++ {
 				if code, off := p.produce(t, ctx, cl, 2*i, 2); code != 0 || off != int64(2*i) {
 					t.Fatalf("batch %d: code %d offset %d, want 0 and %d", i, code, off, 2*i)

@@ -179,6 +179,14 @@ func leaderBroker(t *testing.T, ctx context.Context, cl *kgo.Client) *kgo.Broker
 	return cl.Broker(int(md.Brokers[0].NodeID))
 }
 
+// produceByName keeps a client's Produce at v12: v13 names topics by id,
+// and rawProduce names topics, some that do not exist.
+func produceByName() kgo.Opt {
+	vs := kversion.Stable()
+	vs.SetMaxKeyVersion(int16(kmsg.Produce), 12)
+	return kgo.MaxVersions(vs)
+}
+
 // rawProduce sends one batch and returns the partition's answer. kgo sends
 // it with the client's acks (all), whatever the request says.
 func rawProduce(t *testing.T, ctx context.Context, br *kgo.Broker, topic string, partition int32, records []byte) kmsg.ProduceResponseTopicPartition {
@@ -636,7 +644,7 @@ func TestRobustProduceErrors(t *testing.T) {
 	const topic, small = "robust-produce", "robust-small"
 	franzCreate(t, ctx, adm, topic, 1, nil)
 	franzCreate(t, ctx, adm, small, 1, map[string]*string{"max.message.bytes": kmsg.StringPtr("1000")})
-	br := leaderBroker(t, ctx, newKgo(t, addr))
+	br := leaderBroker(t, ctx, newKgo(t, addr, produceByName()))
 	now := time.Now().UnixMilli()
 
 	t.Run("CRC of a flipped value byte", func(t *testing.T) {
@@ -697,7 +705,7 @@ func TestRobustIdempotentProduce(t *testing.T) {
 	adm := newKadm(t, addr)
 	const topic = "robust-idem"
 	franzCreate(t, ctx, adm, topic, 1, nil)
-	cl := newKgo(t, addr)
+	cl := newKgo(t, addr, produceByName())
 	br := leaderBroker(t, ctx, cl)
 	init, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctx, cl)
 	if err != nil || init.ErrorCode != 0 {
@@ -746,7 +754,7 @@ func TestRobustFetch(t *testing.T) {
 	for _, tp := range []string{topic, waitTopic, idleTopic} {
 		franzCreate(t, ctx, adm, tp, 1, nil)
 	}
-	cl := newKgo(t, addr)
+	cl := newKgo(t, addr, produceByName())
 	br := leaderBroker(t, ctx, cl)
 	now := time.Now().UnixMilli()
 	if p := rawProduce(t, ctx, br, topic, 0, newBatch(now, nil, "a", "b", "c")); p.ErrorCode != 0 {
@@ -907,7 +915,7 @@ func TestRobustListOffsetsMaxTimestamp(t *testing.T) {
 	addr := startBroker(t)
 	const topic = "robust-maxts"
 	franzCreate(t, ctx, newKadm(t, addr), topic, 1, nil)
-	cl := newKgo(t, addr)
+	cl := newKgo(t, addr, produceByName())
 	br := leaderBroker(t, ctx, cl)
 	base := time.Now().Add(-time.Minute).UnixMilli()
 	batch := func(tsOffsets ...int64) []byte {

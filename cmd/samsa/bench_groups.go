@@ -51,6 +51,7 @@ Topics are created when missing (broker default replication factor).`
 type benchGroupsOpts struct {
 	cf          clientFlags
 	topic       string
+	topicID     [16]byte // learned by ensureTopic; OffsetCommit v10 names topics by id
 	partitions  int
 	clients     []int
 	duration    time.Duration
@@ -265,6 +266,7 @@ func (o *benchGroupsOpts) ensureTopic() error {
 				ready = ready && p.Err == nil && p.Leader >= 0
 			}
 			if ready {
+				o.topicID = t.ID
 				return nil
 			}
 		}
@@ -402,7 +404,7 @@ func (o *benchGroupsOpts) simpleCommit(ctx context.Context, cl *kgo.Client, grou
 	req.Group = group
 	req.Generation = -1
 	t := kmsg.NewOffsetCommitRequestTopic()
-	t.Topic = o.topic
+	t.Topic, t.TopicID = o.topic, o.topicID
 	for p := range int32(o.partitions) {
 		rp := kmsg.NewOffsetCommitRequestTopicPartition()
 		rp.Partition = p

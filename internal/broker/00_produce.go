@@ -1,8 +1,13 @@
 package broker
 
-// Produce, versions 0-12.
+// Produce, versions 0-13.
 //
 // Behavior:
+//   - v13 names topics by id (KIP-516), resolved through the metadata
+//     image; the answer carries the ids. An id the image does not know
+//     (the zero id included) answers UNKNOWN_TOPIC_ID for each of its
+//     partitions, before the topic's authorization, as Kafka's KafkaApis
+//     does (its name is not known to authorize).
 //   - Versions 0-2 are advertised because librdkafka expects Produce from
 //     version 0 (KAFKA-18659), but their v0/v1 message sets are refused with
 //     UNSUPPORTED_VERSION per partition: only v2 record batches are stored.
@@ -42,6 +47,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/replica"
@@ -64,8 +70,15 @@ func handleProduce(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Re
 	var pending []pendingProduce
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
-		st.Topic = rt.Topic
-		_, topicKnown := img.Topic(rt.Topic)
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		topic, idUnknown := rt.Topic, false
+		if req.Version >= 13 {
+			topic, idUnknown = "", true
+			if t, ok := img.TopicByID(metadata.Uuid(rt.TopicID)); ok {
+				topic, idUnknown = t.Name, false
+			}
+		}
+		_, topicKnown := img.Topic(topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -76,17 +89,19 @@ func handleProduce(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Re
 			switch {
 			case txnDenied:
 				err = kerr.TransactionalIDAuthorizationFailed
-			case !writable(rt.Topic):
+			case idUnknown:
+				err = kerr.UnknownTopicID
+			case !writable(topic):
 				err = kerr.TopicAuthorizationFailed
 			case !acksOK:
 				err = kerr.InvalidRequiredAcks
 			case !topicKnown:
 				err = kerr.UnknownTopicOrPartition
-			case isInternalTopic(rt.Topic):
-				err = fmt.Errorf("%w: cannot append to internal topic %s", kerr.InvalidTopicException, rt.Topic)
+			case isInternalTopic(topic):
+				err = fmt.Errorf("%w: cannot append to internal topic %s", kerr.InvalidTopicException, topic)
 			default:
 				var w pendingProduce
-				w, err = b.produceTo(rt.Topic, rp.Records, &sp, req.Version, req.Acks == -1)
+				w, err = b.produceTo(topic, rp.Records, &sp, req.Version, req.Acks == -1)
 				if err == nil && w.p != nil {
 					w.topic, w.partition = len(resp.Topics), len(st.Partitions)
 					pending = append(pending, w)
@@ -95,7 +110,7 @@ func handleProduce(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Re
 			if err != nil {
 				setProduceError(b, &sp, err)
 				if firstErr == nil {
-					firstErr = fmt.Errorf("produce to %s-%d: %w", rt.Topic, rp.Partition, err)
+					firstErr = fmt.Errorf("produce to %s-%d: %w", topicOrID(topic, rt.TopicID), rp.Partition, err)
 				}
 			}
 			st.Partitions = append(st.Partitions, sp)
@@ -107,6 +122,15 @@ func handleProduce(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Re
 	}
 	b.awaitCommitted(ctx, resp, pending, time.Duration(req.TimeoutMillis)*time.Millisecond)
 	return resp, nil
+}
+
+// topicOrID names a produced-to topic for an error: by name, or by id
+// when the name is not known (v13).
+func topicOrID(name string, id [16]byte) string {
+	if name != "" {
+		return name
+	}
+	return metadata.Uuid(id).String()
 }
 
 // hasTransactionalBatches reports whether a partition's batch is

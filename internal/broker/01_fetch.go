@@ -1,6 +1,6 @@
 package broker
 
-// Fetch, versions 4-17.
+// Fetch, versions 4-18.
 //
 // Behavior:
 //   - Batches are returned as stored: bytes from the log, never decoded.
@@ -19,6 +19,11 @@ package broker
 //     is answered at once.
 //   - Topics are named up to v12 and given by id from v13
 //     (UNKNOWN_TOPIC_ID for an id we do not know).
+//   - v18's per-partition HighWatermark (KIP-1166: the high watermark the
+//     fetching replica knows, so that a leader can answer at once when
+//     its own is newer) is read by Kafka's KRaft quorum only; Kafka 4.4's
+//     broker ignores it for partition fetches, and so does Samsa (a move
+//     of the high watermark already wakes a parked follower fetch).
 //   - Fetch sessions (KIP-227) are not kept: every response carries session
 //     id 0, which tells clients to send full requests. A request with
 //     session epoch 0 (INITIAL_EPOCH: open a session) or -1 (FINAL_EPOCH:

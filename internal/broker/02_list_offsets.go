@@ -1,13 +1,18 @@
 package broker
 
-// ListOffsets, versions 1-10.
+// ListOffsets, versions 1-11.
 //
 // Behavior:
 //   - Timestamp -1 (latest) answers the high watermark (the last stable
-//     offset for read_committed), -2 (earliest) and -4 (earliest local) the
-//     log start offset, -3 (max timestamp, v7+) the offset of the first record
-//     carrying the largest timestamp, -5 (latest tiered, v9+) -1 since
-//     nothing is tiered.
+//     offset for read_committed), -2 (earliest) and -4 (earliest local,
+//     v8+) the log start offset, -3 (max timestamp, v7+) the offset of the
+//     first record carrying the largest timestamp. Nothing is tiered, so -5
+//     (latest tiered, v9+) and -6 (earliest pending upload, v11+, KIP-1023)
+//     answer offset -1, timestamp -1, leader epoch -1, as Kafka's
+//     UnifiedLog does without remote storage.
+//   - Any other negative timestamp, or a special one below the version
+//     that brought it, answers UNSUPPORTED_VERSION (before the partition
+//     is looked up or its leader epoch checked, as Kafka does).
 //   - Any other timestamp finds the first record with a timestamp at or after
 //     it, below the high watermark (the last stable offset for
 //     read_committed); none gives offset -1 and timestamp -1.
@@ -37,7 +42,28 @@ const (
 	maxTimestamp           = -3
 	earliestLocalTimestamp = -4
 	latestTieredTimestamp  = -5
+	earliestPendingUpload  = -6
 )
+
+// timestampSince is the version each special timestamp came with; -1 and
+// -2 are as old as the API.
+var timestampSince = map[int64]int16{
+	latestTimestamp:        0,
+	earliestTimestamp:      0,
+	maxTimestamp:           7,
+	earliestLocalTimestamp: 8,
+	latestTieredTimestamp:  9,
+	earliestPendingUpload:  11,
+}
+
+// timestampServed reports whether a request of version v may ask for ts.
+func timestampServed(v int16, ts int64) bool {
+	if ts >= 0 {
+		return true
+	}
+	since, ok := timestampSince[ts]
+	return ok && v >= since
+}
 
 func handleListOffsets(_ context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListOffsetsRequest)
@@ -54,6 +80,11 @@ func handleListOffsets(_ context.Context, b *Broker, c *network.Conn, kreq kmsg.
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
 			if !allowed {
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			if !timestampServed(req.Version, rp.Timestamp) {
+				sp.ErrorCode = kerr.UnsupportedVersion.Code
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
@@ -88,7 +119,7 @@ func listOffset(p *replica.Partition, rp kmsg.ListOffsetsRequestTopicPartition, 
 		sp.Offset, sp.LeaderEpoch = fetchable, off.LeaderEpoch
 	case earliestTimestamp, earliestLocalTimestamp:
 		sp.Offset, sp.LeaderEpoch = off.LogStartOffset, off.LeaderEpoch
-	case latestTieredTimestamp:
+	case latestTieredTimestamp, earliestPendingUpload:
 	case maxTimestamp:
 		maxTs := int64(-1)
 		for _, seg := range p.Log().Segments() {
@@ -105,9 +136,6 @@ func listOffset(p *replica.Partition, rp kmsg.ListOffsetsRequestTopicPartition, 
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = ts, offset, off.LeaderEpoch
 		}
 	default:
-		if rp.Timestamp < 0 {
-			return kerr.InvalidRequest
-		}
 		offset, ts, ok, err := offsetForTimestamp(p, rp.Timestamp, fetchable)
 		if err != nil {
 			return err

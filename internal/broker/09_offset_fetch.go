@@ -1,10 +1,16 @@
 package broker
 
-// OffsetFetch, versions 0-9.
+// OffsetFetch, versions 0-10.
 //
 // Behavior: Answered by the group coordinator from its in-memory offsets; v8+
 // batches several groups. A partition without a committed offset answers
 // offset -1.
+//
+// v10 (KIP-848) names topics by id, resolved through the metadata image,
+// and answers with ids: an id the image does not know answers
+// UNKNOWN_TOPIC_ID (offset -1) for its partitions, and asking for every
+// committed partition leaves out topics that no longer exist (they have
+// no id to give), as Kafka's KafkaApis does.
 //
 // Authorization (KafkaApis): a group without DESCRIBE answers
 // GROUP_AUTHORIZATION_FAILED (before v2, which has no group error, on
@@ -19,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
 )
 
@@ -66,10 +73,17 @@ func handleOffsetFetch(ctx context.Context, b *Broker, c *network.Conn, kreq kms
 	return resp, nil
 }
 
-// offsetFetchGroups is OffsetFetch v8+, several groups at once.
+// offsetFetchGroups is OffsetFetch v8+, several groups at once. At v10
+// the topics are named from their ids first, to be authorized; one whose
+// id is unknown goes on to the coordinator, which answers
+// UNKNOWN_TOPIC_ID for it.
 func (b *Broker) offsetFetchGroups(ctx context.Context, z authz, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
-	describable := z.topics(kmsg.ACLOperationDescribe)
+	byID := req.Version >= 10
+	img := b.cfg.Image()
+	readable := z.topics(kmsg.ACLOperationDescribe)
+	describable := func(name string) bool { return (byID && name == "") || readable(name) }
 	name := func(t kmsg.OffsetFetchRequestGroupTopic) string { return t.Topic }
+	req = offsetFetchByID(img, req)
 	allowed := make([]bool, len(req.Groups))
 	sub := *req
 	sub.Groups = nil
@@ -132,4 +146,29 @@ func offsetFetchDenied(topic string, partitions []int32, err *kerr.Error) kmsg.O
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	return rt
+}
+
+// offsetFetchByID is req with the names of its v10 topic ids in img (""
+// for an id it does not know); other versions are returned as they are.
+func offsetFetchByID(img *metadata.Image, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchRequest {
+	if req.Version < 10 {
+		return req
+	}
+	named := *req
+	named.Groups = make([]kmsg.OffsetFetchRequestGroup, len(req.Groups))
+	for i, g := range req.Groups {
+		if g.Topics != nil {
+			topics := make([]kmsg.OffsetFetchRequestGroupTopic, len(g.Topics))
+			for j, t := range g.Topics {
+				t.Topic = ""
+				if ti, ok := img.TopicByID(metadata.Uuid(t.TopicID)); ok {
+					t.Topic = ti.Name
+				}
+				topics[j] = t
+			}
+			g.Topics = topics
+		}
+		named.Groups[i] = g
+	}
+	return &named
 }

@@ -1,12 +1,19 @@
 package broker
 
-// DescribeGroups, versions 0-5.
+// DescribeGroups, versions 0-6.
 //
 // Behavior: Groups whose __consumer_offsets partition this node leads: state,
 // protocol and members with their metadata and assignments. A group
 // without DESCRIBE answers GROUP_AUTHORIZATION_FAILED; with
 // include_authorized_operations (v3+) each described group carries the
 // operations the client may do on it.
+//
+// A group that does not exist is Dead with no error before v6; from v6
+// (KIP-1043) it answers GROUP_ID_NOT_FOUND with the message "Group <id>
+// not found." (the coordinator's). Other errors carry no message, as in
+// Kafka. Unlike Kafka 4.4, which describes classic groups only, a KIP-848
+// consumer group is described in the classic view (internal/coordinator/
+// group's describe says why).
 
 import (
 	"context"

@@ -1,6 +1,6 @@
 package broker
 
-// ApiVersions, versions 0-4.
+// ApiVersions, versions 0-5.
 //
 // Behavior:
 //   - Answers from the broker's handler table, so every advertised key has a
@@ -14,6 +14,13 @@ package broker
 //     minimum is 0 are left out, as Kafka leaves them out (KAFKA-17492:
 //     older clients cannot read them); finalized levels of 0 are never
 //     listed.
+//   - v5 (KIP-1242) names the cluster and node the client means to reach,
+//     both or neither (one without the other: INVALID_REQUEST). When
+//     either is not this node's, the answer is REBOOTSTRAP_REQUIRED: the
+//     client's metadata is stale (the address now belongs to another
+//     broker or cluster) and it should rediscover the cluster from its
+//     bootstrap servers. Both errors carry no API table, as Kafka's
+//     getErrorResponse.
 
 import (
 	"context"
@@ -29,12 +36,34 @@ import (
 
 func handleAPIVersions(_ context.Context, b *Broker, _ *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ApiVersionsRequest)
+	if err := b.checkIntendedNode(req); err != nil {
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.Version = req.Version
+		resp.ErrorCode = err.Code
+		return resp, nil
+	}
 	resp := apiVersionsResponse(b)
 	resp.Version = req.Version
 	if req.Version >= 3 {
 		addFeatures(resp, b.cfg.Image(), req.Version < 4)
 	}
 	return resp, nil
+}
+
+// checkIntendedNode is v5's check of the cluster and node the client
+// believes it is connected to (Kafka's ApiVersionsRequest.isValid and
+// KafkaApis' clusterIdOrNodeIdIsInvalid).
+func (b *Broker) checkIntendedNode(req *kmsg.ApiVersionsRequest) *kerr.Error {
+	if req.Version < 5 {
+		return nil
+	}
+	switch {
+	case (req.ClusterID == nil) != (req.NodeID == -1):
+		return kerr.InvalidRequest
+	case req.ClusterID != nil && (*req.ClusterID != b.cfg.Image().ClusterID || req.NodeID != b.cfg.NodeID):
+		return kerr.RebootstrapRequired
+	}
+	return nil
 }
 
 // addFeatures sets resp's supported and finalized features from img.

@@ -1,6 +1,6 @@
 package broker
 
-// DescribeLogDirs, versions 1-4.
+// DescribeLogDirs, versions 1-5.
 //
 // Behavior:
 //   - Answers for this broker only (clients ask every broker): each log
@@ -12,6 +12,9 @@ package broker
 //     that are not hosted here are left out.
 //   - v4: TotalBytes and UsableBytes of the directory's file system
 //     (statfs; -1 when it fails).
+//   - v5: IsCordoned, always false: Samsa does not cordon log directories
+//     (KIP-1066's log.dirs.cordoned, which keeps new partitions off a
+//     directory).
 //   - Without DESCRIBE on the cluster: CLUSTER_AUTHORIZATION_FAILED and no
 //     directories.
 

@@ -1,10 +1,14 @@
 package broker
 
-// DeleteGroups, versions 0-2.
+// DeleteGroups, versions 0-3.
 //
 // Behavior: Only empty groups can be deleted (NON_EMPTY_GROUP otherwise); their
 // offsets go with them. A group without DELETE answers
-// GROUP_AUTHORIZATION_FAILED.
+// GROUP_AUTHORIZATION_FAILED. v3 adds a per-group error message, which
+// Kafka 4.4 sets only when its streams-group topology plugin fails to
+// delete a group's topology (Samsa has no streams groups): like Kafka's,
+// every other error, GROUP_ID_NOT_FOUND and NON_EMPTY_GROUP included,
+// has none.
 
 import (
 	"context"

@@ -1,12 +1,15 @@
 package broker
 
-// ListTransactions, versions 0-1.
+// ListTransactions, versions 0-2.
 //
 // Behavior: lists the transactional ids of the partitions of
 // __transaction_state this node leads, filtered by state names (unknown
-// names are echoed back), producer ids and, from v1, by running longer
-// than duration_filter ms. v2's id pattern (Kafka 4.1) is not advertised,
-// as Kafka 4.0 does not. Only the ids the client may DESCRIBE are listed.
+// names are echoed back), producer ids, from v1 by running longer than
+// duration_filter ms and from v2 by a regular expression the whole id
+// must match (KIP-1152; RE2 syntax, as Kafka's re2j; null or empty: no
+// filter). A pattern that does not compile answers
+// INVALID_REGULAR_EXPRESSION and nothing else. Only the ids the client
+// may DESCRIBE are listed.
 
 import (
 	"context"

@@ -36,9 +36,11 @@ var openAPIs = []kmsg.Key{kmsg.ApiVersions, kmsg.DescribeCluster, kmsg.ListGroup
 // forgets to authorize fails here.
 func TestEveryAPIAuthorizes(t *testing.T) {
 	srv := servertest.Start(t, authzProps...)
-	// Fetch by name (v12): an unknown topic id is UNKNOWN_TOPIC_ID first.
+	// Fetch and Produce by name (v12): an unknown topic id is
+	// UNKNOWN_TOPIC_ID first.
 	vs := kversion.Stable()
 	vs.SetMaxKeyVersion(int16(kmsg.Fetch), 12)
+	vs.SetMaxKeyVersion(int16(kmsg.Produce), 12)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(servertest.Addr(srv)), kgo.MaxVersions(vs))
 	if err != nil {
 		t.Fatal(err)

@@ -197,6 +197,9 @@ func (c *cluster) produce(id int32, acks int16, timeout time.Duration, values ..
 	req.TimeoutMillis = int32(timeout.Milliseconds())
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = "t"
+	if t, ok := c.loader.Image().Topic("t"); ok {
+		rt.TopicID = t.ID // v13 names it by id
+	}
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Records = record.Build(record.BuildOptions{PartitionLeaderEpoch: -1}, recs)
 	rt.Partitions = append(rt.Partitions, rp)

@@ -41,14 +41,21 @@ func (c *Coordinator) describe(id string, version int16) kmsg.DescribeGroupsResp
 		return dg
 	}
 	if g == nil || g.state == stateDead {
+		// Before v6 Kafka reports a group it does not know as Dead.
 		dg.State = stateDead.String()
 		if version >= 6 {
 			dg.ErrorCode = kerr.GroupIDNotFound.Code
-			dg.ErrorMessage = ptr("group " + id + " not found")
+			dg.ErrorMessage = ptr("Group " + id + " not found.") // Kafka's text
 		}
 		return dg
 	}
 	if g.cg != nil {
+		// Kafka 4.4 describes classic groups only: a consumer group is
+		// Dead, from v6 GROUP_ID_NOT_FOUND "Group <id> is not a classic
+		// group.". Samsa describes it in the classic view, which
+		// kadm.DescribeGroups and Lag (samsa group describe, and group
+		// reset's check that the group is inactive) rely on; Kafka's own
+		// tools ask ConsumerGroupDescribe first and never get here.
 		return s.describeConsumerClassicLocked(g)
 	}
 	dg.State = g.state.String()

@@ -253,7 +253,12 @@ func (c *Coordinator) fetchGroup(rg kmsg.OffsetFetchRequestGroup, version int16,
 			slices.Sort(ps)
 			w := want{name: t, parts: ps}
 			if version >= 10 && c.cfg.TopicID != nil {
-				w.id, _ = c.cfg.TopicID(t)
+				var ok bool
+				if w.id, ok = c.cfg.TopicID(t); !ok {
+					// A deleted topic has no id to answer with: Kafka
+					// leaves it out.
+					continue
+				}
 			}
 			wants = append(wants, w)
 		}

@@ -47,10 +47,16 @@ func (c *Coordinator) DescribeTransactions(ctx context.Context, req *kmsg.Descri
 // ListTransactions serves ListTransactions v0-v2: every transactional id of
 // the loaded partitions that passes all filters: states (unknown names are
 // echoed in UnknownStateFilters), producer ids, v1 duration (transactions
-// running longer than it) and v2 id pattern (a regular expression; Go's
-// syntax, which agrees with Java's for common patterns).
+// running longer than it) and v2 id pattern (KIP-1152; see idPattern).
 func (c *Coordinator) ListTransactions(ctx context.Context, req *kmsg.ListTransactionsRequest) *kmsg.ListTransactionsResponse {
 	r := kmsg.NewPtrListTransactionsResponse()
+	pattern, ok := idPattern(req)
+	if !ok {
+		// Kafka throws InvalidRegularExpression: an error response with
+		// the code alone.
+		r.ErrorCode = kerr.InvalidRegularExpression.Code
+		return r
+	}
 	states := map[State]bool{}
 	for _, name := range req.StateFilters {
 		if st, ok := parseState(name); ok {
@@ -61,14 +67,6 @@ func (c *Coordinator) ListTransactions(ctx context.Context, req *kmsg.ListTransa
 	}
 	if len(r.UnknownStateFilters) > 0 && len(states) == 0 {
 		return r // only unknown states: nothing can match
-	}
-	var pattern *regexp.Regexp
-	if req.Version >= 2 && req.TransactionalIDPattern != nil && *req.TransactionalIDPattern != "" {
-		var err error
-		if pattern, err = regexp.Compile(*req.TransactionalIDPattern); err != nil {
-			r.ErrorCode = kerr.InvalidRegularExpression.Code
-			return r
-		}
 	}
 	duration := int64(-1)
 	if req.Version >= 1 {
@@ -110,4 +108,23 @@ func (c *Coordinator) ListTransactions(ctx context.Context, req *kmsg.ListTransa
 		return 0
 	})
 	return r
+}
+
+// idPattern is v2's transactional id filter: nil for none (no pattern, or
+// an empty one), false for a pattern that does not compile. Kafka compiles
+// it with re2j and keeps the ids it matches whole (Matcher.matches), so
+// the pattern is checked as given, in RE2 syntax like Go's, and then
+// anchored at both ends: "tx" lists "tx" but not "tx-1".
+func idPattern(req *kmsg.ListTransactionsRequest) (*regexp.Regexp, bool) {
+	if req.Version < 2 || req.TransactionalIDPattern == nil || *req.TransactionalIDPattern == "" {
+		return nil, true
+	}
+	p := *req.TransactionalIDPattern
+	// Compiled alone first: wrapping could make an invalid pattern valid
+	// ("a)(b" becomes "\A(?:a)(b)\z").
+	if _, err := regexp.Compile(p); err != nil {
+		return nil, false
+	}
+	re, err := regexp.Compile(`\A(?:` + p + `)\z`)
+	return re, err == nil
 }

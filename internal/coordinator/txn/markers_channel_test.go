@@ -115,6 +115,9 @@ func (c *cluster) produceTxn(id int32, topic string, pid int64, epoch int16, seq
 	req.TransactionID = kmsg.StringPtr("tx-test")
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
+	if t, ok := c.loader.Image().Topic(topic); ok {
+		rt.TopicID = t.ID // v13 names it by id
+	}
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Records = record.Build(record.BuildOptions{PartitionLeaderEpoch: -1, Transactional: true,
 		Producer: &record.ProducerInfo{ID: pid, Epoch: epoch, BaseSequence: seq}}, recs)

@@ -5,6 +5,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -84,6 +85,19 @@ func TestListDescribeAndExpiry(t *testing.T) {
 		e.expect("v0 ignores duration", len(ids), 3)
 		ids, _ = list(2, nil, nil, -1, kmsg.StringPtr("^[bc]$"))
 		e.expect("pattern", ids, []string{"b:Ongoing", "c:Empty"})
+		// Kafka matches the whole id (re2j's Matcher.matches).
+		ids, _ = list(2, nil, nil, -1, kmsg.StringPtr("[bc]|x"))
+		e.expect("whole-id pattern", ids, []string{"b:Ongoing", "c:Empty"})
+		ids, _ = list(2, nil, nil, -1, kmsg.StringPtr("(?m)a$|z"))
+		e.expect("flags stay inside the pattern", ids, []string{"a:Ongoing"})
+		ids, _ = list(2, nil, nil, -1, kmsg.StringPtr(""))
+		e.expect("empty pattern", len(ids), 3)
+		for _, bad := range []string{"(", "a)(b", `(a)\1`, "x*+"} {
+			req := kmsg.NewPtrListTransactionsRequest()
+			req.Version, req.StateFilters, req.TransactionalIDPattern = 2, []string{"Bogus"}, kmsg.StringPtr(bad)
+			r := e.c.ListTransactions(e.ctx, req)
+			e.expect("invalid pattern "+bad, []any{r.ErrorCode, len(r.UnknownStateFilters), len(r.TransactionStates)}, []any{kerr.InvalidRegularExpression.Code, 0, 0})
+		}
 
 		d := e.describe("a")
 		e.expect("describe", []any{d.State, d.ProducerID, d.ProducerEpoch, d.TimeoutMillis, d.Topics[0].Topic, d.Topics[0].Partitions},
