@@ -234,6 +234,13 @@ func rawProduce(t *testing.T, ctx context.Context, cl *kgo.Client, topic string)
 	req.Acks, req.TimeoutMillis = -1, 5000
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
+	// Produce v13 names the topic by id (KIP-516), which franz-go does
+	// not fill in on a raw request.
+	td, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil || td[topic].Err != nil {
+		t.Fatalf("topic id of %s: %v %v", topic, err, td[topic].Err)
+	}
+	rt.TopicID = td[topic].ID
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Records = record.Build(record.BuildOptions{PartitionLeaderEpoch: -1},
 		[]record.Record{{Timestamp: time.Now().UnixMilli(), Value: []byte("to-the-isolated-node")}})
