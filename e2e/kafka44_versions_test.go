@@ -232,6 +232,14 @@ func TestKafka44ListTransactionsV2(t *testing.T) {
 		return strings.Join(out, " ")
 	}
 	all := "other.tx:CompleteCommit tx-a:CompleteCommit tx-b:Ongoing"
+	// A committed transaction is PrepareCommit until its markers are
+	// written: wait for the last one to complete.
+	for deadline := time.Now().Add(10 * time.Second); ids(list(nil)) != all; {
+		if time.Now().After(deadline) {
+			t.Fatalf("transactions %q, never %q", ids(list(nil)), all)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	for _, tc := range []struct {
 		pattern *string
 		want    string

@@ -81,11 +81,14 @@ func TestProduceOptions(t *testing.T) {
 			}
 			fmt.Fprintf(&want, "opts|0|%d|%s|codec=%s,acks=%s\n", off, line, codec, acks)
 			off++
+			// acks=0 returns before the broker has appended, and the
+			// next command's connection may then be served first: wait
+			// for the record so that the order is the commands' order.
+			if acks == "0" {
+				waitForEndOffset(t, b, "opts", 0, int64(off))
+			}
 		}
 	}
-	// acks=0 returns before the broker has appended: wait until all 15
-	// records are in the log before reading to its end.
-	waitForEndOffset(t, b, "opts", 0, int64(off))
 	r := mustRun(t, "", "consume", "opts", "--exit-at-end", "--format", `%t|%p|%o|%v|%h\n`, "--bootstrap", b)
 	if r.stdout != want.String() {
 		t.Errorf("consumed:\n%s\nwant:\n%s", r.stdout, want.String())
