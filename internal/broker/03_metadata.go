@@ -201,19 +201,33 @@ func metadataTopic(t *metadata.TopicImage, live func(id int32) bool) kmsg.Metada
 		mp.LeaderEpoch = p.LeaderEpoch
 		mp.Replicas = p.Replicas
 		mp.ISR = p.ISR
-		mp.OfflineReplicas = []int32{}
-		for _, r := range p.Replicas {
-			if !live(r) {
-				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
-			}
-		}
-		if p.Leader < 0 || !live(p.Leader) {
-			mp.Leader = -1
+		mp.OfflineReplicas = offlineReplicas(p, live)
+		if mp.Leader = liveLeader(p, live); mp.Leader == -1 {
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
+}
+
+// liveLeader is p's leader, or -1 when it has none that clients may be
+// sent to.
+func liveLeader(p metadata.PartitionImage, live func(id int32) bool) int32 {
+	if p.Leader < 0 || !live(p.Leader) {
+		return -1
+	}
+	return p.Leader
+}
+
+// offlineReplicas are p's replicas that are not live (never nil).
+func offlineReplicas(p metadata.PartitionImage, live func(id int32) bool) []int32 {
+	out := []int32{}
+	for _, r := range p.Replicas {
+		if !live(r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // liveness reports which brokers clients can be sent to: registered,

@@ -124,18 +124,10 @@ func describeTopicPartitions(t *metadata.TopicImage, start, n int32, live func(i
 			continue
 		}
 		rp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
-		rp.Partition, rp.LeaderID, rp.LeaderEpoch = p.Partition, p.Leader, p.LeaderEpoch
-		if p.Leader < 0 || !live(p.Leader) {
-			rp.LeaderID = -1
-		}
+		rp.Partition, rp.LeaderID, rp.LeaderEpoch = p.Partition, liveLeader(p, live), p.LeaderEpoch
 		rp.Replicas, rp.ISR = slices.Clone(p.Replicas), slices.Clone(p.ISR)
 		rp.EligibleLeaderReplicas, rp.LastKnownELR = []int32{}, []int32{}
-		rp.OfflineReplicas = []int32{}
-		for _, r := range p.Replicas {
-			if !live(r) {
-				rp.OfflineReplicas = append(rp.OfflineReplicas, r)
-			}
-		}
+		rp.OfflineReplicas = offlineReplicas(p, live)
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	if end < int32(len(t.Partitions)) {
