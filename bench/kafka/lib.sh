@@ -267,3 +267,20 @@ med() {
 		$1 == i { for (k = 1; k <= n; k++) if ($(k + 2) != want[k]) next; print $c }' "$file" | median
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0 || a == "-" || b == "-") print "-"; else printf "%.2f", a / b }'; }
+
+# run_sessions runs the calling script's `session IMPL RUN` RUNS times for
+# each broker, odd runs Samsa first and even runs Kafka first, and sets
+# started, load (before the first) and elapsed (seconds) for the report.
+# shellcheck disable=SC2034 # started, load and elapsed are the caller's
+run_sessions() {
+	started=$(date -u '+%Y-%m-%d %H:%M UTC')
+	load=$(cut -d' ' -f1-3 /proc/loadavg)
+	local t0=$SECONDS run impl order
+	for ((run = 1; run <= RUNS; run++)); do
+		if ((run % 2)); then order="samsa kafka"; else order="kafka samsa"; fi
+		for impl in $order; do
+			session "$impl" "$run"
+		done
+	done
+	elapsed=$((SECONDS - t0))
+}

@@ -97,16 +97,7 @@ session() {
 	stop_server
 }
 
-started=$(date -u '+%Y-%m-%d %H:%M UTC')
-load=$(cut -d' ' -f1-3 /proc/loadavg)
-t0=$SECONDS
-for ((run = 1; run <= RUNS; run++)); do
-	if ((run % 2)); then order="samsa kafka"; else order="kafka samsa"; fi
-	for impl in $order; do
-		session "$impl" "$run"
-	done
-done
-elapsed=$((SECONDS - t0))
+run_sessions
 
 echo "### Samsa vs Apache Kafka $KAFKA_VERSION: throughput and latency (median of $RUNS runs each)"
 echo
