@@ -155,6 +155,7 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.DescribeProducers:            {0, 0, handleDescribeProducers},
 		kmsg.DescribeLogDirs:              {1, 5, handleDescribeLogDirs},
 		kmsg.DescribeClientQuotas:         {0, 1, handleDescribeClientQuotas},
+		kmsg.ListConfigResources:          {0, 1, handleListConfigResources},
 		kmsg.SASLHandshake:                {0, 1, handleSASLHandshake},
 		kmsg.SASLAuthenticate:             {0, 2, handleSASLAuthenticate},
 		kmsg.DescribeUserSCRAMCredentials: {0, 0, handleDescribeUserSCRAMCredentials},

@@ -297,6 +297,19 @@ func (m *Image) Configs(resourceType int8, name string) map[string]string {
 	return maps.Clone(m.configs[ConfigResource{resourceType, name}])
 }
 
+// ConfigResourceNames lists, sorted, the names of the resources of a type
+// that have explicitly set configs.
+func (m *Image) ConfigResourceNames(resourceType int8) []string {
+	var names []string
+	for r := range m.configs {
+		if r.Type == resourceType {
+			names = append(names, r.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
 // Features returns a copy of the finalized feature levels.
 func (m *Image) Features() map[string]int16 { return maps.Clone(m.features) }
 
