@@ -100,7 +100,6 @@ var brokerKeyList = []*Key{
 	k("min.insync.replicas", Int, "1", atLeast(1), High, ClusterWide, "Fewest in-sync replicas that must have a write before an acks=all produce succeeds."),
 	k("unclean.leader.election.enable", Boolean, "false", nil, High, ClusterWide, "Allow an out-of-sync replica to become leader, at the risk of losing data."),
 	k("auto.leader.rebalance.enable", Boolean, "true", nil, High, ReadOnly, "Move leadership back to preferred replicas periodically."),
-	k("leader.imbalance.per.broker.percentage", Int, "10", nil, High, ReadOnly, "Leader imbalance per broker that triggers a rebalance, in percent."),
 	k("leader.imbalance.check.interval.seconds", Long, "300", atLeast(1), High, ReadOnly, "How often leader balance is checked."),
 	k("create.topic.policy.class.name", Class, null, nil, Low, ReadOnly, "Class validating topic creation."),
 	k("alter.config.policy.class.name", Class, null, nil, Low, ReadOnly, "Class validating config changes."),
@@ -266,6 +265,7 @@ var removedKeys = map[string]string{
 	"log.message.downconversion.enable":       "down-conversion was removed in Kafka 4.0",
 	"log.message.timestamp.difference.max.ms": "removed in Kafka 4.0; use log.message.timestamp.before.max.ms and log.message.timestamp.after.max.ms",
 	"inter.broker.protocol.version":           "the metadata version is a KRaft feature level since Kafka 4.0",
+	"leader.imbalance.per.broker.percentage":  "Kafka 4 has no such key: with auto.leader.rebalance.enable its controllers move every partition back to its preferred leader at each leader.imbalance.check.interval.seconds",
 }
 
 var brokerKeys = indexKeys(brokerKeyList)
