@@ -4,7 +4,8 @@ package broker
 // marked Forwarded (controller.API) that has no handler of its own in
 // handlers() — ElectLeaders, AlterPartitionReassignments,
 // ListPartitionReassignments, DescribeQuorum, AlterClientQuotas,
-// AlterUserScramCredentials — at the versions the table lists.
+// AlterUserScramCredentials, UpdateFeatures, UnregisterBroker — at the
+// versions the table lists.
 //
 // Behavior: the request goes as it is, in the client's version, to the
 // active controller (Kafka's ForwardingManager), which decides and commits;
@@ -52,6 +53,7 @@ var forwardClusterOps = map[kmsg.Key]kmsg.ACLOperation{
 	kmsg.DescribeQuorum:             kmsg.ACLOperationDescribe,
 	kmsg.AlterUserSCRAMCredentials:  kmsg.ACLOperationAlter,
 	kmsg.UpdateFeatures:             kmsg.ACLOperationAlter,
+	kmsg.UnregisterBroker:           kmsg.ACLOperationAlter,
 }
 
 func handleForward(ctx context.Context, b *Broker, c *network.Conn, req kmsg.Request) (kmsg.Response, error) {

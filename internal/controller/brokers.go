@@ -282,12 +282,55 @@ func (c *Controller) electUncleanLeaders(img *metadata.Image, ch *changes) {
 }
 
 // brokerAPIs are brokers.go's rows of the API table (api.go): the
-// broker-to-controller requests of BrokerLifecycleManager.
+// broker-to-controller requests of BrokerLifecycleManager, and
+// UnregisterBroker, which brokers forward for clients.
 func brokerAPIs() []API {
 	return []API{
 		api(kmsg.BrokerRegistration, 0, 4, (*Controller).BrokerRegistration, nil,
 			func(r *kmsg.BrokerRegistrationResponse) bool { return r.ErrorCode == notController }),
 		api(kmsg.BrokerHeartbeat, 0, 1, (*Controller).BrokerHeartbeat, nil,
 			func(r *kmsg.BrokerHeartbeatResponse) bool { return r.ErrorCode == notController }),
+		api(kmsg.UnregisterBroker, 0, 0, (*Controller).UnregisterBroker,
+			func(req *kmsg.UnregisterBrokerRequest, err error) *kmsg.UnregisterBrokerResponse {
+				r := req.ResponseKind().(*kmsg.UnregisterBrokerResponse)
+				r.ErrorCode, r.ErrorMessage = wire.ErrorCode(err), failedMessage(err)
+				return r
+			},
+			func(r *kmsg.UnregisterBrokerResponse) bool { return r.ErrorCode == notController }),
 	}
+}
+
+// UnregisterBroker removes a broker's registration (kafka-cluster
+// unregister, Kafka's ReplicationControlManager.unregisterBroker), for a
+// broker that is gone for good: it leaves its partitions as if fenced
+// (leaderships move to another eligible ISR member or to none; it leaves
+// every ISR where another member remains), then its registration is
+// removed. BROKER_ID_NOT_REGISTERED if it has none. A broker still running
+// registers again at its next heartbeat, as Kafka's do. Version 0.
+func (c *Controller) UnregisterBroker(ctx context.Context, req *kmsg.UnregisterBrokerRequest) *kmsg.UnregisterBrokerResponse {
+	resp := req.ResponseKind().(*kmsg.UnregisterBrokerResponse)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := func() error {
+		img, err := c.beginLocked(ctx)
+		if err != nil {
+			return err
+		}
+		b, ok := img.Broker(req.BrokerID)
+		if !ok {
+			return wire.Errorf(kerr.BrokerIDNotRegistered, "Broker ID %d is not currently registered", req.BrokerID)
+		}
+		ch := c.changes(img)
+		ch.fence(b.ID)
+		recs := append(ch.records(), &metadata.UnregisterBrokerRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch})
+		if err := c.writeLocked(ctx, recs); err != nil {
+			return err
+		}
+		delete(c.mu.sessions, b.ID)
+		delete(c.mu.heard, b.ID)
+		c.cfg.Logger.Info("unregistered broker", "broker", b.ID, "epoch", b.Epoch)
+		return nil
+	}()
+	resp.ErrorCode, resp.ErrorMessage = wire.ErrorCodeAndMessage(err)
+	return resp
 }

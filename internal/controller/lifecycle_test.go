@@ -331,6 +331,55 @@ func TestControlledShutdown(t *testing.T) {
 	}
 }
 
+// Unregistering a broker (kafka-cluster unregister) takes it out of its
+// partitions as fencing does, removes its registration, and lets it
+// register again later; an unknown id is BROKER_ID_NOT_REGISTERED.
+func TestUnregisterBroker(t *testing.T) {
+	cl := newCluster(t, t.TempDir(), nil, "", "", "")
+	cl.createManual("a", []int32{1, 2, 3}, []int32{2, 1, 3})
+	cl.createManual("b", []int32{1})
+	unregister := func(id int32) int16 {
+		req := kmsg.NewPtrUnregisterBrokerRequest()
+		req.BrokerID = id
+		return cl.c.UnregisterBroker(ctx(t), req).ErrorCode
+	}
+	if code := unregister(1); code != 0 {
+		t.Fatalf("unregister 1: %d", code)
+	}
+	if _, ok := cl.loader.Image().Broker(1); ok {
+		t.Fatal("broker 1 still registered")
+	}
+	for _, c := range []struct{ got, want string }{
+		{cl.part("a", 0), "2/1/1 [2 3]"},
+		{cl.part("a", 1), "2/0/1 [2 3]"},
+		{cl.part("b", 0), "-1/1/1 [1]"}, // the last ISR member stays
+	} {
+		if c.got != c.want {
+			t.Errorf("got %s, want %s", c.got, c.want)
+		}
+	}
+	if code := unregister(1); code != kerr.BrokerIDNotRegistered.Code {
+		t.Fatalf("second unregister: %d, want BROKER_ID_NOT_REGISTERED", code)
+	}
+	if code := unregister(7); code != kerr.BrokerIDNotRegistered.Code {
+		t.Fatalf("unregister 7: %d, want BROKER_ID_NOT_REGISTERED", code)
+	}
+	// The old session's heartbeat is refused; a new registration works
+	// and, once caught up, is unfenced and leads b-0 again.
+	if hb := cl.heartbeat(1, false, false); hb.ErrorCode != kerr.BrokerIDNotRegistered.Code {
+		t.Fatalf("heartbeat after unregister: %+v", hb)
+	}
+	if code := cl.register(1, metadata.Uuid{9}, nil); code != 0 {
+		t.Fatalf("register again: %d", code)
+	}
+	if hb := cl.heartbeat(1, false, false); hb.ErrorCode != 0 || hb.IsFenced {
+		t.Fatalf("heartbeat after registering again: %+v", hb)
+	}
+	if got := cl.part("b", 0); got != "1/2/2 [1]" {
+		t.Errorf("b-0 after 1 returned: %s", got)
+	}
+}
+
 // alter sends an AlterPartition for t-0 from broker id.
 func (cl *cluster) alter(version int16, id int32, topicID metadata.Uuid, leaderEpoch, partEpoch int32, isr ...int32) *kmsg.AlterPartitionResponse {
 	req := kmsg.NewPtrAlterPartitionRequest()

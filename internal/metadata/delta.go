@@ -25,8 +25,8 @@ type Delta struct {
 	ChangedPartitions map[Uuid][]int32
 	// ChangedConfigs are the resources whose configs changed.
 	ChangedConfigs []ConfigResource
-	// ChangedBrokers are ids of brokers (re)registered, fenced, unfenced
-	// or put in controlled shutdown.
+	// ChangedBrokers are ids of brokers (re)registered, unregistered,
+	// fenced, unfenced or put in controlled shutdown.
 	ChangedBrokers []int32
 	// FeaturesChanged, ProducerIDsChanged and QuotasChanged flag those
 	// parts.
@@ -157,6 +157,14 @@ func (b *builder) apply(r Record) error {
 		b.brokers[r.BrokerID] = true
 	case *BrokerRegistrationChangeRecord:
 		return b.applyBrokerChange(r)
+	case *UnregisterBrokerRecord:
+		br, ok := b.next.brokers[r.BrokerID]
+		if !ok || br.Epoch != r.BrokerEpoch {
+			return fmt.Errorf("unregistration of broker %d epoch %d, which is not registered with that epoch", r.BrokerID, r.BrokerEpoch)
+		}
+		b.own("brokers")
+		delete(b.next.brokers, r.BrokerID)
+		b.brokers[r.BrokerID] = true
 	case *FeatureLevelRecord:
 		b.own("features")
 		if r.FeatureLevel == 0 {

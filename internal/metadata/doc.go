@@ -19,7 +19,8 @@
 //	record = type u8 | version u8 | length uvarint | JSON body (length bytes)
 //
 // type is Kafka's metadata record api key (RegisterBrokerRecord 0,
-// TopicRecord 2, PartitionRecord 3, ConfigRecord 4, PartitionChangeRecord 5,
+// UnregisterBrokerRecord 1, TopicRecord 2, PartitionRecord 3, ConfigRecord
+// 4, PartitionChangeRecord 5,
 // AccessControlEntryRecord 6, RemoveAccessControlEntryRecord 7,
 // RemoveTopicRecord 9, UserScramCredentialRecord 11, FeatureLevelRecord 12,
 // ClientQuotaRecord 14, ProducerIdsRecord 15, BrokerRegistrationChangeRecord 17,

@@ -12,11 +12,13 @@ type RecordType uint8
 
 // Record types, numbered as Kafka numbers them.
 const (
-	TypeRegisterBroker  RecordType = 0
-	TypeTopic           RecordType = 2
-	TypePartition       RecordType = 3
-	TypeConfig          RecordType = 4
-	TypePartitionChange RecordType = 5
+	TypeRegisterBroker RecordType = 0
+	// TypeUnregisterBroker removes a broker's registration.
+	TypeUnregisterBroker RecordType = 1
+	TypeTopic            RecordType = 2
+	TypePartition        RecordType = 3
+	TypeConfig           RecordType = 4
+	TypePartitionChange  RecordType = 5
 	// TypeAccessControlEntry adds an ACL, TypeRemoveAccessControlEntry
 	// removes one.
 	TypeAccessControlEntry       RecordType = 6
@@ -165,6 +167,13 @@ type RegisterBrokerRecord struct {
 	Features []FeatureRange `json:",omitempty"`
 }
 
+// UnregisterBrokerRecord removes the registration BrokerEpoch of a
+// broker (kafka-cluster unregister).
+type UnregisterBrokerRecord struct {
+	BrokerID    int32
+	BrokerEpoch int64
+}
+
 // BrokerRegistrationChangeRecord changes the state of the current
 // registration (BrokerEpoch) of a broker; nil fields are unchanged.
 type BrokerRegistrationChangeRecord struct {
@@ -208,15 +217,16 @@ type RemoveUserScramCredentialRecord struct {
 	Mechanism int8
 }
 
-func (*TopicRecord) Type() RecordType           { return TypeTopic }
-func (*PartitionRecord) Type() RecordType       { return TypePartition }
-func (*PartitionChangeRecord) Type() RecordType { return TypePartitionChange }
-func (*RemoveTopicRecord) Type() RecordType     { return TypeRemoveTopic }
-func (*ConfigRecord) Type() RecordType          { return TypeConfig }
-func (*RegisterBrokerRecord) Type() RecordType  { return TypeRegisterBroker }
-func (*FeatureLevelRecord) Type() RecordType    { return TypeFeatureLevel }
-func (*ProducerIdsRecord) Type() RecordType     { return TypeProducerIds }
-func (*ClientQuotaRecord) Type() RecordType     { return TypeClientQuota }
+func (*TopicRecord) Type() RecordType            { return TypeTopic }
+func (*PartitionRecord) Type() RecordType        { return TypePartition }
+func (*PartitionChangeRecord) Type() RecordType  { return TypePartitionChange }
+func (*RemoveTopicRecord) Type() RecordType      { return TypeRemoveTopic }
+func (*ConfigRecord) Type() RecordType           { return TypeConfig }
+func (*RegisterBrokerRecord) Type() RecordType   { return TypeRegisterBroker }
+func (*FeatureLevelRecord) Type() RecordType     { return TypeFeatureLevel }
+func (*UnregisterBrokerRecord) Type() RecordType { return TypeUnregisterBroker }
+func (*ProducerIdsRecord) Type() RecordType      { return TypeProducerIds }
+func (*ClientQuotaRecord) Type() RecordType      { return TypeClientQuota }
 func (*AccessControlEntryRecord) Type() RecordType {
 	return TypeAccessControlEntry
 }
@@ -247,6 +257,8 @@ func newRecord(t RecordType) (Record, error) {
 		return &ConfigRecord{}, nil
 	case TypeRegisterBroker:
 		return &RegisterBrokerRecord{}, nil
+	case TypeUnregisterBroker:
+		return &UnregisterBrokerRecord{}, nil
 	case TypeFeatureLevel:
 		return &FeatureLevelRecord{}, nil
 	case TypeProducerIds:

@@ -2,7 +2,7 @@
 # Apache Kafka's own command-line tools against Samsa, through `java -cp`:
 # TopicCommand, ConsoleProducer, ConsoleConsumer, GetOffsetShell,
 # ConfigCommand (configs and client quotas), ConsumerGroupCommand,
-# FeatureCommand, and DumpLogSegments
+# FeatureCommand, ClusterTool, and DumpLogSegments
 # reading Samsa's segment, offset-index and time-index files directly after
 # a clean stop;
 # then SASL/SCRAM with the Java client (users from ConfigCommand, KIP-368
@@ -126,6 +126,14 @@ out=$(kt FeatureCommand --bootstrap-server "$B" upgrade --feature group.version=
 has "FeatureCommand upgrade --feature group.version=1" "$out" '^Feature: group\.version +SupportedMinVersion: 0 +SupportedMaxVersion: 1 +FinalizedVersionLevel: 1 '
 out=$(kt FeatureCommand --bootstrap-server "$B" upgrade --feature transaction.version=2 2>&1)
 has "FeatureCommand upgrade refused (transaction.version=2 not implemented)" "$out" '^Could not upgrade transaction\.version to 2\. .*Local controller 1 does not support this feature\.$'
+
+# ClusterTool (kafka-cluster.sh): the cluster id from DescribeCluster, and
+# UnregisterBroker forwarded to the controller, refusing an id that is not
+# registered with Kafka's error and message.
+out=$(kt ClusterTool cluster-id --bootstrap-server "$B" 2>&1)
+has "ClusterTool cluster-id" "$out" '^Cluster ID: [A-Za-z0-9_-]{22}$'
+out=$(kt ClusterTool unregister --bootstrap-server "$B" --id 5 2>&1)
+has "ClusterTool unregister (unknown id)" "$out" 'BrokerIdNotRegisteredException: Broker ID 5 is not currently registered'
 
 # DumpLogSegments reads the files of a cleanly stopped server.
 stop_samsa
