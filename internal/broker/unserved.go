@@ -5,9 +5,10 @@ package broker
 // Behavior (Kafka's SocketServer and KafkaApis):
 //   - A request a Kafka 4.4 broker listener accepts — an API in its scope,
 //     at a version it serves — but Samsa does not serve (delegation
-//     tokens, share and streams groups, telemetry, ...; or a served API above the versions Samsa advertises) is
-//     answered, as Kafka answers an API it knows but
-//     has not enabled (share or streams groups switched off): an error
+//     tokens, share and streams groups, telemetry, ...; or a served API
+//     above the versions Samsa advertises) is answered, as Kafka answers
+//     an API it knows but has not enabled (share or streams groups
+//     switched off): an error
 //     response in which every error code is UNSUPPORTED_VERSION
 //     (wire.ErrorResponse). The connection stays open. Such APIs are never
 //     advertised in ApiVersions.
