@@ -18,10 +18,13 @@ import (
 // client may do nothing at all.
 var authzProps = []string{"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
 
-// notAuthorized are the codes of a refusal.
+// notAuthorized are the codes of a refusal. The delegation token APIs
+// refuse this test's PLAINTEXT client before any ACL is asked, as Kafka's
+// do.
 var notAuthorized = []int16{
 	kerr.TopicAuthorizationFailed.Code, kerr.GroupAuthorizationFailed.Code,
 	kerr.ClusterAuthorizationFailed.Code, kerr.TransactionalIDAuthorizationFailed.Code,
+	kerr.DelegationTokenRequestNotAllowed.Code,
 }
 
 // openAPIs answer anyone, as in Kafka: they filter what they show

@@ -33,15 +33,11 @@ import (
 // above 0 that Samsa does not serve: KIP-896 dropped the first versions
 // in 4.0, and the share group APIs were released at v1 (4.1).
 var kafkaMinVersions = map[kmsg.Key]int16{
-	kmsg.AlterReplicaLogDirs:     1,
-	kmsg.CreateDelegationToken:   1,
-	kmsg.RenewDelegationToken:    1,
-	kmsg.ExpireDelegationToken:   1,
-	kmsg.DescribeDelegationToken: 1,
-	kmsg.ShareGroupHeartbeat:     1,
-	kmsg.ShareGroupDescribe:      1,
-	kmsg.ShareFetch:              1,
-	kmsg.ShareAcknowledge:        1,
+	kmsg.AlterReplicaLogDirs: 1,
+	kmsg.ShareGroupHeartbeat: 1,
+	kmsg.ShareGroupDescribe:  1,
+	kmsg.ShareFetch:          1,
+	kmsg.ShareAcknowledge:    1,
 }
 
 // refusedRanges are the versions Kafka 4.4's broker listener serves and

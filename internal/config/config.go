@@ -139,6 +139,13 @@ type Config struct {
 	BrokerSessionTimeoutMs              int32
 	AutoLeaderRebalanceEnable           bool
 	LeaderImbalanceCheckIntervalSeconds int64
+	// DelegationTokenSecretKey (delegation.token.secret.key) signs
+	// delegation tokens; "" disables them. The durations are
+	// delegation.token.max.lifetime.ms, .expiry.time.ms and
+	// .expiry.check.interval.ms.
+	DelegationTokenSecretKey                                  string
+	DelegationTokenMaxLifetimeMs, DelegationTokenExpiryTimeMs int64
+	DelegationTokenExpiryCheckIntervalMs                      int64
 
 	LogSegmentBytes int64
 	LogRollMs       int64 // log.roll.ms, else log.roll.hours
@@ -467,6 +474,10 @@ func (c *Config) fill() error {
 	c.BrokerSessionTimeoutMs = c.i32("broker.session.timeout.ms")
 	c.AutoLeaderRebalanceEnable = c.flag("auto.leader.rebalance.enable")
 	c.LeaderImbalanceCheckIntervalSeconds = c.i64("leader.imbalance.check.interval.seconds")
+	c.DelegationTokenSecretKey = c.str("delegation.token.secret.key")
+	c.DelegationTokenMaxLifetimeMs = c.i64("delegation.token.max.lifetime.ms")
+	c.DelegationTokenExpiryTimeMs = c.i64("delegation.token.expiry.time.ms")
+	c.DelegationTokenExpiryCheckIntervalMs = c.i64("delegation.token.expiry.check.interval.ms")
 
 	c.LogSegmentBytes = int64(c.i32("log.segment.bytes"))
 	c.LogRollMs = c.msOr("log.roll.ms", "log.roll.hours", msPerHour)

@@ -166,6 +166,7 @@ func (c *Controller) resetSessionsLocked(img *metadata.Image) {
 	}
 	c.mu.nextRebalance = now.Add(c.cfg.LeaderImbalanceCheckInterval)
 	c.mu.nextUnclean = now.Add(c.cfg.UncleanLeaderElectionCheckInterval)
+	c.mu.nextTokenSweep = now.Add(c.cfg.Tokens.ExpiryCheckInterval)
 }
 
 // Start runs the background loop that, while this node leads the quorum,
@@ -217,7 +218,8 @@ func (c *Controller) run(ctx context.Context) {
 }
 
 // tick is one round of the background loop: fence expired sessions and,
-// when due, rebalance leaders, in one batch.
+// when due, rebalance leaders, elect unclean leaders and remove expired
+// delegation tokens, in one batch.
 func (c *Controller) tick(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -252,7 +254,12 @@ func (c *Controller) tick(ctx context.Context) error {
 		c.mu.nextUnclean = now.Add(c.cfg.UncleanLeaderElectionCheckInterval)
 		c.electUncleanLeaders(img, ch)
 	}
-	return c.writeLocked(ctx, ch.records())
+	recs := ch.records()
+	if !now.Before(c.mu.nextTokenSweep) {
+		c.mu.nextTokenSweep = now.Add(c.cfg.Tokens.ExpiryCheckInterval)
+		recs = append(recs, expiredTokens(img, now)...)
+	}
+	return c.writeLocked(ctx, recs)
 }
 
 // electUncleanLeaders elects a leader, unclean if need be, for every

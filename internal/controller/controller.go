@@ -86,6 +86,8 @@ type Config struct {
 	// (metadata.InitialFeatures, from --release-version and --feature);
 	// nil is Samsa's newest levels. Ignored once the log exists.
 	InitialFeatures map[string]int16
+	// Tokens configures delegation tokens (tokens.go).
+	Tokens TokenConfig
 	// Quotas measures the controller_mutation_rate of the clients whose
 	// CreateTopics, CreatePartitions and DeleteTopics brokers forward
 	// (quotas.go); the node keeps its quotas in step with the image. Nil
@@ -127,6 +129,15 @@ func (c *Config) Validate() error {
 	if c.LeaderImbalanceCheckInterval <= 0 {
 		c.LeaderImbalanceCheckInterval = 300 * time.Second
 	}
+	if c.Tokens.MaxLifetime <= 0 {
+		c.Tokens.MaxLifetime = 7 * 24 * time.Hour
+	}
+	if c.Tokens.ExpiryTime <= 0 {
+		c.Tokens.ExpiryTime = 24 * time.Hour
+	}
+	if c.Tokens.ExpiryCheckInterval <= 0 {
+		c.Tokens.ExpiryCheckInterval = time.Hour
+	}
 	if c.UncleanLeaderElectionCheckInterval <= 0 {
 		c.UncleanLeaderElectionCheckInterval = 5 * time.Minute
 	}
@@ -155,8 +166,9 @@ type Controller struct {
 		heard map[int32]bool
 		// nextRebalance is when the loop next checks preferred leaders.
 		nextRebalance time.Time
-		// nextUnclean is when the loop next elects unclean leaders.
-		nextUnclean time.Time
+		// nextUnclean is when the loop next elects unclean leaders,
+		// nextTokenSweep when it next removes expired delegation tokens.
+		nextUnclean, nextTokenSweep time.Time
 		// bootstrapWarned: the warning that BootstrapRecords came too
 		// late was logged.
 		bootstrapWarned bool

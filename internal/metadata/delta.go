@@ -28,11 +28,12 @@ type Delta struct {
 	// ChangedBrokers are ids of brokers (re)registered, unregistered,
 	// fenced, unfenced or put in controlled shutdown.
 	ChangedBrokers []int32
-	// FeaturesChanged, ProducerIDsChanged and QuotasChanged flag those
-	// parts.
+	// FeaturesChanged, ProducerIDsChanged, QuotasChanged and
+	// TokensChanged flag those parts.
 	FeaturesChanged    bool
 	ProducerIDsChanged bool
 	QuotasChanged      bool
+	TokensChanged      bool
 	// ChangedACLs are the ids of ACLs added or removed, sorted: those in
 	// the new image were added, the others (in Prev) removed. An id added
 	// and removed by the same batch is not listed.
@@ -60,6 +61,7 @@ type builder struct {
 	scram    map[ScramKey]bool
 	quotas   bool
 	acls     map[Uuid]bool
+	tokens   bool
 }
 
 func newBuilder(prev *Image) *builder {
@@ -90,6 +92,8 @@ func (b *builder) own(name string) {
 		b.next.features = maps.Clone(b.next.features)
 	case "scram":
 		b.next.scram = maps.Clone(b.next.scram)
+	case "tokens":
+		b.next.tokens = maps.Clone(b.next.tokens)
 	case "quotas":
 		b.next.quotas = maps.Clone(b.next.quotas)
 	case "acls":
@@ -157,6 +161,21 @@ func (b *builder) apply(r Record) error {
 		b.brokers[r.BrokerID] = true
 	case *BrokerRegistrationChangeRecord:
 		return b.applyBrokerChange(r)
+	case *DelegationTokenRecord:
+		if r.TokenID == "" {
+			return fmt.Errorf("delegation token without an id")
+		}
+		b.own("tokens")
+		b.next.tokens[r.TokenID] = DelegationToken{ID: r.TokenID, Owner: r.Owner, Requester: r.Requester,
+			Renewers: slices.Clone(r.Renewers), Issued: r.IssueTimestamp, Max: r.MaxTimestamp, Expiry: r.ExpirationTimestamp}
+		b.tokens = true
+	case *RemoveDelegationTokenRecord:
+		if _, ok := b.next.tokens[r.TokenID]; !ok {
+			return fmt.Errorf("cannot remove unknown delegation token %s", r.TokenID)
+		}
+		b.own("tokens")
+		delete(b.next.tokens, r.TokenID)
+		b.tokens = true
 	case *UnregisterBrokerRecord:
 		br, ok := b.next.brokers[r.BrokerID]
 		if !ok || br.Epoch != r.BrokerEpoch {
@@ -374,7 +393,7 @@ func (b *builder) applyClientQuota(r *ClientQuotaRecord) error {
 // delta summarises what the applied records changed.
 func (b *builder) delta() *Delta {
 	d := &Delta{Prev: b.prev, ChangedPartitions: map[Uuid][]int32{},
-		FeaturesChanged: b.features, ProducerIDsChanged: b.pids, QuotasChanged: b.quotas}
+		FeaturesChanged: b.features, ProducerIDsChanged: b.pids, QuotasChanged: b.quotas, TokensChanged: b.tokens}
 	byName := func(a, c *TopicImage) int { return cmp.Compare(a.Name, c.Name) }
 	for id := range b.created {
 		d.CreatedTopics = append(d.CreatedTopics, b.next.topicsByID[id])

@@ -19,12 +19,13 @@
 //	record = type u8 | version u8 | length uvarint | JSON body (length bytes)
 //
 // type is Kafka's metadata record api key (RegisterBrokerRecord 0,
-// UnregisterBrokerRecord 1, TopicRecord 2, PartitionRecord 3, ConfigRecord
-// 4, PartitionChangeRecord 5,
-// AccessControlEntryRecord 6, RemoveAccessControlEntryRecord 7,
-// RemoveTopicRecord 9, UserScramCredentialRecord 11, FeatureLevelRecord 12,
-// ClientQuotaRecord 14, ProducerIdsRecord 15, BrokerRegistrationChangeRecord 17,
-// RemoveUserScramCredentialRecord 22); version
+// UnregisterBrokerRecord 1, TopicRecord 2, PartitionRecord 3,
+// ConfigRecord 4, PartitionChangeRecord 5, AccessControlEntryRecord 6,
+// RemoveAccessControlEntryRecord 7, RemoveTopicRecord 9,
+// DelegationTokenRecord 10, UserScramCredentialRecord 11,
+// FeatureLevelRecord 12, ClientQuotaRecord 14, ProducerIdsRecord 15,
+// BrokerRegistrationChangeRecord 17, RemoveUserScramCredentialRecord 22,
+// RemoveDelegationTokenRecord 26); version
 // is the version of our JSON body, 0 for all today. JSON keeps the format
 // readable while it settles; the framing lets a binary body replace it per
 // record type without touching the log already written. Uuids encode as

@@ -25,6 +25,20 @@ type Image struct {
 	nextProducerID int64
 	// scram holds the SCRAM credentials by user and mechanism.
 	scram map[ScramKey]ScramCredential
+	// tokens holds the delegation tokens by id.
+	tokens map[string]DelegationToken
+}
+
+// DelegationToken is one delegation token as its DelegationTokenRecord
+// last set it.
+type DelegationToken struct {
+	ID        string
+	Owner     string // "User:alice"
+	Requester string
+	Renewers  []string
+	// Issued, Max and Expiry are Unix milliseconds: when it was created,
+	// past when it cannot be renewed, and when it expires unless renewed.
+	Issued, Max, Expiry int64
 }
 
 // ScramKey names a SCRAM credential: a user and a mechanism (Kafka's
@@ -222,6 +236,7 @@ func NewImage(clusterID string) *Image {
 		configs:    map[ConfigResource]map[string]string{},
 		features:   map[string]int16{},
 		scram:      map[ScramKey]ScramCredential{},
+		tokens:     map[string]DelegationToken{},
 		quotas:     map[QuotaEntity]map[string]float64{},
 		acls:       map[Uuid]ACL{},
 	}
@@ -336,6 +351,19 @@ func compareScramKeys(a, b ScramKey) int {
 	return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Mechanism, b.Mechanism))
 }
 
+// DelegationTokens returns every delegation token, by id.
+func (m *Image) DelegationTokens() []DelegationToken {
+	ts := slices.Collect(maps.Values(m.tokens))
+	slices.SortFunc(ts, func(a, b DelegationToken) int { return cmp.Compare(a.ID, b.ID) })
+	return ts
+}
+
+// DelegationToken looks a delegation token up by id.
+func (m *Image) DelegationToken(id string) (DelegationToken, bool) {
+	t, ok := m.tokens[id]
+	return t, ok
+}
+
 // NextProducerID is the first producer id not yet handed to any broker.
 func (m *Image) NextProducerID() int64 { return m.nextProducerID }
 
@@ -382,6 +410,10 @@ func (m *Image) records() []Record {
 		c := m.scram[k]
 		recs = append(recs, &UserScramCredentialRecord{Name: k.Name, Mechanism: k.Mechanism,
 			Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: c.Iterations})
+	}
+	for _, t := range m.DelegationTokens() {
+		recs = append(recs, &DelegationTokenRecord{TokenID: t.ID, Owner: t.Owner, Requester: t.Requester,
+			Renewers: t.Renewers, IssueTimestamp: t.Issued, MaxTimestamp: t.Max, ExpirationTimestamp: t.Expiry})
 	}
 	entities := slices.Collect(maps.Keys(m.quotas))
 	slices.SortFunc(entities, CompareQuotaEntities)

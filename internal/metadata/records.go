@@ -24,6 +24,10 @@ const (
 	TypeAccessControlEntry       RecordType = 6
 	TypeRemoveAccessControlEntry RecordType = 7
 	TypeRemoveTopic              RecordType = 9
+	// TypeDelegationToken creates or renews a delegation token,
+	// TypeRemoveDelegationToken removes one.
+	TypeDelegationToken       RecordType = 10
+	TypeRemoveDelegationToken RecordType = 26
 	// TypeUserScramCredential sets and TypeRemoveUserScramCredential
 	// removes a user's SCRAM credential for one mechanism.
 	TypeUserScramCredential RecordType = 11
@@ -167,6 +171,27 @@ type RegisterBrokerRecord struct {
 	Features []FeatureRange `json:",omitempty"`
 }
 
+// DelegationTokenRecord creates a delegation token or sets its expiry
+// (Kafka's record of the same name). Principals are in Kafka's
+// "User:alice" form; timestamps are Unix milliseconds. The token's HMAC is
+// not stored: every node derives it from the token id and
+// delegation.token.secret.key.
+type DelegationTokenRecord struct {
+	TokenID             string
+	Owner               string
+	Requester           string
+	Renewers            []string
+	IssueTimestamp      int64
+	MaxTimestamp        int64
+	ExpirationTimestamp int64
+}
+
+// RemoveDelegationTokenRecord removes an expired or expired-at-once
+// delegation token.
+type RemoveDelegationTokenRecord struct {
+	TokenID string
+}
+
 // UnregisterBrokerRecord removes the registration BrokerEpoch of a
 // broker (kafka-cluster unregister).
 type UnregisterBrokerRecord struct {
@@ -225,8 +250,12 @@ func (*ConfigRecord) Type() RecordType           { return TypeConfig }
 func (*RegisterBrokerRecord) Type() RecordType   { return TypeRegisterBroker }
 func (*FeatureLevelRecord) Type() RecordType     { return TypeFeatureLevel }
 func (*UnregisterBrokerRecord) Type() RecordType { return TypeUnregisterBroker }
-func (*ProducerIdsRecord) Type() RecordType      { return TypeProducerIds }
-func (*ClientQuotaRecord) Type() RecordType      { return TypeClientQuota }
+func (*DelegationTokenRecord) Type() RecordType  { return TypeDelegationToken }
+func (*RemoveDelegationTokenRecord) Type() RecordType {
+	return TypeRemoveDelegationToken
+}
+func (*ProducerIdsRecord) Type() RecordType { return TypeProducerIds }
+func (*ClientQuotaRecord) Type() RecordType { return TypeClientQuota }
 func (*AccessControlEntryRecord) Type() RecordType {
 	return TypeAccessControlEntry
 }
@@ -259,6 +288,10 @@ func newRecord(t RecordType) (Record, error) {
 		return &RegisterBrokerRecord{}, nil
 	case TypeUnregisterBroker:
 		return &UnregisterBrokerRecord{}, nil
+	case TypeDelegationToken:
+		return &DelegationTokenRecord{}, nil
+	case TypeRemoveDelegationToken:
+		return &RemoveDelegationTokenRecord{}, nil
 	case TypeFeatureLevel:
 		return &FeatureLevelRecord{}, nil
 	case TypeProducerIds:

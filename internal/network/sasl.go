@@ -73,6 +73,8 @@ const minReauthInterval = time.Second
 // by the reader goroutine.
 type saslSession struct {
 	mechanism string
+	// token reports that the client authenticated with a delegation token.
+	token bool
 	// expires is when the session ends (zero: never); lastReauth when the
 	// latest re-authentication began.
 	expires, lastReauth time.Time
@@ -303,6 +305,8 @@ func (x *exchange) complete() time.Duration {
 	c := x.c
 	c.principal = x.server.Principal()
 	c.sasl.mechanism = x.mechanism
+	t, ok := x.server.(security.TokenAuthenticated)
+	c.sasl.token = ok && t.TokenAuthenticated()
 	now := x.now()
 	lifetime := max(x.cfg.SessionLifetime[x.mechanism], 0)
 	expires := lifetime > 0

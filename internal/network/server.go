@@ -109,6 +109,14 @@ type Conn struct {
 // when it did not).
 func (c *Conn) Principal() security.Principal { return c.principal }
 
+// TokenAuthenticated reports whether the client authenticated with a
+// delegation token.
+func (c *Conn) TokenAuthenticated() bool { return c.sasl.token }
+
+// UsesSASL reports whether the connection's listener authenticates
+// clients with SASL.
+func (c *Conn) UsesSASL() bool { return c.srv.cfg.SASL != nil }
+
 // Listener names the listener the connection arrived on.
 func (c *Conn) Listener() string { return c.srv.cfg.Listener }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The server side of a SCRAM exchange, as Kafka's ScramSaslServer:
@@ -20,14 +21,44 @@ import (
 // in constant time. An unknown user fails at the first message with the
 // generic message (Kafka's behaviour: its SaslException).
 //
-// Extensions: tokenauth=true asks for delegation-token authentication,
-// which Samsa does not have, so it fails; other extensions are ignored,
-// as Kafka ignores them.
+// Extensions: tokenauth=true asks for delegation-token authentication:
+// the user name is a token id and the password the token's HMAC (base64);
+// the client authenticates as the token's owner, marked as authenticated
+// by a token (TokenAuthenticated), for a session that ends when the token
+// expires. Without delegation tokens it fails. Other extensions are
+// ignored, as Kafka ignores them.
 
 // NewScramServer returns the server side of one SCRAM exchange with
-// credentials from creds.
+// credentials from creds and no delegation tokens.
 func NewScramServer(m ScramMechanism, creds ScramCredentials) SASLServer {
-	return &scramServer{mech: m, creds: creds, nonce: randomNonce}
+	return NewScramServerWithTokens(m, creds, nil)
+}
+
+// NewScramServerWithTokens is NewScramServer that also authenticates
+// with the delegation tokens of tokens (nil: none).
+func NewScramServerWithTokens(m ScramMechanism, creds ScramCredentials, tokens DelegationTokenCredentials) SASLServer {
+	return &scramServer{mech: m, creds: creds, tokens: tokens, nonce: randomNonce}
+}
+
+// DelegationTokenCredentials looks up the SCRAM credential of a delegation
+// token id for a mechanism; false when there is no such token.
+type DelegationTokenCredentials func(m ScramMechanism, id string) (TokenCredential, bool)
+
+// TokenCredential is what authenticating with a delegation token needs:
+// the SCRAM credential its HMAC makes, its owner and its expiry.
+type TokenCredential struct {
+	Credential ScramCredential
+	Owner      Principal
+	Expiry     time.Time
+}
+
+// TokenAuthenticated is a SASLServer that may authenticate clients with
+// delegation tokens: such clients may not manage tokens (Kafka's
+// DELEGATION_TOKEN_REQUEST_NOT_ALLOWED).
+type TokenAuthenticated interface {
+	// TokenAuthenticated reports, once Step reported done, whether the
+	// client authenticated with a delegation token.
+	TokenAuthenticated() bool
 }
 
 type scramState int
@@ -40,9 +71,13 @@ const (
 )
 
 type scramServer struct {
-	mech  ScramMechanism
-	creds ScramCredentials
-	nonce func() string // the server's part of the nonce
+	mech   ScramMechanism
+	creds  ScramCredentials
+	tokens DelegationTokenCredentials
+	nonce  func() string // the server's part of the nonce
+	// token is the delegation token the client authenticates with, if
+	// it asked for tokenauth.
+	token *TokenCredential
 
 	state       scramState
 	user        string
@@ -86,12 +121,18 @@ func (s *scramServer) clientFirst(token []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if first.Extensions["tokenauth"] == "true" {
-		return nil, fmt.Errorf("delegation token authentication is not supported")
-	}
 	var cred ScramCredential
 	ok := false
-	if s.creds != nil {
+	switch {
+	case first.Extensions["tokenauth"] == "true":
+		if s.tokens == nil {
+			return nil, fmt.Errorf("delegation token authentication is not enabled")
+		}
+		var t TokenCredential
+		if t, ok = s.tokens(s.mech, first.User); ok {
+			cred, s.token = t.Credential, &t
+		}
+	case s.creds != nil:
 		cred, ok = s.creds(s.mech, first.User)
 	}
 	if !ok {
@@ -151,4 +192,20 @@ func (s *scramServer) combinedNonce() string {
 	return v
 }
 
-func (s *scramServer) Principal() Principal { return User(s.user) }
+func (s *scramServer) Principal() Principal {
+	if s.token != nil {
+		return s.token.Owner
+	}
+	return User(s.user)
+}
+
+func (s *scramServer) TokenAuthenticated() bool { return s.token != nil }
+
+// CredentialExpiry is a delegation token's expiry (ExpiringCredential);
+// zero for a user's credential, which does not expire.
+func (s *scramServer) CredentialExpiry() time.Time {
+	if s.token != nil {
+		return s.token.Expiry
+	}
+	return time.Time{}
+}

@@ -261,6 +261,12 @@ func (s *Server) startController(context.Context) error {
 		BootstrapRecords:             boot,
 		InitialFeatures:              features,
 		Quotas:                       quotas,
+		Tokens: controller.TokenConfig{
+			SecretKey:           cfg.DelegationTokenSecretKey,
+			MaxLifetime:         time.Duration(cfg.DelegationTokenMaxLifetimeMs) * time.Millisecond,
+			ExpiryTime:          time.Duration(cfg.DelegationTokenExpiryTimeMs) * time.Millisecond,
+			ExpiryCheckInterval: time.Duration(cfg.DelegationTokenExpiryCheckIntervalMs) * time.Millisecond,
+		},
 	})
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"strings"
@@ -26,6 +27,9 @@ func isSASL(protocol string) bool { return protocol == "SASL_PLAINTEXT" || proto
 // JWKS validator.
 type saslDeps struct {
 	scram security.ScramCredentials
+	// tokens are the SCRAM credentials of delegation tokens; nil when
+	// delegation.token.secret.key is unset.
+	tokens security.DelegationTokenCredentials
 	// jwks starts the key set of a listener's JWKS validator.
 	jwks func(listener string, c security.JWKSConfig) (*security.JWKS, error)
 }
@@ -34,7 +38,8 @@ type saslDeps struct {
 // them are loaded within ctx.
 func (s *Server) saslDeps(ctx context.Context) *saslDeps {
 	return &saslDeps{
-		scram: s.scramCredentials(),
+		scram:  s.scramCredentials(),
+		tokens: s.tokenCredentials(),
 		jwks: func(listener string, c security.JWKSConfig) (*security.JWKS, error) {
 			return s.startJWKS(ctx, listener, c)
 		},
@@ -70,8 +75,9 @@ func saslListener(cfg *config.Config, listener string, deps *saslDeps) (*network
 		SessionLifetime:           map[string]time.Duration{},
 	}
 	var scram security.ScramCredentials
+	var tokens security.DelegationTokenCredentials
 	if deps != nil {
-		scram = deps.scram
+		scram, tokens = deps.scram, deps.tokens
 	}
 	warnings := l.Warnings
 	servers := map[string]func() security.SASLServer{}
@@ -101,7 +107,7 @@ func saslListener(cfg *config.Config, listener string, deps *saslDeps) (*network
 				}
 			}
 			mech, _ := security.ScramMechanismByName(m)
-			servers[m] = func() security.SASLServer { return security.NewScramServer(mech, scram) }
+			servers[m] = func() security.SASLServer { return security.NewScramServerWithTokens(mech, scram, tokens) }
 		case security.MechanismOAuthBearer:
 			o, err := newOAuthBearer(cfg, listener, jaas, hasJAAS)
 			if err != nil {
@@ -168,6 +174,36 @@ func (s *Server) scramCredentials() security.ScramCredentials {
 	return func(m security.ScramMechanism, user string) (security.ScramCredential, bool) {
 		c, ok := s.loader.Image().ScramCredential(user, int8(m))
 		return security.ScramCredential{Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: c.Iterations}, ok
+	}
+}
+
+// tokenCredentials authenticates with the delegation tokens of the
+// metadata image: a token's SCRAM password is its HMAC in base64, from
+// which each authentication derives a credential with a fresh salt and
+// the minimum iterations, as Kafka's brokers keep one per token. Nil
+// when delegation tokens are disabled.
+func (s *Server) tokenCredentials() security.DelegationTokenCredentials {
+	secret := s.cfg.DelegationTokenSecretKey
+	if secret == "" {
+		return nil
+	}
+	return func(m security.ScramMechanism, id string) (security.TokenCredential, bool) {
+		t, ok := s.loader.Image().DelegationToken(id)
+		if !ok {
+			return security.TokenCredential{}, false
+		}
+		owner, ok := security.ParsePrincipal(t.Owner)
+		if !ok {
+			return security.TokenCredential{}, false
+		}
+		salt := make([]byte, 32)
+		rand.Read(salt)
+		password := base64.StdEncoding.EncodeToString(security.DelegationTokenHMAC(secret, id))
+		return security.TokenCredential{
+			Credential: m.NewCredential(password, salt, security.ScramMinIterations),
+			Owner:      owner,
+			Expiry:     time.UnixMilli(min(t.Expiry, t.Max)),
+		}, true
 	}
 }
 

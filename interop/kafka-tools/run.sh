@@ -6,7 +6,7 @@
 # reading Samsa's segment, offset-index and time-index files directly after
 # a clean stop;
 # then SASL/SCRAM with the Java client (users from ConfigCommand, KIP-368
-# re-authentication), and AclCommand against a node with an authorizer.
+# re-authentication, delegation tokens from DelegationTokenCommand), and AclCommand against a node with an authorizer.
 # Needs SAMSA_BIN, INTEROP_RESULTS and KAFKA_TOOLS_DIR (the jars that
 # `mvn dependency:copy-dependencies` put there; see ../run).
 set -uo pipefail
@@ -192,7 +192,8 @@ expect_eq "$C" "DumpLogSegments --index-sanity-check" "2" "$(grep -c 'passed san
 start_samsa "$work/sasl" PLAINTEXT \
 	'listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0' \
 	'sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512' \
-	'listener.name.sasl_plaintext.connections.max.reauth.ms=2000' ||
+	'listener.name.sasl_plaintext.connections.max.reauth.ms=2000' \
+	'delegation.token.secret.key=tools-token-secret' ||
 	{ record "$C" "SASL: start samsa" fail "server did not start"; exit 1; }
 B=$SAMSA_ADDR
 S=$(listener_addr "$work/sasl" SASL_PLAINTEXT)
@@ -229,6 +230,41 @@ if [ -z "$got" ] && [ "$failed" -ge 1 ]; then
 	record "$C" "SASL wrong password refused" pass
 else
 	record "$C" "SASL wrong password refused" fail "consumed '$got', $failed failed authentications logged"
+fi
+# DelegationTokenCommand (kafka-delegation-tokens.sh): the SCRAM user
+# creates a token, a consumer authenticates with it (SCRAM with
+# tokenauth=true) and reads as that user, describe lists it, expire
+# removes it. (Describe names the owner: without one the tool sends an
+# empty owner list, for which Kafka, and so Samsa, lists nothing.)
+sed -i 's/wrong/tools-secret/' "$work/scram.properties"
+out=$(kt DelegationTokenCommand --bootstrap-server "$S" --command-config "$work/scram.properties" --create \
+	--max-life-time-period -1 --renewer-principal User:renewer 2>&1)
+read -r token_id token_hmac < <(awk '$3 == "User:tools" { print $1, $2 }' <<<"$out")
+if [ -n "${token_hmac:-}" ]; then
+	record "$C" "DelegationTokenCommand --create" pass
+	cat >"$work/token.properties" <<PROPS
+security.protocol=SASL_PLAINTEXT
+sasl.mechanism=SCRAM-SHA-512
+sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="$token_id" password="$token_hmac" tokenauth="true";
+PROPS
+	out=$(kt consumer.ConsoleConsumer --bootstrap-server "$S" --topic sasl --partition 0 --offset earliest \
+		--max-messages 6 --timeout-ms 20000 --command-config "$work/token.properties" 2>/dev/null | tr '\n' ' ')
+	expect_eq "$C" "ConsoleConsumer authenticated by a delegation token" "slow-1 slow-2 slow-3 slow-4 slow-5 slow-6 " "$out"
+	out=$(kt DelegationTokenCommand --bootstrap-server "$S" --command-config "$work/scram.properties" --describe \
+		--owner-principal User:tools 2>&1)
+	hmac_re=$(sed 's/[][\.*^$+?(){}|]/\\&/g' <<<"$token_hmac")
+	has "DelegationTokenCommand --describe" "$out" "^$token_id +$hmac_re +User:tools +User:tools +\\[User:renewer\\]"
+	out=$(kt DelegationTokenCommand --bootstrap-server "$S" --command-config "$work/scram.properties" --expire \
+		--expiry-time-period -1 --hmac "$token_hmac" 2>&1)
+	out+=$'\n'$(kt DelegationTokenCommand --bootstrap-server "$S" --command-config "$work/scram.properties" --describe \
+		--owner-principal User:tools 2>&1)
+	if grep -q "Completed expire operation" <<<"$out" && ! grep -q "^$token_id" <<<"$out"; then
+		record "$C" "DelegationTokenCommand --expire" pass
+	else
+		record "$C" "DelegationTokenCommand --expire" fail "$(head -c 200 <<<"$out")"
+	fi
+else
+	record "$C" "DelegationTokenCommand --create" fail "no token for User:tools in: $(head -c 200 <<<"$out")"
 fi
 stop_samsa
 
