@@ -404,25 +404,28 @@ func TestRobustUnservedAPIsAnswered(t *testing.T) {
 		return resp
 	}
 
-	ddt := request(kmsg.NewPtrDescribeDelegationTokenRequest()).(*kmsg.DescribeDelegationTokenResponse)
-	wantCode(t, "DescribeDelegationToken v3", ddt.ErrorCode, kerr.UnsupportedVersion)
-	if ddt.Version != 3 || len(ddt.TokenDetails) != 0 {
-		t.Fatalf("DescribeDelegationToken: version %d, %d tokens", ddt.Version, len(ddt.TokenDetails))
+	// AlterReplicaLogDirs (intra-broker moves, JBOD) is not served.
+	ard := kmsg.NewPtrAlterReplicaLogDirsRequest()
+	dir := kmsg.NewAlterReplicaLogDirsRequestDir()
+	dir.Dir = "/elsewhere"
+	dt := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
+	dt.Topic, dt.Partitions = "t", []int32{0, 1}
+	dir.Topics = append(dir.Topics, dt)
+	ard.Dirs = append(ard.Dirs, dir)
+	// Sent to the broker itself: franz-go would route it by topic.
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ardResp, err := cl.Broker(1).Request(rctx, ard)
+	cancel()
+	if err != nil {
+		t.Fatalf("AlterReplicaLogDirs: %v, want an answer", err)
 	}
-	lcr := request(kmsg.NewPtrListConfigResourcesRequest()).(*kmsg.ListConfigResourcesResponse)
-	wantCode(t, "ListConfigResources v1", lcr.ErrorCode, kerr.UnsupportedVersion)
-	sgd := kmsg.NewPtrShareGroupDescribeRequest()
-	sgd.GroupIDs = []string{"g"}
-	groups := request(sgd).(*kmsg.ShareGroupDescribeResponse).Groups
-	if len(groups) != 1 || groups[0].GroupID != "g" {
-		t.Fatalf("ShareGroupDescribe: %+v", groups)
+	topics := ardResp.(*kmsg.AlterReplicaLogDirsResponse).Topics
+	if len(topics) != 1 || topics[0].Topic != "t" || len(topics[0].Partitions) != 2 {
+		t.Fatalf("AlterReplicaLogDirs: %+v", topics)
 	}
-	wantCode(t, "ShareGroupDescribe", groups[0].ErrorCode, kerr.UnsupportedVersion)
-	// A served API above the versions Samsa advertises: EndTxn v5 (KIP-890).
-	end := kmsg.NewPtrEndTxnRequest()
-	end.TransactionalID = "t"
-	wantCode(t, "EndTxn v5", request(end).(*kmsg.EndTxnResponse).ErrorCode, kerr.UnsupportedVersion)
-
+	for _, p := range topics[0].Partitions {
+		wantCode(t, "AlterReplicaLogDirs", p.ErrorCode, kerr.UnsupportedVersion)
+	}
 	// The connection that carried them still serves.
 	md := request(kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse)
 	if len(md.Brokers) != 1 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/wire"
@@ -176,5 +177,30 @@ func checkKeys(t *testing.T, b *Broker, av *kmsg.ApiVersionsResponse) {
 		if k.ApiKey != int16(r.Key) || k.MinVersion != r.Min || k.MaxVersion != r.Max {
 			t.Errorf("key %d: got %d v%d-%d, want %d v%d-%d", i, k.ApiKey, k.MinVersion, k.MaxVersion, r.Key, r.Min, r.Max)
 		}
+	}
+}
+
+// Every version a Kafka 4.4 broker listener serves is either served or
+// refused with an answer (unserved.go): a served API above Samsa's
+// maximum, and an API Samsa does not serve, such as AlterReplicaLogDirs.
+func TestKafkaVersionsServedOrRefused(t *testing.T) {
+	b := New(Config{})
+	kversion.V4_4_0().EachMaxKeyVersion(func(k, max int16) {
+		if kmsg.Key(k) == kmsg.ApiVersions || kmsg.RequestForKey(k) == nil {
+			return
+		}
+		max = min(max, kmsg.RequestForKey(k).MaxVersion())
+		lo := kafkaMinVersions[kmsg.Key(k)]
+		if r, ok := b.Versions().Range(k); ok {
+			lo = r.Min
+		}
+		for v := lo; v <= max; v++ {
+			if !b.Versions().Serves(k, v) && !b.Versions().Refuses(k, v) {
+				t.Errorf("%s v%d: neither served nor refused with an answer", kmsg.NameForKey(k), v)
+			}
+		}
+	})
+	if b.Versions().Serves(int16(kmsg.AlterReplicaLogDirs), 2) || !b.Versions().Refuses(int16(kmsg.AlterReplicaLogDirs), 2) {
+		t.Error("AlterReplicaLogDirs v2: want refused with an answer")
 	}
 }

@@ -25,9 +25,29 @@ import (
 // A response list with nothing to mirror stays empty, and top-level
 // fields other than errors keep their defaults (a heartbeat's member
 // epoch is not echoed back).
+//
+// AlterReplicaLogDirs names its partitions under directories, which its
+// response does not have: each of its topics comes back with its
+// partitions, as Kafka's AlterReplicaLogDirsRequest answers.
 func ErrorResponse(req kmsg.Request, code *kerr.Error, message string) kmsg.Response {
 	resp := req.ResponseKind()
 	resp.SetVersion(req.GetVersion())
+	if r, ok := req.(*kmsg.AlterReplicaLogDirsRequest); ok {
+		out := resp.(*kmsg.AlterReplicaLogDirsResponse)
+		for _, d := range r.Dirs {
+			for _, t := range d.Topics {
+				rt := kmsg.NewAlterReplicaLogDirsResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewAlterReplicaLogDirsResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p, code.Code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				out.Topics = append(out.Topics, rt)
+			}
+		}
+		return out
+	}
 	fillError(reflect.ValueOf(req).Elem(), reflect.ValueOf(resp).Elem(), code.Code, message, true)
 	return resp
 }
