@@ -464,6 +464,16 @@ func (s *Server) startShares(context.Context) error {
 	return nil
 }
 
+// SharePersister is how this node reads and writes the state of share
+// partitions (share.NewPersister over its share coordinator); nil on a
+// controller-only node.
+func (s *Server) SharePersister() share.Persister {
+	if s.sharePersister == nil {
+		return nil
+	}
+	return s.sharePersister
+}
+
 func (s *Server) startBroker(context.Context) error {
 	activeController := func() int32 {
 		if id := s.raft.Leader(); id != 0 {
