@@ -27,6 +27,9 @@ type ShareCoordinator interface {
 	PartitionForKey(key string) (int32, error)
 	Load(partition, epoch int32, log coordinator.PartitionLog)
 	Unload(partition int32)
+	// TopicsDeleted drops, in the background, the state of the share
+	// partitions of deleted topics.
+	TopicsDeleted(ids [][16]byte)
 
 	InitializeState(ctx context.Context, req *kmsg.InitializeShareGroupStateRequest) *kmsg.InitializeShareGroupStateResponse
 	ReadState(ctx context.Context, req *kmsg.ReadShareGroupStateRequest) *kmsg.ReadShareGroupStateResponse
@@ -71,8 +74,9 @@ func (b *Broker) shareStateTopicSpec() kmsg.CreateTopicsRequestTopic {
 }
 
 // publishShareStateTopic loads the partitions of __share_group_state this
-// node leads into the share coordinator and unloads the rest.
-func (b *Broker) publishShareStateTopic(img *metadata.Image) {
+// node leads into the share coordinator and unloads the rest, and has it
+// drop the state of the share partitions of deleted topics.
+func (b *Broker) publishShareStateTopic(d *metadata.Delta, img *metadata.Image) {
 	if b.cfg.Shares == nil {
 		return
 	}
@@ -84,6 +88,11 @@ func (b *Broker) publishShareStateTopic(img *metadata.Image) {
 		func(partition, epoch int32, p *replica.Partition) {
 			b.cfg.Shares.Load(partition, epoch, &coordinator.ReplicaLog{P: p, Now: b.cfg.Now, CommitTimeout: timeout})
 		}, b.cfg.Shares.Unload)
+	var deleted [][16]byte
+	for _, t := range d.DeletedTopics {
+		deleted = append(deleted, t.ID)
+	}
+	b.cfg.Shares.TopicsDeleted(deleted)
 }
 
 // shareStateRefusal is the code every partition of a share-group state

@@ -192,3 +192,47 @@ func clone(v *value) *value {
 	n.Batches = append([]Batch(nil), v.Batches...)
 	return &n
 }
+
+// TopicsDeleted drops the state of every share partition of the deleted
+// topics, on each partition of __share_group_state this node leads, with
+// tombstones written in the background (Kafka's maybeCleanupShareState on
+// a metadata update): nothing could delete that state afterwards, as
+// every RPC on it answers UNKNOWN_TOPIC_OR_PARTITION.
+func (c *Coordinator) TopicsDeleted(ids [][16]byte) {
+	if len(ids) == 0 {
+		return
+	}
+	deleted := make(map[[16]byte]bool, len(ids))
+	for _, id := range ids {
+		deleted[id] = true
+	}
+	for _, p := range c.rt.Partitions() {
+		c.rt.Go(func() {
+			select {
+			case <-p.Loaded():
+			case <-p.Context().Done():
+				return
+			}
+			p.Write(p.Context(), func() ([]coordinator.KV, func(error)) {
+				var kvs []coordinator.KV
+				for k := range p.Shard.mu.states {
+					if deleted[k.TopicID] {
+						kvs = append(kvs, tombstoneRecord(k))
+					}
+				}
+				if len(kvs) == 0 {
+					return nil, nil
+				}
+				return kvs, func(err error) {
+					if err != nil {
+						c.cfg.Logger.Warn("cannot drop the share state of deleted topics", "topic", StateTopic, "partition", p.ID, "err", err)
+						return
+					}
+					for _, kv := range kvs {
+						_ = p.Shard.replayLocked(kv)
+					}
+				}
+			})
+		})
+	}
+}

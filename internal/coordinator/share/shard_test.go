@@ -237,3 +237,28 @@ func TestCoordinatorErrors(t *testing.T) {
 		t.Fatalf("no topics: %+v", resp)
 	}
 }
+
+func TestTopicsDeletedDropsTheirState(t *testing.T) {
+	log := &coordtest.MemLog{}
+	c := newTestCoordinator(t, log, 500)
+	wantCode(t, "initialize", initialize(c, "g", topicA, 0, 0, 10), nil)
+	wantCode(t, "initialize other group", initialize(c, "h", topicA, 1, 0, 20), nil)
+	c.TopicsDeleted([][16]byte{unknown}) // holds nothing
+	c.TopicsDeleted([][16]byte{topicA})
+	deadline := time.Now().Add(5 * time.Second)
+	for summary(c, "g", 0).StartOffset != -1 || summary(c, "h", 1).StartOffset != -1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("state of the deleted topic still there: %+v %+v", summary(c, "g", 0), summary(c, "h", 1))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	tombstones := 0
+	for _, kv := range log.Records() {
+		if kv.Value == nil {
+			tombstones++
+		}
+	}
+	if tombstones != 2 {
+		t.Fatalf("%d tombstones in the log, want 2", tombstones)
+	}
+}
