@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/servertest"
 )
 
 // shareBatch is a state batch as the share-group state RPCs carry it.
@@ -248,4 +250,75 @@ func configValue(configs []kadm.Config, key string) string {
 		}
 	}
 	return fmt.Sprintf("<%s unset>", key)
+}
+
+// TestShareStatePruned checks that __share_group_state does not grow
+// without bound: its redundant records are deleted (the log start offset
+// moves) while the share partition keeps its state, across a restart.
+func TestShareStatePruned(t *testing.T) {
+	ctx := testContext(t)
+	dir := t.TempDir()
+	prune := "share.coordinator.state.topic.prune.interval.ms=100"
+	srv := servertest.StartIn(t, dir, prune)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(servertest.Addr(srv)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
+	created, err := adm.CreateTopic(ctx, 1, 1, nil, "queue")
+	if err != nil || created.Err != nil {
+		t.Fatalf("create topic: %v %v", err, created.Err)
+	}
+	s := shareRPC{t: t, cl: cl, group: "workers", topic: created.ID}
+	// The first FindCoordinator for a share key creates the topic.
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorType, fc.CoordinatorKeys = 2, []string{shareKey("workers", created.ID, 0)}
+	if co := s.do(ctx, fc).(*kmsg.FindCoordinatorResponse).Coordinators[0]; co.ErrorCode != 0 {
+		t.Fatalf("find coordinator: %v", kerr.ErrorForCode(co.ErrorCode))
+	}
+	code := s.initialize(ctx, 0, 0, 0)
+	for deadline := time.Now().Add(10 * time.Second); loadingCode(code) && time.Now().Before(deadline); code = s.initialize(ctx, 0, 0, 0) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	wantShareCode(t, "initialize", code, nil)
+	for off := range int64(40) {
+		wantShareCode(t, "write", s.write(ctx, 0, 0, -1, -1, shareBatch{off, off, 2, 1}), nil)
+	}
+	want := []shareBatch{{0, 39, 2, 1}}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		starts, err := adm.ListStartOffsets(ctx, "__share_group_state")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pruned := int64(0)
+		starts.Each(func(o kadm.ListedOffset) { pruned += o.Offset })
+		if pruned >= 40 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("__share_group_state not pruned: log start offsets sum to %d", pruned)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code, start, batches := s.read(ctx, 0, 0); code != 0 || start != 0 || !reflect.DeepEqual(batches, want) {
+		t.Fatalf("read after pruning: %v start %d batches %v", kerr.ErrorForCode(code), start, batches)
+	}
+	cl.Close()
+	srv.Close()
+
+	srv = servertest.StartIn(t, dir, prune)
+	if s.cl, err = kgo.NewClient(kgo.SeedBrokers(servertest.Addr(srv))); err != nil {
+		t.Fatal(err)
+	}
+	defer s.cl.Close()
+	var batches []shareBatch
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if code, _, batches = s.read(ctx, 0, 0); !loadingCode(code) || time.Now().After(deadline) {
+			break
+		}
+	}
+	if code != 0 || !reflect.DeepEqual(batches, want) {
+		t.Fatalf("read after a restart on the pruned log: %v batches %v", kerr.ErrorForCode(code), batches)
+	}
 }

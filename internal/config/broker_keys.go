@@ -189,6 +189,7 @@ var brokerKeyList = []*Key{
 	k("share.coordinator.write.timeout.ms", Int, "5000", atLeast(1), High, ReadOnly, "How long a write to __share_group_state waits to be replicated."),
 	k("share.coordinator.threads", Int, "1", atLeast(1), Medium, ReadOnly, "Share coordinator threads (Samsa runs each shard on the request's goroutine)."),
 	k("share.coordinator.load.buffer.size", Int, "5242880", atLeast(1), High, ReadOnly, "Read batch size when loading share-group state."),
+	internal(k("share.coordinator.state.topic.prune.interval.ms", Int, "300000", atLeast(1), Low, ReadOnly, "How often the share coordinator deletes the redundant records of __share_group_state.")),
 	k("share.coordinator.append.linger.ms", Int, "-1", atLeast(-1), Medium, ReadOnly, "How long share coordinator writes wait to be batched (Samsa writes at once)."),
 
 	// Transactions, producer ids and __transaction_state.

@@ -183,11 +183,14 @@ type Config struct {
 	// ShareCoordinatorStateTopicNumPartitions and ...SegmentBytes shape
 	// __share_group_state; ShareCoordinatorSnapshotUpdateRecordsPerSnapshot
 	// is share.coordinator.snapshot.update.records.per.snapshot and
-	// ShareCoordinatorWriteTimeoutMs share.coordinator.write.timeout.ms.
+	// ShareCoordinatorWriteTimeoutMs share.coordinator.write.timeout.ms;
+	// ShareCoordinatorStateTopicPruneIntervalMs is the internal
+	// share.coordinator.state.topic.prune.interval.ms.
 	ShareCoordinatorStateTopicNumPartitions          int32
 	ShareCoordinatorStateTopicSegmentBytes           int32
 	ShareCoordinatorSnapshotUpdateRecordsPerSnapshot int32
 	ShareCoordinatorWriteTimeoutMs                   int32
+	ShareCoordinatorStateTopicPruneIntervalMs        int32
 
 	TransactionStateLogReplicationFactor int16
 	TransactionStateLogMinISR            int
@@ -520,6 +523,7 @@ func (c *Config) fill() error {
 	c.ShareCoordinatorStateTopicSegmentBytes = c.i32("share.coordinator.state.topic.segment.bytes")
 	c.ShareCoordinatorSnapshotUpdateRecordsPerSnapshot = c.i32("share.coordinator.snapshot.update.records.per.snapshot")
 	c.ShareCoordinatorWriteTimeoutMs = c.i32("share.coordinator.write.timeout.ms")
+	c.ShareCoordinatorStateTopicPruneIntervalMs = c.i32("share.coordinator.state.topic.prune.interval.ms")
 
 	c.TransactionStateLogReplicationFactor = c.i16("transaction.state.log.replication.factor")
 	c.TransactionStateLogMinISR = int(c.i32("transaction.state.log.min.isr"))

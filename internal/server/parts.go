@@ -429,6 +429,7 @@ func (s *Server) startShares(context.Context) error {
 	scfg := share.Config{
 		NumPartitions:                    cfg.ShareCoordinatorStateTopicNumPartitions,
 		SnapshotUpdateRecordsPerSnapshot: int(cfg.ShareCoordinatorSnapshotUpdateRecordsPerSnapshot),
+		PruneInterval:                    time.Duration(cfg.ShareCoordinatorStateTopicPruneIntervalMs) * time.Millisecond,
 		TopicPartitions: func(id [16]byte) (int32, bool) {
 			t, ok := s.loader.Image().TopicByID(metadata.Uuid(id))
 			if !ok {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -36,6 +37,10 @@ type Config struct {
 	// for partitions that exist (UNKNOWN_TOPIC_OR_PARTITION otherwise).
 	// Required.
 	TopicPartitions func(topicID [16]byte) (int32, bool)
+	// PruneInterval is share.coordinator.state.topic.prune.interval.ms
+	// (5 min when zero): how often each partition's redundant records are
+	// deleted (prune.go).
+	PruneInterval time.Duration
 	// Now stamps snapshots (time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -44,6 +49,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.NumPartitions == 0 {
 		c.NumPartitions = 50
+	}
+	if c.PruneInterval <= 0 {
+		c.PruneInterval = 5 * time.Minute
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -75,6 +83,12 @@ func (c Config) Validate() error {
 type Coordinator struct {
 	cfg Config
 	rt  *coordinator.Runtime[*shard]
+
+	// logs are the logs of the loaded partitions, for pruning.
+	logs struct {
+		sync.Mutex
+		byPartition map[int32]coordinator.PartitionLog
+	}
 }
 
 // New returns a coordinator with no loaded partitions.
@@ -82,6 +96,8 @@ func New(cfg Config) *Coordinator {
 	c := &Coordinator{cfg: cfg.withDefaults()}
 	c.rt = coordinator.NewRuntime(coordinator.Config{Topic: StateTopic, NumPartitions: c.cfg.NumPartitions, Logger: c.cfg.Logger},
 		func(p *coordinator.Partition[*shard]) *shard { return newShard(c, p) })
+	c.logs.byPartition = map[int32]coordinator.PartitionLog{}
+	c.rt.Every(c.cfg.PruneInterval, func(p *coordinator.Partition[*shard]) { c.prune(p.Context(), p) })
 	return c
 }
 
@@ -89,11 +105,26 @@ func New(cfg Config) *Coordinator {
 // __share_group_state at leader epoch; its log is replayed in the
 // background (COORDINATOR_LOAD_IN_PROGRESS until then).
 func (c *Coordinator) Load(partition, epoch int32, log coordinator.PartitionLog) {
+	c.logs.Lock()
+	c.logs.byPartition[partition] = log
+	c.logs.Unlock()
 	c.rt.Load(partition, epoch, log)
 }
 
 // Unload drops the partition's state.
-func (c *Coordinator) Unload(partition int32) { c.rt.Unload(partition) }
+func (c *Coordinator) Unload(partition int32) {
+	c.rt.Unload(partition)
+	c.logs.Lock()
+	delete(c.logs.byPartition, partition)
+	c.logs.Unlock()
+}
+
+// logOf is the log partition was loaded from.
+func (c *Coordinator) logOf(partition int32) coordinator.PartitionLog {
+	c.logs.Lock()
+	defer c.logs.Unlock()
+	return c.logs.byPartition[partition]
+}
 
 // Close unloads every partition.
 func (c *Coordinator) Close() { c.rt.Close() }
