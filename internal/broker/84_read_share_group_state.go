@@ -37,7 +37,6 @@ func handleReadShareGroupState(ctx context.Context, b *Broker, c *network.Conn, 
 			for _, p := range t.Partitions {
 				rp := kmsg.NewReadShareGroupStateResponseTopicPartition()
 				rp.Partition, rp.ErrorCode, rp.ErrorMessage = p.Partition, code, msg
-				rp.StartOffset = -1
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)

@@ -18,6 +18,35 @@ import (
 // As in Kafka, a request with an empty group id, no topics, or a topic
 // with no partitions is answered with no results at all.
 
+// dedupe merges the topics of a request that have the same id and drops
+// repeated partitions: Kafka's coordinator keys its answers by topic and
+// partition, so each is answered once (in order of first appearance
+// here).
+func dedupe[T, P any](topics []T, id func(*T) [16]byte, parts func(*T) *[]P, part func(*P) int32) []T {
+	var out []T
+	at := map[[16]byte]int{}
+	seen := map[[16]byte]map[int32]bool{}
+	for _, t := range topics {
+		tid := id(&t)
+		i, ok := at[tid]
+		if !ok {
+			nt := t
+			*parts(&nt) = nil
+			out = append(out, nt)
+			i = len(out) - 1
+			at[tid] = i
+			seen[tid] = map[int32]bool{}
+		}
+		for _, p := range *parts(&t) {
+			if n := part(&p); !seen[tid][n] {
+				seen[tid][n] = true
+				*parts(&out[i]) = append(*parts(&out[i]), p)
+			}
+		}
+	}
+	return out
+}
+
 // each runs fn for every (topic, partition) index pair of a request
 // concurrently and waits; counts[i] is the partition count of topic i.
 func each(counts []int, fn func(t, p int)) {
@@ -50,6 +79,13 @@ func malformed(group string, counts []int) bool {
 // InitializeState serves InitializeShareGroupState.
 func (c *Coordinator) InitializeState(ctx context.Context, req *kmsg.InitializeShareGroupStateRequest) *kmsg.InitializeShareGroupStateResponse {
 	resp := req.ResponseKind().(*kmsg.InitializeShareGroupStateResponse)
+	dup := *req
+	req = &dup
+	req.Topics = dedupe(req.Topics, func(t *kmsg.InitializeShareGroupStateRequestTopic) [16]byte { return t.TopicID },
+		func(t *kmsg.InitializeShareGroupStateRequestTopic) *[]kmsg.InitializeShareGroupStateRequestTopicPartition {
+			return &t.Partitions
+		},
+		func(p *kmsg.InitializeShareGroupStateRequestTopicPartition) int32 { return p.Partition })
 	counts := make([]int, len(req.Topics))
 	for i, t := range req.Topics {
 		counts[i] = len(t.Partitions)
@@ -78,6 +114,13 @@ func (c *Coordinator) InitializeState(ctx context.Context, req *kmsg.InitializeS
 // ReadState serves ReadShareGroupState.
 func (c *Coordinator) ReadState(ctx context.Context, req *kmsg.ReadShareGroupStateRequest) *kmsg.ReadShareGroupStateResponse {
 	resp := req.ResponseKind().(*kmsg.ReadShareGroupStateResponse)
+	dup := *req
+	req = &dup
+	req.Topics = dedupe(req.Topics, func(t *kmsg.ReadShareGroupStateRequestTopic) [16]byte { return t.TopicID },
+		func(t *kmsg.ReadShareGroupStateRequestTopic) *[]kmsg.ReadShareGroupStateRequestTopicPartition {
+			return &t.Partitions
+		},
+		func(p *kmsg.ReadShareGroupStateRequestTopicPartition) int32 { return p.Partition })
 	counts := make([]int, len(req.Topics))
 	for i, t := range req.Topics {
 		counts[i] = len(t.Partitions)
@@ -97,7 +140,6 @@ func (c *Coordinator) ReadState(ctx context.Context, req *kmsg.ReadShareGroupSta
 		rp := &resp.Topics[ti].Partitions[pi]
 		rp.Default()
 		rp.Partition, rp.ErrorCode, rp.ErrorMessage = p.Partition, res.code, res.msg
-		rp.StartOffset, rp.StateEpoch = -1, 0
 		if res.code == 0 && res.v != nil {
 			rp.StartOffset, rp.StateEpoch = res.v.StartOffset, res.v.StateEpoch
 			for _, b := range res.v.Batches {
@@ -113,6 +155,13 @@ func (c *Coordinator) ReadState(ctx context.Context, req *kmsg.ReadShareGroupSta
 // WriteState serves WriteShareGroupState.
 func (c *Coordinator) WriteState(ctx context.Context, req *kmsg.WriteShareGroupStateRequest) *kmsg.WriteShareGroupStateResponse {
 	resp := req.ResponseKind().(*kmsg.WriteShareGroupStateResponse)
+	dup := *req
+	req = &dup
+	req.Topics = dedupe(req.Topics, func(t *kmsg.WriteShareGroupStateRequestTopic) [16]byte { return t.TopicID },
+		func(t *kmsg.WriteShareGroupStateRequestTopic) *[]kmsg.WriteShareGroupStateRequestTopicPartition {
+			return &t.Partitions
+		},
+		func(p *kmsg.WriteShareGroupStateRequestTopicPartition) int32 { return p.Partition })
 	counts := make([]int, len(req.Topics))
 	for i, t := range req.Topics {
 		counts[i] = len(t.Partitions)
@@ -146,6 +195,13 @@ func (c *Coordinator) WriteState(ctx context.Context, req *kmsg.WriteShareGroupS
 // DeleteState serves DeleteShareGroupState.
 func (c *Coordinator) DeleteState(ctx context.Context, req *kmsg.DeleteShareGroupStateRequest) *kmsg.DeleteShareGroupStateResponse {
 	resp := req.ResponseKind().(*kmsg.DeleteShareGroupStateResponse)
+	dup := *req
+	req = &dup
+	req.Topics = dedupe(req.Topics, func(t *kmsg.DeleteShareGroupStateRequestTopic) [16]byte { return t.TopicID },
+		func(t *kmsg.DeleteShareGroupStateRequestTopic) *[]kmsg.DeleteShareGroupStateRequestTopicPartition {
+			return &t.Partitions
+		},
+		func(p *kmsg.DeleteShareGroupStateRequestTopicPartition) int32 { return p.Partition })
 	counts := make([]int, len(req.Topics))
 	for i, t := range req.Topics {
 		counts[i] = len(t.Partitions)
@@ -172,6 +228,13 @@ func (c *Coordinator) DeleteState(ctx context.Context, req *kmsg.DeleteShareGrou
 // ReadStateSummary serves ReadShareGroupStateSummary.
 func (c *Coordinator) ReadStateSummary(ctx context.Context, req *kmsg.ReadShareGroupStateSummaryRequest) *kmsg.ReadShareGroupStateSummaryResponse {
 	resp := req.ResponseKind().(*kmsg.ReadShareGroupStateSummaryResponse)
+	dup := *req
+	req = &dup
+	req.Topics = dedupe(req.Topics, func(t *kmsg.ReadShareGroupStateSummaryRequestTopic) [16]byte { return t.TopicID },
+		func(t *kmsg.ReadShareGroupStateSummaryRequestTopic) *[]kmsg.ReadShareGroupStateSummaryRequestTopicPartition {
+			return &t.Partitions
+		},
+		func(p *kmsg.ReadShareGroupStateSummaryRequestTopicPartition) int32 { return p.Partition })
 	counts := make([]int, len(req.Topics))
 	for i, t := range req.Topics {
 		counts[i] = len(t.Partitions)
@@ -191,7 +254,6 @@ func (c *Coordinator) ReadStateSummary(ctx context.Context, req *kmsg.ReadShareG
 		rp := &resp.Topics[ti].Partitions[pi]
 		rp.Default()
 		rp.Partition, rp.ErrorCode, rp.ErrorMessage = p.Partition, res.code, res.msg
-		rp.StartOffset = -1
 		if res.code == 0 && res.v != nil {
 			rp.StartOffset, rp.StateEpoch, rp.LeaderEpoch = res.v.StartOffset, res.v.StateEpoch, res.v.LeaderEpoch
 			rp.DeliveryCompleteCount = res.v.DeliveryCompleteCount

@@ -262,3 +262,34 @@ func TestTopicsDeletedDropsTheirState(t *testing.T) {
 		t.Fatalf("%d tombstones in the log, want 2", tombstones)
 	}
 }
+
+// A partition named twice, in one topic or in two entries of the same
+// topic, is answered once, as Kafka's coordinator does.
+func TestRepeatedPartitionsAnsweredOnce(t *testing.T) {
+	c := newTestCoordinator(t, &coordtest.MemLog{}, 500)
+	req := kmsg.NewPtrInitializeShareGroupStateRequest()
+	req.GroupID = "g"
+	for _, parts := range [][]int32{{1, 0, 1}, {0, 2}} {
+		rt := kmsg.NewInitializeShareGroupStateRequestTopic()
+		rt.TopicID = topicA
+		for _, p := range parts {
+			rp := kmsg.NewInitializeShareGroupStateRequestTopicPartition()
+			rp.Partition = p
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	resp := c.InitializeState(context.Background(), req)
+	var got []int32
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			got = append(got, rp.Partition)
+		}
+	}
+	if len(resp.Topics) != 1 || !reflect.DeepEqual(got, []int32{1, 0, 2}) {
+		t.Fatalf("answered %d topics, partitions %v; want 1 topic, [1 0 2]", len(resp.Topics), got)
+	}
+	if len(req.Topics) != 2 {
+		t.Fatal("the caller's request was changed")
+	}
+}
