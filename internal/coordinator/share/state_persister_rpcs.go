@@ -53,6 +53,7 @@ func regroup[T any](refs []ref, idx []int, topic func(t int) T, add func(*T, ref
 	return out
 }
 
+// InitializeState implements Persister.
 func (p *StatePersister) InitializeState(ctx context.Context, req *kmsg.InitializeShareGroupStateRequest) (*kmsg.InitializeShareGroupStateResponse, error) {
 	type answer = kmsg.InitializeShareGroupStateResponseTopicPartition
 	ids := make([][16]byte, len(req.Topics))
@@ -115,6 +116,7 @@ func (p *StatePersister) InitializeState(ctx context.Context, req *kmsg.Initiali
 	return resp, nil
 }
 
+// ReadState implements Persister.
 func (p *StatePersister) ReadState(ctx context.Context, req *kmsg.ReadShareGroupStateRequest) (*kmsg.ReadShareGroupStateResponse, error) {
 	type answer = kmsg.ReadShareGroupStateResponseTopicPartition
 	ids := make([][16]byte, len(req.Topics))
@@ -177,6 +179,7 @@ func (p *StatePersister) ReadState(ctx context.Context, req *kmsg.ReadShareGroup
 	return resp, nil
 }
 
+// WriteState implements Persister.
 func (p *StatePersister) WriteState(ctx context.Context, req *kmsg.WriteShareGroupStateRequest) (*kmsg.WriteShareGroupStateResponse, error) {
 	type answer = kmsg.WriteShareGroupStateResponseTopicPartition
 	ids := make([][16]byte, len(req.Topics))
@@ -239,6 +242,7 @@ func (p *StatePersister) WriteState(ctx context.Context, req *kmsg.WriteShareGro
 	return resp, nil
 }
 
+// DeleteState implements Persister.
 func (p *StatePersister) DeleteState(ctx context.Context, req *kmsg.DeleteShareGroupStateRequest) (*kmsg.DeleteShareGroupStateResponse, error) {
 	type answer = kmsg.DeleteShareGroupStateResponseTopicPartition
 	ids := make([][16]byte, len(req.Topics))
@@ -301,6 +305,7 @@ func (p *StatePersister) DeleteState(ctx context.Context, req *kmsg.DeleteShareG
 	return resp, nil
 }
 
+// ReadStateSummary implements Persister.
 func (p *StatePersister) ReadStateSummary(ctx context.Context, req *kmsg.ReadShareGroupStateSummaryRequest) (*kmsg.ReadShareGroupStateSummaryResponse, error) {
 	type answer = kmsg.ReadShareGroupStateSummaryResponseTopicPartition
 	ids := make([][16]byte, len(req.Topics))
