@@ -167,7 +167,14 @@ func TestShareCoordinatorRPCs(t *testing.T) {
 		}
 	}
 
-	// __share_group_state has Kafka's configs.
+	// __share_group_state is internal and has Kafka's configs.
+	topics, err := kadm.NewClient(cl).ListTopicsWithInternal(ctx, "__share_group_state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := topics["__share_group_state"]; !d.IsInternal || len(d.Partitions) != 50 {
+		t.Errorf("__share_group_state: internal %v, %d partitions; want internal, 50", d.IsInternal, len(d.Partitions))
+	}
 	rcs, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, "__share_group_state")
 	if err != nil {
 		t.Fatal(err)
