@@ -2,17 +2,12 @@ package server
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 	"reflect"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/coordinator/share"
@@ -22,54 +17,20 @@ import (
 // partitions of __share_group_state led by different nodes, are
 // initialized, written and read through the nodes' Persisters (local
 // shards and remote RPCs in one request), and their state survives the
-// shutdown of a coordinator.
+// shutdown of a coordinator. The nodes talk SCRAM over SASL_PLAINTEXT to
+// each other under an authorizer, so a remote RPC is answered only for the
+// nodes' own user (a super user, hence CLUSTER_ACTION).
 func TestSharePersisterAcrossNodes(t *testing.T) {
-	addrs := freeAddrs(t, 3)
-	voters := fmt.Sprintf("controller.quorum.voters=1@%s,2@%s,3@%s", addrs[0], addrs[1], addrs[2])
-	nodes := make([]*Server, 3)
-	logs := make([]*syncBuffer, 3)
-	t.Cleanup(func() {
-		if t.Failed() {
-			for i, l := range logs {
-				t.Logf("log of node %d:\n%s", i+1, l)
-			}
-		}
-	})
-	var wg sync.WaitGroup
-	errs := make([]error, 3)
-	for i := range nodes {
-		cfg := loadCluster(t, "node.id="+strconv.Itoa(i+1), voters,
-			"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://"+addrs[i],
+	c := startSASLCluster(t, "SASL_PLAINTEXT", func(int) []string {
+		return append(saslNodeProps("SCRAM-SHA-512", "broker-secret"),
+			"authorizer.class.name="+StandardAuthorizer, "super.users=User:broker;User:alice;User:ANONYMOUS",
 			"share.coordinator.state.topic.replication.factor=3", "share.coordinator.state.topic.min.isr=2",
-			"share.coordinator.state.topic.num.partitions=6", "share.coordinator.snapshot.update.records.per.snapshot=2",
-			"replica.lag.time.max.ms=3000", "replica.fetch.backoff.ms=50", "replica.fetch.wait.max.ms=100")
-		logs[i] = &syncBuffer{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			nodes[i], errs[i] = Start(cfg, slog.New(slog.NewTextHandler(logs[i], nil)), nil)
-		}()
-	}
-	wg.Wait()
-	t.Cleanup(func() {
-		for _, n := range nodes {
-			if n != nil {
-				n.Close()
-			}
-		}
+			"share.coordinator.state.topic.num.partitions=6", "share.coordinator.snapshot.update.records.per.snapshot=2")
 	})
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("node %d: %v", i+1, err)
-		}
-	}
+	nodes := c.nodes
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].Addr("PLAINTEXT"), nodes[1].Addr("PLAINTEXT")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := c.client()
 	created, err := kadm.NewClient(cl).CreateTopic(ctx, 6, 3, nil, "queue")
 	if err != nil || created.Err != nil {
 		t.Fatalf("create topic: %v %v", err, created.Err)
