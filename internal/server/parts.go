@@ -86,10 +86,10 @@ func (s *Server) components() []component {
 	return append(cs,
 		part{s.openChannel, closer(func() { s.channel.Close() })},
 		part{s.startReplicas, closer(func() { s.replicas.Close() })},
+		part{s.startShares, closer(func() { s.sharePersister.Close(); s.shares.Close() })},
 		part{s.startGroups, closer(func() { s.groups.Close() })},
 		part{s.startMarkers, closer(func() { s.markers.Close() })},
 		part{s.startTxns, closer(func() { s.txns.Close() })},
-		part{s.startShares, closer(func() { s.sharePersister.Close(); s.shares.Close() })},
 		part{s.startBroker, closer(func() { s.fetchers.Close() })},
 		part{s.bindClients, s.closeClients},
 		part{s.register, s.shutdown},
@@ -423,7 +423,9 @@ func (s *Server) startTxns(context.Context) error {
 
 // startShares starts the share coordinator, whose partitions the
 // broker's publisher loads, and the Persister through which this node
-// reaches the share coordinator of any share partition.
+// reaches the share coordinator of any share partition. It comes before
+// the group coordinator and the broker, which use the Persister, and
+// closes after them.
 func (s *Server) startShares(context.Context) error {
 	cfg := s.cfg
 	scfg := share.Config{
