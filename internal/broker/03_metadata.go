@@ -246,7 +246,7 @@ func (b *Broker) liveness(img *metadata.Image, listener string) func(id int32) b
 }
 
 func isInternalTopic(name string) bool {
-	return name == "__consumer_offsets" || name == "__transaction_state"
+	return name == "__consumer_offsets" || name == "__transaction_state" || name == shareStateTopic
 }
 
 // endpointFor finds a broker's endpoint on the named listener.

@@ -11,7 +11,16 @@ package broker
 //     __transaction_state the transactional id hashes to, the topic created
 //     on first use with transaction.state.log.num.partitions and
 //     transaction.state.log.replication.factor. An empty id is
-//     INVALID_REQUEST. Share keys (type 2) are INVALID_REQUEST.
+//     INVALID_REQUEST.
+//   - Share keys (type 2, KIP-932, v6+): "groupId:topicId:partition",
+//     whose coordinator is the leader of the partition of
+//     __share_group_state the key hashes to, the topic created on first
+//     use with share.coordinator.state.topic.num.partitions and
+//     share.coordinator.state.topic.replication.factor. A malformed key,
+//     or a share key before v6, is INVALID_REQUEST. Only brokers look
+//     share coordinators up: without CLUSTER_ACTION on the cluster the
+//     whole request is refused CLUSTER_AUTHORIZATION_FAILED, as Kafka's
+//     AuthHelper throws for it.
 //   - v4+ batches keys; earlier versions carry one key.
 //   - COORDINATOR_NOT_AVAILABLE while the coordinator partition has no
 //     leader, or its leader is fenced or unregistered (this broker
@@ -40,6 +49,7 @@ func handleFindCoordinator(ctx context.Context, b *Broker, c *network.Conn, kreq
 		keys = []string{req.CoordinatorKey}
 	}
 	z := b.authz(c)
+	shareRefused := req.CoordinatorType == 2 && req.Version >= 6 && !z.cluster(kmsg.ACLOperationClusterAction)
 	for _, key := range keys {
 		var co kmsg.FindCoordinatorResponseCoordinator
 		switch {
@@ -47,6 +57,10 @@ func handleFindCoordinator(ctx context.Context, b *Broker, c *network.Conn, kreq
 			co = coordinatorError(key, kerr.GroupAuthorizationFailed)
 		case req.CoordinatorType == 1 && !z.txnID(kmsg.ACLOperationDescribe, key):
 			co = coordinatorError(key, kerr.TransactionalIDAuthorizationFailed)
+		case req.CoordinatorType == 2 && req.Version < 6:
+			co = coordinatorError(key, kerr.InvalidRequest)
+		case shareRefused:
+			co = coordinatorError(key, kerr.ClusterAuthorizationFailed)
 		default:
 			co = b.findCoordinator(ctx, c, req.CoordinatorType, key)
 		}
@@ -93,6 +107,14 @@ func (b *Broker) findCoordinator(ctx context.Context, c *network.Conn, keyType i
 		if err == nil {
 			p = b.cfg.Txns.PartitionFor(key)
 		}
+	case keyType == 2:
+		if b.cfg.Shares == nil {
+			return fail(kerr.CoordinatorNotAvailable, "")
+		}
+		if p, err = b.cfg.Shares.PartitionForKey(key); err != nil {
+			return fail(kerr.InvalidRequest, err.Error())
+		}
+		t, err = b.EnsureShareStateTopic(ctx)
 	case keyType != 0:
 		return fail(kerr.InvalidRequest, "unknown coordinator key type")
 	case key == "":

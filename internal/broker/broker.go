@@ -51,6 +51,10 @@ type Config struct {
 	// Txns coordinates transactions; nil serves none (transactional
 	// FindCoordinator and InitProducerId get COORDINATOR_NOT_AVAILABLE).
 	Txns TxnCoordinator
+	// Shares keeps share-partition state (KIP-932's share coordinator,
+	// share_coordinator.go); nil serves none (share keys and the
+	// share-group state RPCs get COORDINATOR_NOT_AVAILABLE).
+	Shares ShareCoordinator
 	// ActiveController returns the node id of the active controller, or
 	// -1 while none is known; Metadata and DescribeCluster report it (a
 	// combined node is also a broker, so clients may send it admin
@@ -86,6 +90,8 @@ type Broker struct {
 	offsetsLoaded coordinator.Leadership
 	// txnLoaded is owned by the metadata publisher.
 	txnLoaded coordinator.Leadership
+	// shareLoaded is owned by the metadata publisher.
+	shareLoaded coordinator.Leadership
 	// creating are the topics Metadata requests are auto-creating
 	// (03_metadata.go), so that a client's retries do not send the
 	// controller one CreateTopics each.
@@ -178,6 +184,12 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.WriteTxnMarkers:      {0, 1, handleWriteTxnMarkers},
 		kmsg.DescribeTransactions: {0, 0, handleDescribeTransactions},
 		kmsg.ListTransactions:     {0, 2, handleListTransactions},
+		// The share coordinator's inter-broker RPCs (KIP-932).
+		kmsg.InitializeShareGroupState:  {0, 0, handleInitializeShareGroupState},
+		kmsg.ReadShareGroupState:        {0, 0, handleReadShareGroupState},
+		kmsg.WriteShareGroupState:       {0, 1, handleWriteShareGroupState},
+		kmsg.DeleteShareGroupState:      {0, 0, handleDeleteShareGroupState},
+		kmsg.ReadShareGroupStateSummary: {0, 1, handleReadShareGroupStateSummary},
 	}
 	// The rest of the admin requests the controller decides go to it as
 	// they are (forward.go), at the versions its table lists.

@@ -69,6 +69,8 @@ func (b *Broker) creatableTopic(name string) kmsg.CreateTopicsRequestTopic {
 		return b.offsetsTopicSpec()
 	case txnStateTopic:
 		return b.txnTopicSpec()
+	case shareStateTopic:
+		return b.shareStateTopicSpec()
 	}
 	ct := kmsg.NewCreateTopicsRequestTopic()
 	ct.Topic = name

@@ -51,6 +51,7 @@ func (b *Broker) Publish(d *metadata.Delta, img *metadata.Image) {
 	}
 	b.publishOffsetsTopic(img)
 	b.publishTxnTopic(img)
+	b.publishShareStateTopic(d, img)
 }
 
 // publishPartition applies one partition's image to its local replica: a

@@ -184,6 +184,14 @@ var brokerKeyList = []*Key{
 	k("share.coordinator.state.topic.min.isr", Short, "2", atLeast(1), High, ReadOnly, "min.insync.replicas of __share_group_state."),
 	k("share.coordinator.state.topic.num.partitions", Int, "50", atLeast(1), High, ReadOnly, "Partitions of __share_group_state."),
 	k("share.coordinator.state.topic.segment.bytes", Int, "104857600", atLeast(1), High, ReadOnly, "Segment size of __share_group_state."),
+	k("share.coordinator.snapshot.update.records.per.snapshot", Int, "500", between(0, 500), Medium, ReadOnly, "ShareUpdate records written for a share partition between two ShareSnapshot records."),
+	k("share.coordinator.write.timeout.ms", Int, "5000", atLeast(1), High, ReadOnly, "How long a write to __share_group_state waits to be replicated."),
+	k("share.coordinator.threads", Int, "1", atLeast(1), Medium, ReadOnly, "Share coordinator threads (Samsa runs each shard on the request's goroutine)."),
+	k("share.coordinator.load.buffer.size", Int, "5242880", atLeast(1), High, ReadOnly, "Read batch size when loading share-group state."),
+	internal(k("share.coordinator.state.topic.prune.interval.ms", Int, "300000", atLeast(1), Low, ReadOnly, "How often the share coordinator deletes the redundant records of __share_group_state.")),
+	k("share.coordinator.state.topic.compression.codec", Int, "0", nil, High, ReadOnly, "Compression codec id of __share_group_state (Samsa writes it uncompressed, Kafka's default 0)."),
+	k("share.coordinator.cached.buffer.max.bytes", Int, "1048588", atLeast(524288), Medium, ClusterWide, "Largest write buffer the share coordinator keeps for reuse (Samsa keeps none)."),
+	k("share.coordinator.append.linger.ms", Int, "-1", atLeast(-1), Medium, ReadOnly, "How long share coordinator writes wait to be batched (Samsa writes at once)."),
 
 	// Transactions, producer ids and __transaction_state.
 	k("transaction.state.log.replication.factor", Short, "3", atLeast(1), High, ReadOnly, "Replication factor of __transaction_state."),

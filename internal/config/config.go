@@ -187,6 +187,17 @@ type Config struct {
 	GroupConsumerMaxSize                        int32
 	ShareCoordinatorStateTopicReplicationFactor int16
 	ShareCoordinatorStateTopicMinISR            int16
+	// ShareCoordinatorStateTopicNumPartitions and ...SegmentBytes shape
+	// __share_group_state; ShareCoordinatorSnapshotUpdateRecordsPerSnapshot
+	// is share.coordinator.snapshot.update.records.per.snapshot and
+	// ShareCoordinatorWriteTimeoutMs share.coordinator.write.timeout.ms;
+	// ShareCoordinatorStateTopicPruneIntervalMs is the internal
+	// share.coordinator.state.topic.prune.interval.ms.
+	ShareCoordinatorStateTopicNumPartitions          int32
+	ShareCoordinatorStateTopicSegmentBytes           int32
+	ShareCoordinatorSnapshotUpdateRecordsPerSnapshot int32
+	ShareCoordinatorWriteTimeoutMs                   int32
+	ShareCoordinatorStateTopicPruneIntervalMs        int32
 
 	TransactionStateLogReplicationFactor int16
 	TransactionStateLogMinISR            int
@@ -519,6 +530,11 @@ func (c *Config) fill() error {
 	c.GroupConsumerMaxSize = c.i32("group.consumer.max.size")
 	c.ShareCoordinatorStateTopicReplicationFactor = c.i16("share.coordinator.state.topic.replication.factor")
 	c.ShareCoordinatorStateTopicMinISR = c.i16("share.coordinator.state.topic.min.isr")
+	c.ShareCoordinatorStateTopicNumPartitions = c.i32("share.coordinator.state.topic.num.partitions")
+	c.ShareCoordinatorStateTopicSegmentBytes = c.i32("share.coordinator.state.topic.segment.bytes")
+	c.ShareCoordinatorSnapshotUpdateRecordsPerSnapshot = c.i32("share.coordinator.snapshot.update.records.per.snapshot")
+	c.ShareCoordinatorWriteTimeoutMs = c.i32("share.coordinator.write.timeout.ms")
+	c.ShareCoordinatorStateTopicPruneIntervalMs = c.i32("share.coordinator.state.topic.prune.interval.ms")
 
 	c.TransactionStateLogReplicationFactor = c.i16("transaction.state.log.replication.factor")
 	c.TransactionStateLogMinISR = int(c.i32("transaction.state.log.min.isr"))

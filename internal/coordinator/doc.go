@@ -1,7 +1,8 @@
 // Package coordinator is the one runtime for the state machines that live
 // on an internal topic (Kafka's CoordinatorRuntime): the group coordinator
-// on __consumer_offsets and the transaction coordinator on
-// __transaction_state, each in its own subpackage, plug in a Shard.
+// on __consumer_offsets, the transaction coordinator on
+// __transaction_state and the share coordinator on __share_group_state,
+// each in its own subpackage, plug in a Shard.
 //
 // A Runtime loads a partition the node leads by replaying its log to the
 // end (ReplicaLog reads the local replica, past the high watermark, as

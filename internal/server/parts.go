@@ -14,6 +14,7 @@ import (
 	"github.com/samsa-io/samsa/internal/controller"
 	"github.com/samsa-io/samsa/internal/controllerchannel"
 	"github.com/samsa-io/samsa/internal/coordinator/group"
+	"github.com/samsa-io/samsa/internal/coordinator/share"
 	"github.com/samsa-io/samsa/internal/coordinator/txn"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
@@ -85,6 +86,7 @@ func (s *Server) components() []component {
 	return append(cs,
 		part{s.openChannel, closer(func() { s.channel.Close() })},
 		part{s.startReplicas, closer(func() { s.replicas.Close() })},
+		part{s.startShares, closer(func() { s.sharePersister.Close(); s.shares.Close() })},
 		part{s.startGroups, closer(func() { s.groups.Close() })},
 		part{s.startMarkers, closer(func() { s.markers.Close() })},
 		part{s.startTxns, closer(func() { s.txns.Close() })},
@@ -425,6 +427,62 @@ func (s *Server) startTxns(context.Context) error {
 	return nil
 }
 
+// startShares starts the share coordinator, whose partitions the
+// broker's publisher loads, and the Persister through which this node
+// reaches the share coordinator of any share partition. It comes before
+// the group coordinator and the broker, which use the Persister, and
+// closes after them.
+func (s *Server) startShares(context.Context) error {
+	cfg := s.cfg
+	scfg := share.Config{
+		NumPartitions:                    cfg.ShareCoordinatorStateTopicNumPartitions,
+		SnapshotUpdateRecordsPerSnapshot: int(cfg.ShareCoordinatorSnapshotUpdateRecordsPerSnapshot),
+		PruneInterval:                    time.Duration(cfg.ShareCoordinatorStateTopicPruneIntervalMs) * time.Millisecond,
+		TopicPartitions: func(id [16]byte) (int32, bool) {
+			t, ok := s.loader.Image().TopicByID(metadata.Uuid(id))
+			if !ok {
+				return 0, false
+			}
+			return int32(len(t.Partitions)), true
+		},
+		Logger: s.logger,
+	}
+	if err := scfg.Validate(); err != nil {
+		return err
+	}
+	s.shares = share.New(scfg)
+	pcfg := share.PersisterConfig{
+		NodeID: cfg.NodeID, Local: s.shares, Image: s.loader.Image, Listener: cfg.InterBrokerListenerName, Logger: s.logger,
+		// The broker exists before the first share partition asks.
+		EnsureTopic: func(ctx context.Context) error {
+			_, err := s.broker.EnsureShareStateTopic(ctx)
+			return err
+		},
+	}
+	if d := s.dial.interBroker; !d.plain() {
+		clientID := fmt.Sprintf("samsa-share-persister-%d", cfg.NodeID)
+		pcfg.Dial = func(ctx context.Context, addr string) (replica.PeerConn, error) {
+			c, err := d.dial(ctx, addr, clientID)
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		}
+	}
+	s.sharePersister = share.NewPersister(pcfg)
+	return nil
+}
+
+// SharePersister is how this node reads and writes the state of share
+// partitions (share.NewPersister over its share coordinator); nil on a
+// controller-only node.
+func (s *Server) SharePersister() share.Persister {
+	if s.sharePersister == nil {
+		return nil
+	}
+	return s.sharePersister
+}
+
 func (s *Server) startBroker(context.Context) error {
 	activeController := func() int32 {
 		if id := s.raft.Leader(); id != 0 {
@@ -459,6 +517,7 @@ func (s *Server) startBroker(context.Context) error {
 		Fetchers:         s.fetchers,
 		Groups:           s.groups,
 		Txns:             s.txns,
+		Shares:           s.shares,
 		Quotas:           s.quotas,
 		Authorizer:       s.authorizer,
 		Logger:           s.logger,

@@ -19,6 +19,7 @@ import (
 	"github.com/samsa-io/samsa/internal/controller"
 	"github.com/samsa-io/samsa/internal/controllerchannel"
 	"github.com/samsa-io/samsa/internal/coordinator/group"
+	"github.com/samsa-io/samsa/internal/coordinator/share"
 	"github.com/samsa-io/samsa/internal/coordinator/txn"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
@@ -90,6 +91,11 @@ type Server struct {
 	// for the broker's handlers and the controller listener (mux.go).
 	authorizer    *security.Authorizer
 	aclsPublished bool
+
+	// shares is the share coordinator (KIP-932); sharePersister is how
+	// this node's share partitions and group coordinator reach it.
+	shares         *share.Coordinator
+	sharePersister *share.StatePersister
 }
 
 // Hooks are a node's injection points for tests; production passes none.

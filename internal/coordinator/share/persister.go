@@ -1,8 +1,3 @@
-// Package share is the share coordinator of KIP-932 share groups: it keeps
-// the durable state of every share partition (the start offset, the state
-// and leader epochs, and the acknowledged or archived batches past the
-// start offset) on the internal topic __share_group_state, one shard per
-// partition of that topic, keyed "groupId:topicId:partition".
 package share
 
 import (
