@@ -126,8 +126,9 @@ func (n *Node) LatestSnapshot(ctx context.Context) (Snapshot, error) {
 	var serr error
 	q := func() {
 		s, err := n.storage.Snapshot()
-		serr = err
-		done <- Snapshot{Index: s.GetMetadata().GetIndex(), Term: s.GetMetadata().GetTerm(), Data: s.Data}
+		_, data, uerr := unwrapSnapshot(s.Data)
+		serr = errors.Join(err, uerr)
+		done <- Snapshot{Index: s.GetMetadata().GetIndex(), Term: s.GetMetadata().GetTerm(), Data: data}
 	}
 	if err := n.query(ctx, q); err != nil {
 		return Snapshot{}, err
