@@ -192,6 +192,12 @@ type Node struct {
 	// change to apply, by sequence.
 	voters      map[uint64]Voter
 	confWaiting map[uint64]chan error
+	// observed: the observers that fetched from this node (observe.go);
+	// written by Kafka request goroutines, hence its own lock.
+	observed struct {
+		sync.Mutex
+		m map[uint64]ObserverState
+	}
 	// snapNow asks for a snapshot at the next chance, whatever
 	// SnapshotEvery says (a node was added).
 	snapNow bool

@@ -104,15 +104,15 @@ func (s *Server) quorum() []component {
 	var cs []component
 	// A controller-only node always serves its listener: brokers reach
 	// the quorum only through it.
-	listen := len(cfg.ControllerQuorumVoters) > 1 || !cfg.HasRole("broker")
+	listen := len(cfg.ControllerQuorumVoters) > 1 || !cfg.HasRole("broker") || s.dynamicQuorum()
 	if listen {
 		cs = append(cs, part{s.bindControllerListener, func() error { return s.ctrlLn.Close() }})
 	}
-	if len(cfg.ControllerQuorumVoters) > 1 {
+	if len(cfg.ControllerQuorumVoters) > 1 || s.dynamicQuorum() {
 		cs = append(cs, part{s.startTransport, func() error { return s.transport.Close() }})
 	}
 	cs = append(cs,
-		part{s.openRaft, func() error { return s.raft.Close() }},
+		part{s.openRaft, s.closeRaft},
 		part{s.startController, func() error { return s.ctrl.Close() }},
 	)
 	if listen {
@@ -121,10 +121,20 @@ func (s *Server) quorum() []component {
 	return cs
 }
 
+// voters are the controllers' addresses by id: controller.quorum.voters,
+// or in a dynamic quorum the voters the metadata log records now.
 func (s *Server) voters() map[int32]string {
 	voters := make(map[int32]string, len(s.cfg.ControllerQuorumVoters))
 	for _, v := range s.cfg.ControllerQuorumVoters {
 		voters[v.ID] = v.Addr()
+	}
+	if s.dynamicQuorum() && s.raft != nil {
+		vs, _, _ := s.raft.Voters(context.Background())
+		for _, v := range vs {
+			if len(v.Endpoints) > 0 {
+				voters[int32(v.ID)] = v.Endpoints[0].Addr()
+			}
+		}
 	}
 	return voters
 }
@@ -202,9 +212,6 @@ func (s *Server) openRaft(context.Context) error {
 	for _, v := range s.cfg.ControllerQuorumVoters {
 		peers = append(peers, uint64(v.ID))
 	}
-	if len(peers) == 0 {
-		peers = []uint64{uint64(s.cfg.NodeID)} // standalone dynamic quorum
-	}
 	rcfg := raft.Config{
 		ID:      uint64(s.cfg.NodeID),
 		Peers:   peers,
@@ -212,6 +219,14 @@ func (s *Server) openRaft(context.Context) error {
 		Logger:  s.logger,
 		Applier: s.loader,
 		Fault:   s.hooks.Fault,
+	}
+	if s.dynamicQuorum() {
+		rcfg.Peers, rcfg.Voters, rcfg.Join = s.initialVoters()
+		rcfg.OnVoters = s.onVoters
+		if rcfg.Join && s.cfg.HasRole("broker") && !hasMetadataLog(rcfg.Dir) {
+			return fmt.Errorf("controller.quorum.bootstrap.servers=%s names other controllers and this node has no metadata log: start the first controllers with --initial-controllers (or one with --standalone); a controller that joins them runs as process.roles=controller with --no-initial-controllers (a combined node cannot join a dynamic quorum yet)",
+				strings.Join(s.cfg.ControllerQuorumBootstrapServers, ","))
+		}
 	}
 	if s.transport != nil {
 		rcfg.Transport = s.transport
@@ -223,6 +238,11 @@ func (s *Server) openRaft(context.Context) error {
 	s.raft = n
 	if s.transport != nil {
 		s.transport.Attach(s.raft)
+	}
+	if rcfg.Join {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.stopJoin, s.joinDone = cancel, make(chan struct{})
+		go s.discoverVoters(ctx)
 	}
 	return nil
 }
@@ -258,6 +278,8 @@ func (s *Server) startController(context.Context) error {
 		UncleanLeaderElectionEnable:  cfg.UncleanLeaderElectionEnable,
 		LeaderImbalanceCheckInterval: time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
 		Voters:                       voterEndpoints(cfg),
+		DynamicQuorum:                s.dynamicQuorum(),
+		ControllerListener:           cfg.ControllerListenerNames[0],
 		BootstrapRecords:             boot,
 		InitialFeatures:              features,
 		Quotas:                       quotas,
@@ -301,6 +323,12 @@ func (s *Server) serveController(context.Context) error {
 // controllerReady waits, on a controller-only node, until the metadata
 // log has a metadata.version.
 func (s *Server) controllerReady(ctx context.Context) error {
+	if s.stopJoin != nil {
+		// A joining controller is ready to be added; it waits for no
+		// leader (discoverVoters said so in the log).
+		s.logger.Info("controller ready to join the quorum", "node.id", s.cfg.NodeID, "directory.id", storage.UUIDString(s.metadataDirID))
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
 	if err := s.bootstrap(ctx); err != nil {
@@ -579,7 +607,7 @@ func (s *Server) register(ctx context.Context) error {
 // shutdown moves this broker's leadership away (controlled shutdown).
 func (s *Server) shutdown() error {
 	timeout := 10 * time.Second
-	if len(s.cfg.ControllerQuorumVoters) <= 1 && s.cfg.HasRole("controller") {
+	if len(s.voters()) <= 1 && s.cfg.HasRole("controller") {
 		timeout = 0 // nobody to hand leadership to
 	}
 	s.lifecycle.Shutdown(timeout)
