@@ -155,6 +155,7 @@ func TestDynamicQuorumGrowsAndShrinks(t *testing.T) {
 		t.Fatalf("create topic: %v / %v", err, r.Err)
 	}
 	checkVoters(t, ctx, cl, []int32{1, 2, 3}, dirIDs)
+	checkKRaftVersion(t, ctx, cl)
 
 	props4 := append(slices.Clone(common), "process.roles=controller", fmt.Sprintf("listeners=CONTROLLER://127.0.0.1:%d", ports[6]))
 	if _, err := startDQNode(t, dir, 4, props4, "controller ready to join the quorum", "--cluster-id", clusterID.String(), "--no-initial-controllers"); err != nil {
@@ -307,4 +308,30 @@ func readDirectoryID(t *testing.T, dir string) metadata.Uuid {
 	}
 	t.Fatalf("no directory.id in %s/meta.properties", dir)
 	return metadata.Uuid{}
+}
+
+// checkKRaftVersion requires ApiVersions to report kraft.version finalized
+// at 1 (a dynamic quorum) and supported up to 1.
+func checkKRaftVersion(t *testing.T, ctx context.Context, cl *kgo.Client) {
+	t.Helper()
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version, req.ClientSoftwareName, req.ClientSoftwareVersion = 4, "samsa-test", "1"
+	r, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var supported, finalized string
+	for _, f := range r.SupportedFeatures {
+		if f.Name == "kraft.version" {
+			supported = fmt.Sprintf("%d-%d", f.MinVersion, f.MaxVersion)
+		}
+	}
+	for _, f := range r.FinalizedFeatures {
+		if f.Name == "kraft.version" {
+			finalized = fmt.Sprintf("%d-%d", f.MinVersionLevel, f.MaxVersionLevel)
+		}
+	}
+	if supported != "0-1" || finalized != "1-1" {
+		t.Fatalf("kraft.version supported %q finalized %q, want 0-1 and 1-1", supported, finalized)
+	}
 }

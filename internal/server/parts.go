@@ -263,6 +263,11 @@ func (s *Server) startController(context.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.dynamicQuorum() {
+		// The quorum's own level: a dynamic quorum is kraft.version 1
+		// (KIP-853), recorded with the other levels when the log is new.
+		features[metadata.KRaftVersionFeature] = 1
+	}
 	c, err := controller.New(controller.Config{
 		NodeID:                       cfg.NodeID,
 		Raft:                         s.raft,
