@@ -16,7 +16,7 @@ import (
 )
 
 // AddRaftVoter (key 80) and RemoveRaftVoter (key 81): KIP-853's voter
-// changes, which `kafka-metadata-quorum add-controller` and
+// changes (UpdateRaftVoter, key 82, below), which `kafka-metadata-quorum add-controller` and
 // `remove-controller` send. Versions: AddRaftVoter 0-1, RemoveRaftVoter 0.
 //
 // Behavior:
@@ -94,6 +94,55 @@ func (c *Controller) RemoveRaftVoter(ctx context.Context, req *kmsg.RemoveRaftVo
 	return resp
 }
 
+// UpdateRaftVoter (key 82, v0, controller listener only) is how a voter
+// announces new endpoints (Kafka's controllers send it when theirs differ
+// from the voter set's). Behavior, as Kafka's UpdateVoterHandler: a static
+// quorum is UNSUPPORTED_VERSION; a voter without the controller listener,
+// or whose supported kraft.version range excludes 1, INVALID_REQUEST; an
+// unknown voter (or another directory id) VOTER_NOT_FOUND; the endpoints
+// replace the old ones through the log. CurrentLeader names this node
+// when it leads.
+func (c *Controller) UpdateRaftVoter(ctx context.Context, req *kmsg.UpdateRaftVoterRequest) *kmsg.UpdateRaftVoterResponse {
+	resp := req.ResponseKind().(*kmsg.UpdateRaftVoterResponse)
+	resp.CurrentLeader.LeaderID, resp.CurrentLeader.LeaderEpoch = -1, int32(c.cfg.Raft.Term())
+	if id := c.cfg.Raft.Leader(); id != 0 {
+		resp.CurrentLeader.LeaderID = int32(id)
+	}
+	err := c.checkVoterChange(req.ClusterID)
+	v := raft.Voter{ID: uint64(req.VoterID), DirectoryID: req.VoterDirectoryID}
+	for _, l := range req.Listeners {
+		v.Endpoints = append(v.Endpoints, raft.Endpoint{Name: l.Name, Host: l.Host, Port: l.Port})
+	}
+	switch {
+	case err != nil:
+	case req.VoterID < 0:
+		err = fmt.Errorf("%w: voter id %d", kerr.InvalidRequest, req.VoterID)
+	case req.KRaftVersionFeature.MinSupportedVersion > 1 || req.KRaftVersionFeature.MaxSupportedVersion < 1:
+		err = fmt.Errorf("%w: the voter supports kraft.version %d-%d, the quorum runs 1", kerr.InvalidRequest,
+			req.KRaftVersionFeature.MinSupportedVersion, req.KRaftVersionFeature.MaxSupportedVersion)
+	case c.cfg.ControllerListener != "" && !slices.ContainsFunc(v.Endpoints, func(e raft.Endpoint) bool { return e.Name == c.cfg.ControllerListener }):
+		err = fmt.Errorf("%w: the voter's listeners do not include the controller listener %s", kerr.InvalidRequest, c.cfg.ControllerListener)
+	default:
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		err = c.cfg.Raft.UpdateVoter(ctx, v)
+	}
+	if err != nil {
+		resp.ErrorCode, _ = voterChangeError(err)
+	}
+	for _, n := range c.quorumNodes(ctx) {
+		if n.NodeID != resp.CurrentLeader.LeaderID {
+			continue
+		}
+		for _, l := range n.Listeners {
+			if l.Name == c.cfg.ControllerListener || len(n.Listeners) == 1 {
+				resp.CurrentLeader.Host, resp.CurrentLeader.Port = l.Host, int32(l.Port)
+			}
+		}
+	}
+	return resp
+}
+
 // checkVoterChange refuses a voter change on a static quorum or from
 // another cluster.
 func (c *Controller) checkVoterChange(clusterID *string) error {
@@ -154,5 +203,9 @@ func quorumVoterAPIs() []API {
 				return r
 			},
 			func(r *kmsg.RemoveRaftVoterResponse) bool { return r.ErrorCode == notController }),
+		// Voters send it to the leader's controller listener; brokers
+		// do not serve or forward it.
+		api(kmsg.UpdateRaftVoter, 0, 0, (*Controller).UpdateRaftVoter, nil,
+			func(r *kmsg.UpdateRaftVoterResponse) bool { return r.ErrorCode == notController }),
 	}
 }

@@ -173,6 +173,23 @@ func (n *Node) RemoveVoter(ctx context.Context, id uint64, dir [16]byte) error {
 	}, Voter{ID: id})
 }
 
+// UpdateVoter replaces what the quorum knows of voter v.ID (its
+// endpoints) with v; v.DirectoryID must match the voter's unless either
+// is zero. It is a configuration change that changes no membership (raft
+// adds an existing voter as a no-op), so it goes through the log like any
+// other and waits its turn.
+func (n *Node) UpdateVoter(ctx context.Context, v Voter) error {
+	return n.changeVoters(ctx, func() (*pb.ConfChangeV2, error) {
+		if !slices.Contains(n.confState.GetVoters(), v.ID) {
+			return nil, ErrVoterNotFound
+		}
+		if old := n.voterInfo(v.ID); v.DirectoryID != ([16]byte{}) && old.DirectoryID != ([16]byte{}) && v.DirectoryID != old.DirectoryID {
+			return nil, fmt.Errorf("%w: node %d has another directory id", ErrVoterNotFound, v.ID)
+		}
+		return confChange(pb.ConfChangeAddNode, v.ID), nil
+	}, v)
+}
+
 func confChange(t pb.ConfChangeType, id uint64) *pb.ConfChangeV2 {
 	return &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{Type: t.Enum(), NodeId: new(id)}}}
 }

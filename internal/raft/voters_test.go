@@ -93,7 +93,32 @@ func TestClusterAddAndRemoveVoter(t *testing.T) {
 		t.Fatalf("after restart node 1 knows voters %+v, want node 4 as %+v", vs, v4)
 	}
 
+	// A voter's endpoints change through the log: every node learns them.
+	moved := v4
+	moved.Endpoints = []Endpoint{{Name: "CONTROLLER", Host: "127.0.0.1", Port: v4.Endpoints[0].Port}, {Name: "OTHER", Host: "127.0.0.2", Port: 1}}
 	lead = c.waitLeader()
+	if err := c.nodes[lead].UpdateVoter(ctx, moved); err != nil {
+		t.Fatalf("UpdateVoter: %v", err)
+	}
+	if err := c.nodes[lead].UpdateVoter(ctx, Voter{ID: 9}); !errors.Is(err, ErrVoterNotFound) {
+		t.Fatalf("UpdateVoter of a stranger = %v, want ErrVoterNotFound", err)
+	}
+	c.propose("c1")
+	all = append(all, "c1")
+	c.waitConverged(all)
+	for _, id := range c.ids {
+		vs, _, err := c.nodes[id].Voters(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := slices.IndexFunc(vs, func(v Voter) bool { return v.ID == 4 }); i < 0 || len(vs[i].Endpoints) != 2 || vs[i].Endpoints[1].Host != "127.0.0.2" {
+			t.Fatalf("node %d knows node 4 as %+v after UpdateVoter", id, vs)
+		}
+	}
+	if vs, _ := c.voterIDs(lead); !slices.Equal(vs, []uint64{1, 2, 3, 4}) {
+		t.Fatalf("UpdateVoter changed the voters: %v", vs)
+	}
+
 	if err := c.nodes[lead].RemoveVoter(ctx, 4, [16]byte{9}); !errors.Is(err, ErrVoterNotFound) {
 		t.Fatalf("RemoveVoter with the wrong directory id = %v, want ErrVoterNotFound", err)
 	}

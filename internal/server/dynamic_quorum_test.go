@@ -4,11 +4,17 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/samsa-io/samsa/internal/config"
+	"github.com/samsa-io/samsa/internal/kclient"
 )
 
 // dynamicConfig is node id of a dynamic quorum whose bootstrap servers
@@ -108,5 +114,74 @@ func TestInitialControllersFormOneQuorum(t *testing.T) {
 		if s.metadataDirID != ic[s.cfg.NodeID-1].DirectoryID {
 			t.Fatalf("node %d's metadata directory id %x, want the --initial-controllers one", s.cfg.NodeID, s.metadataDirID)
 		}
+	}
+}
+
+// UpdateRaftVoter on the leader's controller listener replaces a voter's
+// endpoints, which DescribeQuorum v2 then lists; an unknown voter is
+// VOTER_NOT_FOUND and endpoints without the controller listener
+// INVALID_REQUEST.
+func TestUpdateRaftVoter(t *testing.T) {
+	ctrl := freeAddrs(t, 1)
+	cfg := dynamicConfig(t, 1, "controller", ctrl, "")
+	cfg.Quorum.Standalone = true
+	s := start(t, cfg)
+	t.Cleanup(func() { s.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := kclient.Dial(ctx, ctrl[0], "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	host, port, _ := net.SplitHostPort(ctrl[0])
+	p, _ := strconv.Atoi(port)
+	update := func(id int32, names ...string) int16 {
+		t.Helper()
+		req := kmsg.NewPtrUpdateRaftVoterRequest()
+		req.VoterID, req.VoterDirectoryID = id, s.metadataDirID
+		req.KRaftVersionFeature.MinSupportedVersion, req.KRaftVersionFeature.MaxSupportedVersion = 0, 1
+		for i, n := range names {
+			l := kmsg.NewUpdateRaftVoterRequestListener()
+			l.Name, l.Host, l.Port = n, host, uint16(p+i)
+			req.Listeners = append(req.Listeners, l)
+		}
+		resp, err := conn.Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := resp.(*kmsg.UpdateRaftVoterResponse)
+		if r.CurrentLeader.LeaderID != 1 || r.CurrentLeader.Port != int32(p) {
+			t.Fatalf("CurrentLeader %+v, want node 1 on port %d", r.CurrentLeader, p)
+		}
+		return r.ErrorCode
+	}
+	if code := update(1, "CONTROLLER", "EXTRA"); code != 0 {
+		t.Fatalf("UpdateRaftVoter: %v", kerr.ErrorForCode(code))
+	}
+	if code := update(9, "CONTROLLER"); code != kerr.VoterNotFound.Code {
+		t.Fatalf("UpdateRaftVoter of node 9: %v, want VOTER_NOT_FOUND", kerr.ErrorForCode(code))
+	}
+	if code := update(1, "EXTRA"); code != kerr.InvalidRequest.Code {
+		t.Fatalf("UpdateRaftVoter without the controller listener: %v, want INVALID_REQUEST", kerr.ErrorForCode(code))
+	}
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	req.Version = 2
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rt.Partitions = append(rt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+	req.Topics = append(req.Topics, rt)
+	resp, err := conn.Request(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range resp.(*kmsg.DescribeQuorumResponse).Nodes {
+		for _, l := range n.Listeners {
+			got = append(got, fmt.Sprintf("%d:%s:%d", n.NodeID, l.Name, l.Port))
+		}
+	}
+	if want := []string{fmt.Sprintf("1:CONTROLLER:%d", p), fmt.Sprintf("1:EXTRA:%d", p+1)}; !slices.Equal(got, want) {
+		t.Fatalf("DescribeQuorum nodes %v, want %v", got, want)
 	}
 }
