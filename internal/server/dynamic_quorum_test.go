@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/config"
@@ -183,5 +184,36 @@ func TestUpdateRaftVoter(t *testing.T) {
 	}
 	if want := []string{fmt.Sprintf("1:CONTROLLER:%d", p), fmt.Sprintf("1:EXTRA:%d", p+1)}; !slices.Equal(got, want) {
 		t.Fatalf("DescribeQuorum nodes %v, want %v", got, want)
+	}
+}
+
+// A broker-only node fetches the metadata log from the leader: the
+// leader's DescribeQuorum lists it as an observer, with the offset it
+// fetched, as Kafka lists its brokers.
+func TestBrokerOnlyNodeIsAnObserver(t *testing.T) {
+	n := startSplitNodes(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.brk.Addr("PLAINTEXT")), kgo.RetryTimeout(15*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	req.Version = 2
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rt.Partitions = append(rt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+	req.Topics = append(req.Topics, rt)
+	r, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.Topics[0].Partitions[0]
+	if len(p.CurrentVoters) != 1 || p.CurrentVoters[0].ReplicaID != 1 {
+		t.Fatalf("voters %+v, want node 1", p.CurrentVoters)
+	}
+	if len(p.Observers) != 1 || p.Observers[0].ReplicaID != 2 || p.Observers[0].LogEndOffset <= 0 || p.Observers[0].LastFetchTimestamp <= 0 {
+		t.Fatalf("observers %+v, want broker 2 with its fetch offset and time", p.Observers)
 	}
 }
