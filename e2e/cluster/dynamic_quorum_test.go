@@ -158,7 +158,8 @@ func TestDynamicQuorumGrowsAndShrinks(t *testing.T) {
 	checkKRaftVersion(t, ctx, cl)
 
 	props4 := append(slices.Clone(common), "process.roles=controller", fmt.Sprintf("listeners=CONTROLLER://127.0.0.1:%d", ports[6]))
-	if _, err := startDQNode(t, dir, 4, props4, "controller ready to join the quorum", "--cluster-id", clusterID.String(), "--no-initial-controllers"); err != nil {
+	node4, err := startDQNode(t, dir, 4, props4, "controller ready to join the quorum", "--cluster-id", clusterID.String(), "--no-initial-controllers")
+	if err != nil {
 		t.Fatal(err)
 	}
 	dir4 := readDirectoryID(t, filepath.Join(dir, "node-4"))
@@ -202,6 +203,14 @@ func TestDynamicQuorumGrowsAndShrinks(t *testing.T) {
 	if r, err := add.RequestWith(ctx, cl); err != nil || r.ErrorCode != kerr.DuplicateVoter.Code {
 		t.Fatalf("AddRaftVoter of a voter: %v / code %d, want DUPLICATE_VOTER", err, r.ErrorCode)
 	}
+	// The new voter restarts (kill -9, no format flags): its log keeps it
+	// a voter, and it catches up.
+	node4.cmd.Process.Kill()
+	<-node4.done
+	if _, err := startDQNode(t, dir, 4, props4, `msg="controller ready"`, "--cluster-id", clusterID.String()); err != nil {
+		t.Fatal(err)
+	}
+	checkVoters(t, ctx, cl, []int32{1, 2, 3, 4}, dirIDs)
 
 	rm := kmsg.NewPtrRemoveRaftVoterRequest()
 	rm.ClusterID, rm.VoterID, rm.VoterDirectoryID = new(clusterID.String()), 4, dir4

@@ -223,7 +223,12 @@ func (s *Server) openRaft(context.Context) error {
 	if s.dynamicQuorum() {
 		rcfg.Peers, rcfg.Voters, rcfg.Join = s.initialVoters()
 		rcfg.OnVoters = s.onVoters
-		if rcfg.Join && s.cfg.HasRole("broker") && !hasMetadataLog(rcfg.Dir) {
+		if hasMetadataLog(rcfg.Dir) {
+			// The log knows the voters (this node may be one): the
+			// format flags and discovery are for a new log only.
+			rcfg.Join = false
+		}
+		if rcfg.Join && s.cfg.HasRole("broker") {
 			return fmt.Errorf("controller.quorum.bootstrap.servers=%s names other controllers and this node has no metadata log: start the first controllers with --initial-controllers (or one with --standalone); a controller that joins them runs as process.roles=controller with --no-initial-controllers (a combined node cannot join a dynamic quorum yet)",
 				strings.Join(s.cfg.ControllerQuorumBootstrapServers, ","))
 		}
