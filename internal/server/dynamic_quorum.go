@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -232,4 +233,37 @@ func (s *Server) closeRaft() error {
 func hasMetadataLog(dir string) bool {
 	m, _ := filepath.Glob(filepath.Join(dir, "*.checkpoint"))
 	return len(m) > 0
+}
+
+// discoverObserverVoters asks the bootstrap servers for the voters of a
+// dynamic quorum, on a broker-only node, until one answers or ctx ends.
+// The observer then fetches from the leader among them. Controllers
+// added later are not learned until the broker restarts.
+func (s *Server) discoverObserverVoters(ctx context.Context) error {
+	backoff := 100 * time.Millisecond
+	for {
+		for _, addr := range s.cfg.ControllerQuorumBootstrapServers {
+			nodes, err := s.describeQuorumNodes(ctx, addr)
+			if err != nil {
+				s.logger.Debug("controller.quorum.bootstrap.servers: no quorum yet", "addr", addr, "err", err)
+				continue
+			}
+			s.discovered = map[int32]string{}
+			for _, n := range nodes {
+				for _, l := range n.Listeners {
+					if l.Name == s.cfg.ControllerListenerNames[0] || len(n.Listeners) == 1 {
+						s.discovered[n.NodeID] = net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
+					}
+				}
+			}
+			s.logger.Info("found the controller quorum", "bootstrap.server", addr, "voters", s.discovered)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no controller quorum answered at controller.quorum.bootstrap.servers=%s: %w", strings.Join(s.cfg.ControllerQuorumBootstrapServers, ","), context.Cause(ctx))
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
 }

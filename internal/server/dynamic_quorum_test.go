@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -215,5 +216,42 @@ func TestBrokerOnlyNodeIsAnObserver(t *testing.T) {
 	}
 	if len(p.Observers) != 1 || p.Observers[0].ReplicaID != 2 || p.Observers[0].LogEndOffset <= 0 || p.Observers[0].LastFetchTimestamp <= 0 {
 		t.Fatalf("observers %+v, want broker 2 with its fetch offset and time", p.Observers)
+	}
+}
+
+// Kafka 4's multi-node configuration: a broker-only node with
+// controller.quorum.bootstrap.servers and no voters finds the quorum
+// through them, registers, serves clients and is the leader's observer.
+func TestBrokerOnlyNodeFindsDynamicQuorum(t *testing.T) {
+	ctrl := freeAddrs(t, 1)
+	ccfg := dynamicConfig(t, 1, "controller", ctrl, "")
+	ccfg.Quorum.Standalone = true
+	c := start(t, ccfg)
+	t.Cleanup(func() { c.Close() })
+	bcfg, _, err := config.Load("", []string{"node.id=2", "process.roles=broker", "listeners=PLAINTEXT://127.0.0.1:0",
+		"controller.quorum.voters=", "controller.quorum.bootstrap.servers=" + ctrl[0], "log.dirs=" + t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bcfg.ClusterID = ccfg.ClusterID
+	b := start(t, bcfg)
+	t.Cleanup(func() { b.Close() })
+	addr := b.Addr("PLAINTEXT")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RetryTimeout(15*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "dyn"); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, cl, "dyn", 5, 0)
+	if got := consumeAll(t, addr, "dyn", 5); string(got[4].Value) != "v4" {
+		t.Fatalf("consumed %q last", got[4].Value)
+	}
+	if obs := c.raft.Observers(); len(obs) != 1 || obs[0].ID != 2 {
+		t.Fatalf("leader's observers %+v, want broker 2", obs)
 	}
 }

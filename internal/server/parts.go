@@ -128,6 +128,9 @@ func (s *Server) voters() map[int32]string {
 	for _, v := range s.cfg.ControllerQuorumVoters {
 		voters[v.ID] = v.Addr()
 	}
+	for id, addr := range s.discovered {
+		voters[id] = addr
+	}
 	if s.dynamicQuorum() && s.raft != nil {
 		vs, _, _ := s.raft.Voters(context.Background())
 		for _, v := range vs {
@@ -351,6 +354,16 @@ func (s *Server) controllerReady(ctx context.Context) error {
 // observe starts a broker-only node's metadata observer and waits until
 // it has caught up with the quorum leader.
 func (s *Server) observe(ctx context.Context) error {
+	if s.dynamicQuorum() {
+		// No controller.quorum.voters: learn them from the bootstrap
+		// servers (controller.quorum.bootstrap.servers).
+		dctx, cancel := context.WithTimeout(ctx, startupTimeout)
+		err := s.discoverObserverVoters(dctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
 	voters := s.voters()
 	s.observer = raft.NewObserver(raft.ObserverConfig{
 		NodeID: s.cfg.NodeID, Voters: voters, Applier: s.loader, Logger: s.logger, Dialer: s.dial.controller.kclient(),

@@ -104,7 +104,7 @@ func TestCheckSupportedRoles(t *testing.T) {
 	}{
 		{[]string{"process.roles=controller", "node.id=1", "controller.quorum.voters=1@127.0.0.1:9093", "listeners=CONTROLLER://127.0.0.1:9093"}, true},
 		{[]string{"process.roles=broker", "node.id=4", "controller.quorum.voters=1@127.0.0.1:9093", "listeners=PLAINTEXT://127.0.0.1:9092"}, true},
-		{[]string{"process.roles=broker", "node.id=4", "controller.quorum.voters=", "controller.quorum.bootstrap.servers=127.0.0.1:9093", "listeners=PLAINTEXT://127.0.0.1:9092"}, false},
+		{[]string{"process.roles=broker", "node.id=4", "controller.quorum.voters=", "controller.quorum.bootstrap.servers=127.0.0.1:9093", "listeners=PLAINTEXT://127.0.0.1:9092"}, true},
 		{[]string{"process.roles=broker", "node.id=1", "controller.quorum.voters=1@127.0.0.1:9093", "listeners=PLAINTEXT://127.0.0.1:9092"}, false},
 		// A controller of a dynamic quorum (KIP-853; dynamic_quorum_test.go).
 		{[]string{"process.roles=controller", "node.id=1", "controller.quorum.voters=", "controller.quorum.bootstrap.servers=127.0.0.1:9093", "listeners=CONTROLLER://127.0.0.1:9093"}, true},

@@ -52,23 +52,26 @@ type Server struct {
 	// this controller's directory id in a dynamic quorum (KIP-853).
 	metadataDirID [16]byte
 	// stopJoin ends discoverVoters (dynamic_quorum.go); nil unless joining.
-	stopJoin  context.CancelFunc
-	joinDone  chan struct{}
-	loader    *metadata.Loader
-	logs      *storage.LogManager
-	ctrlLn    *splitListener
-	transport *raft.TCPTransport
-	raft      *raft.Node
-	ctrl      *controller.Controller
-	ctrlAPI   *network.Server
-	observer  *raft.Observer // broker-only nodes
-	channel   *controllerchannel.Channel
-	replicas  *replica.Manager
-	groups    *group.Coordinator
-	markers   *txn.MarkerChannel
-	txns      *txn.Coordinator
-	broker    *broker.Broker
-	fetchers  *replica.FetcherManager // replica fetchers
+	stopJoin context.CancelFunc
+	// discovered are the voters' controller addresses a broker-only node
+	// of a dynamic quorum learned from its bootstrap servers.
+	discovered map[int32]string
+	joinDone   chan struct{}
+	loader     *metadata.Loader
+	logs       *storage.LogManager
+	ctrlLn     *splitListener
+	transport  *raft.TCPTransport
+	raft       *raft.Node
+	ctrl       *controller.Controller
+	ctrlAPI    *network.Server
+	observer   *raft.Observer // broker-only nodes
+	channel    *controllerchannel.Channel
+	replicas   *replica.Manager
+	groups     *group.Coordinator
+	markers    *txn.MarkerChannel
+	txns       *txn.Coordinator
+	broker     *broker.Broker
+	fetchers   *replica.FetcherManager // replica fetchers
 	// bound are the client listeners, open but not served until this
 	// broker is unfenced; endpoints are what it registers.
 	bound     map[string]net.Listener
@@ -409,9 +412,9 @@ func securityProtocol(cfg *config.Config, listener string) int16 {
 
 // checkSupported refuses configurations that Kafka accepts but Samsa does
 // not run yet, rather than silently running something else. Without
-// controller.quorum.voters, a controller is in a dynamic quorum (KIP-853,
-// dynamic_quorum.go); broker-only nodes still need the static voter list
-// to find the controllers.
+// controller.quorum.voters, the quorum is dynamic (KIP-853,
+// dynamic_quorum.go): controllers and broker-only nodes find it through
+// controller.quorum.bootstrap.servers.
 func checkSupported(cfg *config.Config) error {
 	broker, ctrl := cfg.HasRole("broker"), cfg.HasRole("controller")
 	for _, r := range cfg.ProcessRoles {
@@ -424,9 +427,6 @@ func checkSupported(cfg *config.Config) error {
 	}
 	if len(cfg.AddScram) > 0 && !ctrl {
 		return errors.New("--add-scram needs process.roles to contain controller: the controllers bootstrap the metadata log")
-	}
-	if !ctrl && len(cfg.ControllerQuorumVoters) == 0 {
-		return fmt.Errorf("process.roles=%s needs controller.quorum.voters: a broker-only node of Samsa does not discover a dynamic quorum through controller.quorum.bootstrap.servers yet", strings.Join(cfg.ProcessRoles, ","))
 	}
 	if err := checkQuorumFormat(cfg); err != nil {
 		return err
