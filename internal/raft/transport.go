@@ -155,6 +155,9 @@ type TCPTransport struct {
 		sync.Mutex
 		closed bool
 		conns  map[net.Conn]struct{} // every open connection, both directions
+		// refused are the reasons connections were refused for,
+		// each logged as a warning once.
+		refused map[string]bool
 	}
 }
 
@@ -513,7 +516,13 @@ func (t *TCPTransport) serveConn(c net.Conn) {
 	defer t.untrack(c)
 	from, err := t.acceptHello(c)
 	if err != nil {
-		t.log.Warn("raft transport: refused connection", "remote", c.RemoteAddr().String(), "err", err)
+		// A controller waiting to be added to the quorum dials every
+		// voter about once a second: warn once per reason.
+		level := slog.LevelWarn
+		if !t.firstRefusal(err.Error()) {
+			level = slog.LevelDebug
+		}
+		t.log.Log(t.ctx, level, "raft transport: refused connection", "remote", c.RemoteAddr().String(), "err", err)
 		return
 	}
 	br := bufio.NewReaderSize(c, 64<<10)
@@ -575,6 +584,20 @@ func (t *TCPTransport) acceptHello(c net.Conn) (uint64, error) {
 	}
 	c.SetDeadline(time.Time{})
 	return from, nil
+}
+
+// firstRefusal reports whether reason is new, and remembers it.
+func (t *TCPTransport) firstRefusal(reason string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.refused[reason] {
+		return false
+	}
+	if t.mu.refused == nil || len(t.mu.refused) > 1000 {
+		t.mu.refused = map[string]bool{}
+	}
+	t.mu.refused[reason] = true
+	return true
 }
 
 // ---- framing ----
