@@ -50,8 +50,13 @@ func TestFeatureDescribeUpgradeDowngrade(t *testing.T) {
 	failsWith(t, "INVALID_UPDATE_VERSION: The update failed for all features since the following feature had an error: Invalid update version 2 for feature transaction.version. Local controller 1 does not support this feature",
 		"feature", "upgrade", "--feature", "transaction.version=2", "--bootstrap", b)
 	failsWith(t, "Can't downgrade the version of this feature", "feature", "upgrade", "--feature", "group.version=0", "--bootstrap", b)
-	// A static quorum (the embedded single-node config) stays at kraft.version 0.
-	failsWith(t, "Samsa does not change the kraft.version of a running quorum yet", "feature", "upgrade", "--feature", "kraft.version=1", "--bootstrap", b)
+	// A static quorum (the embedded single-node config) upgrades to
+	// kraft.version 1 (KIP-853), and never back.
+	mustRun(t, "", "feature", "upgrade", "--feature", "kraft.version=1", "--bootstrap", b)
+	if got := describe(); got[3][0] != "kraft.version" || got[3][2] != "1" {
+		t.Fatalf("after the kraft.version upgrade: %q", got[3])
+	}
+	failsWith(t, "kraft.version cannot be downgraded", "feature", "downgrade", "--feature", "kraft.version=0", "--bootstrap", b)
 	failsWith(t, "Refusing to perform the requested downgrade because it might delete metadata information",
 		"feature", "downgrade", "--feature", "metadata.version=21", "--bootstrap", b)
 	// --release-version names what Samsa does not implement.

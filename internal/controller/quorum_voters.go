@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -24,7 +25,8 @@ import (
 //     NOT_CONTROLLER, so forwarding (and the admin client) retries on the
 //     leader.
 //   - A static quorum (controller.quorum.voters, kraft.version 0) answers
-//     UNSUPPORTED_VERSION, as Kafka does until kraft.version is 1.
+//     UNSUPPORTED_VERSION, as Kafka does until kraft.version is upgraded
+//     to 1 (UpdateFeatures; upgradeKRaftVersion).
 //   - A cluster id other than ours is INCONSISTENT_CLUSTER_ID; a voter
 //     without the controller listener is INVALID_REQUEST.
 //   - AddRaftVoter adds the controller as a raft learner (Kafka's observer),
@@ -143,11 +145,47 @@ func (c *Controller) UpdateRaftVoter(ctx context.Context, req *kmsg.UpdateRaftVo
 	return resp
 }
 
+// upgradeKRaftVersion runs before recs are written: when they raise
+// kraft.version from 0 to 1 (`kafka-features upgrade --feature
+// kraft.version=1` on a static quorum), it first records every static
+// voter's controller endpoint in the quorum (raft.UpdateVoter, one change
+// at a time), so that a controller added later, which has no
+// controller.quorum.voters, learns where they are. The directory ids of
+// static voters stay unknown (zero), which RemoveRaftVoter accepts.
+func (c *Controller) upgradeKRaftVersion(ctx context.Context, img *metadata.Image, recs []metadata.Record) error {
+	up := false
+	for _, r := range recs {
+		if f, ok := r.(*metadata.FeatureLevelRecord); ok && f.Name == metadata.KRaftVersionFeature && f.FeatureLevel >= 1 {
+			up = img.Features()[metadata.KRaftVersionFeature] < 1 && !c.cfg.DynamicQuorum
+		}
+	}
+	if !up {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, id := range slices.Sorted(maps.Keys(c.cfg.Voters)) {
+		e := c.cfg.Voters[id]
+		v := raft.Voter{ID: uint64(id), Endpoints: []raft.Endpoint{{Name: e.Name, Host: e.Host, Port: e.Port}}}
+		if err := c.cfg.Raft.UpdateVoter(ctx, v); err != nil {
+			return c.raftError(fmt.Errorf("record voter %d's endpoint for kraft.version 1: %w", id, err))
+		}
+	}
+	c.cfg.Logger.Info("kraft.version upgraded to 1: the quorum's voters may now change", "voters", len(c.cfg.Voters))
+	return nil
+}
+
+// dynamic reports whether the quorum may change its voters: formatted
+// dynamic, or upgraded to kraft.version 1.
+func (c *Controller) dynamic() bool {
+	return c.cfg.DynamicQuorum || c.cfg.Loader.Image().Features()[metadata.KRaftVersionFeature] >= 1
+}
+
 // checkVoterChange refuses a voter change on a static quorum or from
 // another cluster.
 func (c *Controller) checkVoterChange(clusterID *string) error {
-	if !c.cfg.DynamicQuorum {
-		return fmt.Errorf("%w: the quorum is static (controller.quorum.voters, kraft.version 0); voters can be changed only in a quorum formatted with --standalone or --initial-controllers", kerr.UnsupportedVersion)
+	if !c.dynamic() {
+		return fmt.Errorf("%w: the quorum is static (controller.quorum.voters, kraft.version 0); upgrade it with kafka-features upgrade --feature kraft.version=1, or format a dynamic quorum with --standalone or --initial-controllers", kerr.UnsupportedVersion)
 	}
 	if id := c.cfg.Loader.Image().ClusterID; clusterID != nil && *clusterID != id {
 		return fmt.Errorf("%w: cluster id %s, ours is %s", kerr.InconsistentClusterID, *clusterID, id)

@@ -255,3 +255,76 @@ func TestBrokerOnlyNodeFindsDynamicQuorum(t *testing.T) {
 		t.Fatalf("leader's observers %+v, want broker 2", obs)
 	}
 }
+
+// A static quorum refuses voter changes until kafka-features upgrades
+// kraft.version to 1 (as Kafka 4.4 allows); then a controller that joined
+// through controller.quorum.bootstrap.servers is added, and the static
+// voter's endpoint is recorded in the quorum. Downgrading is refused.
+func TestKRaftVersionUpgradeOfAStaticQuorum(t *testing.T) {
+	addrs := freeAddrs(t, 2)
+	cfg1, _, err := config.Load("", []string{"node.id=1", "process.roles=controller", "listeners=CONTROLLER://" + addrs[0],
+		"controller.quorum.voters=1@" + addrs[0], "log.dirs=" + t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg1.ClusterID = "MkU3OEVBNTcwNTJENDM2Qg"
+	s1 := start(t, cfg1)
+	t.Cleanup(func() { s1.Close() })
+	cfg2 := dynamicConfig(t, 2, "controller", []string{addrs[0], addrs[1]}, "")
+	cfg2.ControllerQuorumBootstrapServers = addrs[:1]
+	cfg2.Quorum.NoInitialControllers = true
+	s2 := start(t, cfg2)
+	t.Cleanup(func() { s2.Close() })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := kclient.Dial(ctx, addrs[0], "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	host, port, _ := net.SplitHostPort(addrs[1])
+	p, _ := strconv.Atoi(port)
+	add := kmsg.NewPtrAddRaftVoterRequest()
+	add.VoterID, add.VoterDirectoryID, add.TimeoutMillis = 2, s2.metadataDirID, 20000
+	l := kmsg.NewAddRaftVoterRequestListener()
+	l.Name, l.Host, l.Port = "CONTROLLER", host, uint16(p)
+	add.Listeners = append(add.Listeners, l)
+	addVoter := func() int16 {
+		t.Helper()
+		r, err := conn.Request(ctx, add)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.(*kmsg.AddRaftVoterResponse).ErrorCode
+	}
+	if code := addVoter(); code != kerr.UnsupportedVersion.Code {
+		t.Fatalf("AddRaftVoter on a static quorum: %v, want UNSUPPORTED_VERSION", kerr.ErrorForCode(code))
+	}
+	updateKRaft := func(level int16, upgrade int8) *kmsg.UpdateFeaturesResponse {
+		t.Helper()
+		req := kmsg.NewPtrUpdateFeaturesRequest()
+		req.Version = 1
+		u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+		u.Feature, u.MaxVersionLevel, u.UpgradeType = "kraft.version", level, upgrade
+		req.FeatureUpdates = append(req.FeatureUpdates, u)
+		r, err := conn.Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.(*kmsg.UpdateFeaturesResponse)
+	}
+	if r := updateKRaft(1, 1); r.ErrorCode != 0 {
+		t.Fatalf("upgrade kraft.version to 1: %v %v", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+	}
+	if code := addVoter(); code != 0 {
+		t.Fatalf("AddRaftVoter after the upgrade: %v", kerr.ErrorForCode(code))
+	}
+	vs, _, err := s1.raft.Voters(ctx)
+	if err != nil || len(vs) != 2 || len(vs[0].Endpoints) != 1 || vs[0].Endpoints[0].Addr() != addrs[0] || vs[1].DirectoryID != s2.metadataDirID {
+		t.Fatalf("voters %+v (%v): want node 1 at %s and node 2 with its directory id", vs, err, addrs[0])
+	}
+	if r := updateKRaft(0, 2); r.ErrorCode != kerr.InvalidUpdateVersion.Code {
+		t.Fatalf("downgrade kraft.version: %v, want INVALID_UPDATE_VERSION", kerr.ErrorForCode(r.ErrorCode))
+	}
+}

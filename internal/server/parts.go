@@ -96,8 +96,8 @@ func (s *Server) components() []component {
 }
 
 // quorum are the parts of a voter: the controller listener (shared by
-// the raft transport and Kafka requests) when anyone needs to reach it,
-// the transport when there are other voters, the raft node, the
+// the raft transport and Kafka requests) and the transport when anyone
+// needs to reach it, the raft node, the
 // controller and its request handlers on the controller listener.
 func (s *Server) quorum() []component {
 	cfg := s.cfg
@@ -106,10 +106,11 @@ func (s *Server) quorum() []component {
 	// the quorum only through it.
 	listen := len(cfg.ControllerQuorumVoters) > 1 || !cfg.HasRole("broker") || s.dynamicQuorum()
 	if listen {
-		cs = append(cs, part{s.bindControllerListener, func() error { return s.ctrlLn.Close() }})
-	}
-	if len(cfg.ControllerQuorumVoters) > 1 || s.dynamicQuorum() {
-		cs = append(cs, part{s.startTransport, func() error { return s.transport.Close() }})
+		// With a listener there is a transport, even for a sole static
+		// voter: an upgrade to kraft.version 1 may add voters.
+		cs = append(cs,
+			part{s.bindControllerListener, func() error { return s.ctrlLn.Close() }},
+			part{s.startTransport, func() error { return s.transport.Close() }})
 	}
 	cs = append(cs,
 		part{s.openRaft, s.closeRaft},
@@ -223,9 +224,9 @@ func (s *Server) openRaft(context.Context) error {
 		Applier: s.loader,
 		Fault:   s.hooks.Fault,
 	}
+	rcfg.OnVoters = s.onVoters
 	if s.dynamicQuorum() {
 		rcfg.Peers, rcfg.Voters, rcfg.Join = s.initialVoters()
-		rcfg.OnVoters = s.onVoters
 		if hasMetadataLog(rcfg.Dir) {
 			// The log knows the voters (this node may be one): the
 			// format flags and discovery are for a new log only.
