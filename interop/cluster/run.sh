@@ -282,6 +282,31 @@ else
 		skip "no venv with confluent_kafka at $venv (run the python suite first)"
 fi
 
+# 9b. The static quorum upgraded to kraft.version 1 with kafka-features, as
+# Kafka 4.4 allows; then a controller that joins through
+# controller.quorum.bootstrap.servers is added and removed.
+out=$(kt FeatureCommand --bootstrap-server "$B" upgrade --feature kraft.version=1 2>&1)
+has "FeatureCommand upgrade --feature kraft.version=1 (static quorum of 3)" "$out" '^kraft.version was upgraded to 1\.$'
+out=$(kt FeatureCommand --bootstrap-server "$B" describe 2>&1)
+has "FeatureCommand describe: kraft.version supported 0-1, finalized 1" "$out" \
+	'^Feature: kraft\.version[[:space:]]+SupportedMinVersion: 0[[:space:]]+SupportedMaxVersion: 1[[:space:]]+FinalizedVersionLevel: 1'
+sb=$(sed -n 's/^listeners=.*CONTROLLER:\/\/\([^,]*\).*/\1/p' "$dir"/node-[123].properties | paste -sd,)
+p4=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+printf '%s\n' "node.id=4" "process.roles=controller" "listeners=CONTROLLER://127.0.0.1:$p4" \
+	"controller.listener.names=CONTROLLER" "listener.security.protocol.map=CONTROLLER:PLAINTEXT" \
+	"controller.quorum.bootstrap.servers=$sb" "log.dirs=$dir/node-4" >"$dir/node-4.properties"
+"$SAMSA_BIN" server --config "$dir/node-4.properties" --cluster-id "$(cat "$dir/cluster.id")" --no-initial-controllers >"$dir/node-4.log" 2>&1 &
+joined4() { grep -q 'controller ready to join the quorum' "$dir/node-4.log"; }
+wait_for 30 joined4
+out=$(kt MetadataQuorumCommand --bootstrap-server "$B" --command-config "$dir/node-4.properties" add-controller 2>&1)
+has "MetadataQuorumCommand add-controller to the upgraded static quorum" "$out" "^Added controller 4 with directory id [A-Za-z0-9_-]{22} and endpoints: CONTROLLER://127.0.0.1:$p4$"
+out=$(kt MetadataQuorumCommand --bootstrap-server "$B" describe --status 2>&1)
+expect_eq "$C" "upgraded static quorum: describe --status shows voters 1 2 3 4" "1 2 3 4" \
+	"$(sed -n 's/^CurrentVoters: *//p' <<<"$out" | grep -o '"id": [0-9]*' | grep -o '[0-9]*' | sort -n | paste -sd' ')"
+d4=$(sed -n 's/^directory.id=//p' "$dir/node-4/meta.properties")
+out=$(kt MetadataQuorumCommand --bootstrap-server "$B" remove-controller --controller-id 4 --controller-directory-id "$d4" 2>&1)
+has "MetadataQuorumCommand remove-controller from the upgraded static quorum" "$out" "^Removed KRaft controller 4 with directory id $d4"
+
 # 10. A dynamic quorum (KIP-853): three combined nodes formatted with
 # --initial-controllers, a controller-only node 4 formatted with
 # --no-initial-controllers; kafka-metadata-quorum add-controller (run with
