@@ -32,10 +32,9 @@ import (
 //   - AddRaftVoter adds the controller as a raft learner (Kafka's observer),
 //     waits until its log holds every committed entry, then makes it a
 //     voter: one change at a time, each committed before the next starts.
-//     An existing voter is DUPLICATE_VOTER. When the change does not
-//     complete within TimeoutMillis (the new controller is not running or
-//     cannot catch up), REQUEST_TIMED_OUT; a learner left behind is
-//     promoted by a retry.
+//     An existing voter is DUPLICATE_VOTER. When the new controller does
+//     not catch up within TimeoutMillis (it is not running, say), the
+//     learner is removed again and the answer is REQUEST_TIMED_OUT.
 //   - RemoveRaftVoter of an unknown id, or of a known id with another
 //     directory id, is VOTER_NOT_FOUND; the last voter cannot be removed
 //     (INVALID_REQUEST). A leader that removes itself steps down once the

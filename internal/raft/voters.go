@@ -116,7 +116,9 @@ func (n *Node) run1(ctx context.Context, q func()) error {
 
 // AddVoter adds v to the quorum: as a learner first, then, once its log
 // has caught up with the commit index, as a voter. It returns when the
-// promotion is applied on this node (the leader). ErrDuplicateVoter if
+// promotion is applied on this node (the leader). If the learner does not
+// catch up before ctx ends, it is removed again (unless it was a learner
+// already), so a failed AddVoter changes nothing. ErrDuplicateVoter if
 // v.ID already votes; ErrChangePending while another change is not yet
 // applied (the caller may retry); ErrNotLeader off the leader.
 func (n *Node) AddVoter(ctx context.Context, v Voter) error {
@@ -138,6 +140,20 @@ func (n *Node) AddVoter(ctx context.Context, v Voter) error {
 		return err
 	}
 	if err := n.waitCaughtUp(ctx, v.ID); err != nil {
+		if !learner {
+			// Leave the voters as they were, as Kafka's failed add does
+			// (the node may never have run): take the learner out again.
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if rerr := n.changeVoters(rctx, func() (*pb.ConfChangeV2, error) {
+				if !slices.Contains(n.confState.GetLearners(), v.ID) {
+					return nil, nil
+				}
+				return confChange(pb.ConfChangeRemoveNode, v.ID), nil
+			}, Voter{ID: v.ID}); rerr != nil {
+				n.cfg.Logger.Warn("learner left in the quorum after a failed AddVoter", "node.id", v.ID, "err", rerr)
+			}
+		}
 		return err
 	}
 	return n.changeVoters(ctx, func() (*pb.ConfChangeV2, error) {

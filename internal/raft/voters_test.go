@@ -151,3 +151,21 @@ func TestClusterRemoveLeader(t *testing.T) {
 	c.propose("b")
 	c.waitConverged([]string{"a", "b"})
 }
+
+// AddVoter of a node that never runs times out and leaves the voter set
+// as it was: no learner stays behind.
+func TestClusterAddVoterThatNeverRunsChangesNothing(t *testing.T) {
+	c := newTestCluster(t, 3, 1000)
+	c.propose("a")
+	lead := c.waitLeader()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	ghost := Voter{ID: 7, Endpoints: []Endpoint{{Name: "CONTROLLER", Host: "127.0.0.1", Port: 1}}}
+	if err := c.nodes[lead].AddVoter(ctx, ghost); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("AddVoter of a node that never runs = %v, want a deadline", err)
+	}
+	c.eventually("the ghost learner removed", func() bool {
+		vs, ls := c.voterIDs(lead)
+		return slices.Equal(vs, []uint64{1, 2, 3}) && len(ls) == 0
+	})
+}
