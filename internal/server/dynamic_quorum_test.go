@@ -328,3 +328,40 @@ func TestKRaftVersionUpgradeOfAStaticQuorum(t *testing.T) {
 		t.Fatalf("downgrade kraft.version: %v, want INVALID_UPDATE_VERSION", kerr.ErrorForCode(r.ErrorCode))
 	}
 }
+
+// DescribeCluster on the controller listener (what an admin client with
+// bootstrap.controllers sends) lists the voters and the active one;
+// brokers are not described there.
+func TestDescribeClusterOnControllerListener(t *testing.T) {
+	ctrl := freeAddrs(t, 1)
+	cfg := dynamicConfig(t, 1, "controller", ctrl, "")
+	cfg.Quorum.Standalone = true
+	s := start(t, cfg)
+	t.Cleanup(func() { s.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := kclient.Dial(ctx, ctrl[0], "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	describe := func(endpointType int8) *kmsg.DescribeClusterResponse {
+		t.Helper()
+		req := kmsg.NewPtrDescribeClusterRequest()
+		req.Version, req.EndpointType = 1, endpointType
+		resp, err := conn.Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.(*kmsg.DescribeClusterResponse)
+	}
+	r := describe(2)
+	host, port, _ := net.SplitHostPort(ctrl[0])
+	if r.ErrorCode != 0 || r.ControllerID != 1 || r.ClusterID != cfg.ClusterID || len(r.Brokers) != 1 ||
+		r.Brokers[0].NodeID != 1 || r.Brokers[0].Host != host || strconv.Itoa(int(r.Brokers[0].Port)) != port {
+		t.Fatalf("DescribeCluster(controllers) = %+v, want controller 1 at %s", r, ctrl[0])
+	}
+	if r := describe(1); r.ErrorCode != kerr.UnsupportedEndpointType.Code {
+		t.Fatalf("DescribeCluster(brokers) on the controller listener: %v, want UNSUPPORTED_ENDPOINT_TYPE", kerr.ErrorForCode(r.ErrorCode))
+	}
+}
