@@ -150,6 +150,11 @@ func printQuorum(w io.Writer, p kmsg.DescribeQuorumResponseTopicPartition, now t
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\n", v.ReplicaID, status, v.LogEndOffset,
 			max(leaderEnd-v.LogEndOffset, 0), ago(v.LastFetchTimestamp, now), ago(v.LastCaughtUpTimestamp, now))
 	}
+	// Observers: controllers being added and broker-only nodes.
+	for _, v := range p.Observers {
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\n", v.ReplicaID, "observer", v.LogEndOffset,
+			max(leaderEnd-v.LogEndOffset, 0), ago(v.LastFetchTimestamp, now), ago(v.LastCaughtUpTimestamp, now))
+	}
 	tw.Flush()
 }
 

@@ -34,6 +34,7 @@ func TestPrintQuorumLag(t *testing.T) {
 	p := kmsg.NewDescribeQuorumResponseTopicPartition()
 	p.LeaderID, p.LeaderEpoch, p.HighWatermark = 2, 7, 40
 	p.CurrentVoters = append(p.CurrentVoters, voter(1, 38, 99_750), voter(2, 42, 100_000), voter(3, 0, -1))
+	p.Observers = append(p.Observers, voter(5, 41, 99_900))
 	var sb strings.Builder
 	printQuorum(&sb, p, now)
 	want := [][]string{
@@ -42,6 +43,7 @@ func TestPrintQuorumLag(t *testing.T) {
 		{"1", "follower", "38", "4", "250ms", "ago", "250ms", "ago"},
 		{"2", "leader", "42", "0", "0s", "ago", "0s", "ago"},
 		{"3", "follower", "0", "42", "-", "-"},
+		{"5", "observer", "41", "1", "100ms", "ago", "100ms", "ago"},
 	}
 	if got := fields(sb.String()); !equalRows(got, want) {
 		t.Fatalf("got %q\nwant %q", got, want)

@@ -17,7 +17,7 @@ func TestFeatureDescribeUpgradeDowngrade(t *testing.T) {
 		{"FEATURE", "SUPPORTED", "FINALIZED"},
 		{"eligible.leader.replicas.version", "0-0", "0"},
 		{"group.version", "0-1", "1"},
-		{"kraft.version", "0-0", "0"},
+		{"kraft.version", "0-1", "0"},
 		{"metadata.version", "7", "(3.3)-27", "(4.1)", "27", "(4.1)"},
 		{"share.version", "0-0", "0"},
 		{"streams.version", "0-0", "0"},
@@ -50,6 +50,13 @@ func TestFeatureDescribeUpgradeDowngrade(t *testing.T) {
 	failsWith(t, "INVALID_UPDATE_VERSION: The update failed for all features since the following feature had an error: Invalid update version 2 for feature transaction.version. Local controller 1 does not support this feature",
 		"feature", "upgrade", "--feature", "transaction.version=2", "--bootstrap", b)
 	failsWith(t, "Can't downgrade the version of this feature", "feature", "upgrade", "--feature", "group.version=0", "--bootstrap", b)
+	// A static quorum (the embedded single-node config) upgrades to
+	// kraft.version 1 (KIP-853), and never back.
+	mustRun(t, "", "feature", "upgrade", "--feature", "kraft.version=1", "--bootstrap", b)
+	if got := describe(); got[3][0] != "kraft.version" || got[3][2] != "1" {
+		t.Fatalf("after the kraft.version upgrade: %q", got[3])
+	}
+	failsWith(t, "kraft.version cannot be downgraded", "feature", "downgrade", "--feature", "kraft.version=0", "--bootstrap", b)
 	failsWith(t, "Refusing to perform the requested downgrade because it might delete metadata information",
 		"feature", "downgrade", "--feature", "metadata.version=21", "--bootstrap", b)
 	// --release-version names what Samsa does not implement.

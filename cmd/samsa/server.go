@@ -37,8 +37,11 @@ func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
 	releaseVersion := fs.String("release-version", "", "Kafka `release` (3.3 to 4.4) whose feature levels a new metadata log starts at, as kafka-storage format --release-version (default: Samsa's newest)")
 	var features stringList
 	fs.Var(&features, "feature", "feature level `name=level` a new metadata log starts at (repeatable; wins over --release-version), as kafka-storage format --feature")
+	standalone := fs.Bool("standalone", false, "format a new metadata log with this controller as the only voter of a dynamic quorum (controller.quorum.bootstrap.servers), as kafka-storage format --standalone")
+	initialControllers := fs.String("initial-controllers", "", "format a new metadata log of a dynamic quorum with these `voters` (id@host:port:directory-id,...; this node's directory id becomes its metadata directory's), as kafka-storage format --initial-controllers")
+	noInitialControllers := fs.Bool("no-initial-controllers", false, "format a new metadata log with no voters: this controller joins the quorum of controller.quorum.bootstrap.servers once added with kafka-metadata-quorum add-controller, as kafka-storage format --no-initial-controllers")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: samsa server [--config FILE] [--override key=value ...] [--add-scram 'SCRAM-SHA-256=[name=U,password=P]' ...] [--release-version R] [--feature name=level ...]")
+		fmt.Fprintln(stderr, "usage: samsa server [--config FILE] [--override key=value ...] [--add-scram 'SCRAM-SHA-256=[name=U,password=P]' ...] [--release-version R] [--feature name=level ...] [--standalone | --initial-controllers id@host:port:dir,... | --no-initial-controllers]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -77,6 +80,13 @@ func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
 		return 2
 	}
 	cfg.ReleaseVersion, cfg.Features = *releaseVersion, features
+	cfg.Quorum = config.QuorumFormat{Standalone: *standalone, NoInitialControllers: *noInitialControllers}
+	if *initialControllers != "" {
+		if cfg.Quorum.InitialControllers, err = config.ParseInitialControllers(*initialControllers); err != nil {
+			fmt.Fprintf(stderr, "samsa server: %v\n", err)
+			return 2
+		}
+	}
 	// Signals are caught before anything can block: one that arrives
 	// during start-up (log recovery, waiting for the other voters or for
 	// this broker to be unfenced) cancels it, and the node exits cleanly.

@@ -94,6 +94,12 @@ type Config struct {
 	// log starts at (metadata.InitialFeatures). Ignored once it exists.
 	ReleaseVersion string
 	Features       []string
+	// Quorum is not a property either: how a controller of a dynamic
+	// quorum (no controller.quorum.voters, KIP-853) formats a new
+	// metadata log, from `samsa server --standalone`,
+	// `--initial-controllers` or `--no-initial-controllers` (Kafka's
+	// `kafka-storage format` flags). Ignored once the log exists.
+	Quorum QuorumFormat
 
 	LogDirs        []string // log.dirs, or log.dir when unset
 	MetadataLogDir string   // metadata.log.dir, or LogDirs[0] when unset

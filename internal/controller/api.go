@@ -56,7 +56,7 @@ func api[Req kmsg.Request, Resp kmsg.Response](key kmsg.Key, min, max int16,
 // lists and never changed.
 var apiTable = func() map[kmsg.Key]API {
 	m := map[kmsg.Key]API{}
-	for _, rows := range [][]API{topicAPIs(), configAPIs(), quotaAPIs(), aclAPIs(), partitionAPIs(), reassignAPIs(), quorumAPIs(), brokerAPIs(), producerIDAPIs(), scramAPIs(), featureAPIs(), tokenAPIs()} {
+	for _, rows := range [][]API{topicAPIs(), configAPIs(), quotaAPIs(), aclAPIs(), partitionAPIs(), reassignAPIs(), quorumAPIs(), quorumVoterAPIs(), describeClusterAPIs(), brokerAPIs(), producerIDAPIs(), scramAPIs(), featureAPIs(), tokenAPIs()} {
 		for _, a := range rows {
 			if _, dup := m[a.Key]; dup {
 				panic("controller: two rows for " + kmsg.NameForKey(int16(a.Key)))

@@ -61,6 +61,15 @@ type Config struct {
 	// (controller.quorum.voters), which DescribeQuorum v2 reports so tools
 	// can show and reach them. Name is the controller listener's name.
 	Voters map[int32]metadata.Endpoint
+	// DynamicQuorum is kraft.version 1 (KIP-853): the quorum was formatted
+	// with --standalone, --initial-controllers or joined through
+	// controller.quorum.bootstrap.servers, so AddRaftVoter and
+	// RemoveRaftVoter may change its voters. A static quorum
+	// (controller.quorum.voters, kraft.version 0) refuses them.
+	DynamicQuorum bool
+	// ControllerListener is the name of the controller listener
+	// (controller.listener.names' first); an added voter must have it.
+	ControllerListener string
 	// SessionTimeout (broker.session.timeout.ms, default 9 s) is how long
 	// a broker may go without a heartbeat before the active controller
 	// fences it.

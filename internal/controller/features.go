@@ -50,7 +50,9 @@ func (c *Controller) UpdateFeatures(ctx context.Context, req *kmsg.UpdateFeature
 	if err == nil {
 		var recs []metadata.Record
 		if recs, err = decideFeatureUpdates(img, c.cfg.NodeID, req); err == nil && !req.ValidateOnly {
-			err = c.writeLocked(ctx, recs)
+			if err = c.upgradeKRaftVersion(ctx, img, recs); err == nil {
+				err = c.writeLocked(ctx, recs)
+			}
 		}
 	}
 	if err != nil {
@@ -116,6 +118,10 @@ func checkFeatureUpdate(img *metadata.Image, nodeID int32, current int16, name s
 		return invalid("Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade.")
 	case level > current && upgrade != upgradeUpgrade:
 		return invalid("Can't downgrade to a newer version.")
+	case name == metadata.KRaftVersionFeature && level < current:
+		// The level is the quorum's: 1 when it was formatted dynamic
+		// or upgraded (upgradeKRaftVersion), 0 for a static quorum.
+		return invalid("kraft.version cannot be downgraded: the quorum's voters are recorded in its log.")
 	case name == metadata.MetadataVersionFeature && level < current && upgrade == upgradeUnsafeDowngrade:
 		return wire.Errorf(kerr.InvalidUpdateVersion, "Invalid metadata.version %d. Unsafe metadata downgrade is not supported in this version.", level)
 	case name == metadata.MetadataVersionFeature && level < current:

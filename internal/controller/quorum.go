@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/raft"
 	"github.com/samsa-io/samsa/internal/wire"
 )
 
@@ -24,8 +25,12 @@ const MetadataTopic = metadata.MetadataTopicName
 // as a Kafka controller does, and forwarding retries on the leader.
 // Offsets are raft indexes: LogEndOffset is the last index a voter holds
 // and HighWatermark the last committed index, so lag is a difference of
-// the two. v2's Nodes list every voter's controller endpoint
-// (Config.Voters); Observers stay empty.
+// the two. v2 gives each voter's directory id and Nodes lists every
+// voter's controller endpoint (recorded by KIP-853 voter changes, else
+// Config.Voters). Observers are the controllers being added (raft
+// learners) and the nodes that fetched the log over the Kafka protocol in
+// the last five minutes (broker-only nodes; their LogEndOffset is the
+// last offset they had fetched).
 func (c *Controller) DescribeQuorum(ctx context.Context, req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse {
 	resp := kmsg.NewPtrDescribeQuorumResponse()
 	resp.Version = req.Version
@@ -61,42 +66,89 @@ func (c *Controller) DescribeQuorum(ctx context.Context, req *kmsg.DescribeQuoru
 			rp.ErrorMessage = &msg
 			break
 		}
+		infos := c.voterInfos(ctx)
 		for _, id := range st.Voters {
-			v := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
-			v.ReplicaID = int32(id)
-			pr := st.Progress[id]
-			v.LogEndOffset = int64(pr.Match)
-			if id == st.ID {
-				v.LogEndOffset = int64(st.LastIndex)
-			}
-			v.LastFetchTimestamp, v.LastCaughtUpTimestamp = millis(pr.LastContact), millis(pr.LastCaughtUp)
-			rp.CurrentVoters = append(rp.CurrentVoters, v)
+			rp.CurrentVoters = append(rp.CurrentVoters, replicaState(st, id, infos[id].DirectoryID))
 		}
 		rp.Observers = []kmsg.DescribeQuorumResponseTopicPartitionReplicaState{}
+		// Learners are controllers being added (KIP-853's observers that
+		// catch up before they vote); the rest fetch over the Kafka
+		// protocol: broker-only nodes.
+		for _, id := range slices.Sorted(maps.Keys(st.Progress)) {
+			if !slices.Contains(st.Voters, id) {
+				rp.Observers = append(rp.Observers, replicaState(st, id, infos[id].DirectoryID))
+			}
+		}
+		for _, o := range c.cfg.Raft.Observers() {
+			if _, ok := st.Progress[o.ID]; ok {
+				continue
+			}
+			v := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+			v.ReplicaID, v.LogEndOffset = int32(o.ID), int64(o.LogEnd)-1
+			v.LastFetchTimestamp = millis(o.LastFetch)
+			if o.LogEnd > st.Commit {
+				v.LastCaughtUpTimestamp = v.LastFetchTimestamp
+			}
+			rp.Observers = append(rp.Observers, v)
+		}
 	}
 	if req.Version < 2 {
 		rp.ErrorMessage = nil
 	}
 	if req.Version >= 2 {
-		resp.Nodes = c.quorumNodes()
+		resp.Nodes = c.quorumNodes(ctx)
 	}
 	rt.Partitions = append(rt.Partitions, rp)
 	resp.Topics = append(resp.Topics, rt)
 	return resp
 }
 
+// replicaState is the leader's view of voter or learner id.
+func replicaState(st raft.Status, id uint64, dir [16]byte) kmsg.DescribeQuorumResponseTopicPartitionReplicaState {
+	v := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+	v.ReplicaID, v.ReplicaDirectoryID = int32(id), dir
+	pr := st.Progress[id]
+	v.LogEndOffset = int64(pr.Match)
+	if id == st.ID {
+		v.LogEndOffset = int64(st.LastIndex)
+	}
+	v.LastFetchTimestamp, v.LastCaughtUpTimestamp = millis(pr.LastContact), millis(pr.LastCaughtUp)
+	return v
+}
+
+// voterInfos are the directory ids and endpoints the quorum knows of
+// its voters and learners (empty for a static quorum's).
+func (c *Controller) voterInfos(ctx context.Context) map[uint64]raft.Voter {
+	voters, learners, err := c.cfg.Raft.Voters(ctx)
+	out := map[uint64]raft.Voter{}
+	if err != nil {
+		return out
+	}
+	for _, v := range append(voters, learners...) {
+		out[v.ID] = v
+	}
+	return out
+}
+
 // quorumNodes lists the voters' endpoints, by id (Kafka's
-// singletonDescribeQuorumResponse fills them from v2).
-func (c *Controller) quorumNodes() []kmsg.DescribeQuorumResponseNode {
-	ids := slices.Sorted(maps.Keys(c.cfg.Voters))
-	nodes := make([]kmsg.DescribeQuorumResponseNode, 0, len(ids))
-	for _, id := range ids {
-		e := c.cfg.Voters[id]
+// singletonDescribeQuorumResponse fills them from v2): those the quorum
+// recorded (KIP-853), else controller.quorum.voters'.
+func (c *Controller) quorumNodes(ctx context.Context) []kmsg.DescribeQuorumResponseNode {
+	voters, _, _ := c.cfg.Raft.Voters(ctx)
+	var nodes []kmsg.DescribeQuorumResponseNode
+	for _, v := range voters {
 		n := kmsg.NewDescribeQuorumResponseNode()
-		n.NodeID = id
-		l := kmsg.NewDescribeQuorumResponseNodeListener()
-		l.Name, l.Host, l.Port = e.Name, e.Host, e.Port
-		n.Listeners = append(n.Listeners, l)
+		n.NodeID = int32(v.ID)
+		for _, e := range v.Endpoints {
+			l := kmsg.NewDescribeQuorumResponseNodeListener()
+			l.Name, l.Host, l.Port = e.Name, e.Host, e.Port
+			n.Listeners = append(n.Listeners, l)
+		}
+		if e, ok := c.cfg.Voters[n.NodeID]; ok && len(n.Listeners) == 0 {
+			l := kmsg.NewDescribeQuorumResponseNodeListener()
+			l.Name, l.Host, l.Port = e.Name, e.Host, e.Port
+			n.Listeners = append(n.Listeners, l)
+		}
 		nodes = append(nodes, n)
 	}
 	return nodes

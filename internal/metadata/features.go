@@ -47,13 +47,14 @@ const MetadataVersionMin int16 = 7
 // supportedFeatures is every feature Samsa knows, with what it
 // implements:
 //   - group.version 1: KIP-848 consumer groups.
-//   - kraft.version 0: a static quorum (no KIP-853 voter changes).
+//   - kraft.version 1: a dynamic quorum (KIP-853 voter changes); a
+//     static one (controller.quorum.voters) runs at 0.
 //   - transaction.version 0: transactions v1 (KIP-890 part 2 is not built).
 //   - eligible.leader.replicas.version, share.version, streams.version 0:
 //     not built.
 var supportedFeatures = []FeatureRange{
 	{MetadataVersionFeature, MetadataVersionMin, MetadataVersionLatest},
-	{KRaftVersionFeature, 0, 0},
+	{KRaftVersionFeature, 0, 1},
 	{GroupVersionFeature, 0, 1},
 	{TransactionVersionFeature, 0, 0},
 	{ELRVersionFeature, 0, 0},

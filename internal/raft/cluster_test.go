@@ -24,12 +24,28 @@ type testCluster struct {
 	apps  map[uint64]*memApplier
 	// cut is a partitioned node that waitLeader does not consult.
 	cut uint64
+	// joining are nodes started with Config.Join.
+	joining map[uint64]bool
+}
+
+// setPeers points tr at the voters' first endpoints, as the server does.
+func setPeers(tr *TCPTransport, vs map[uint64]Voter) {
+	for id, v := range vs {
+		if len(v.Endpoints) > 0 {
+			tr.SetPeer(id, v.Endpoints[0].Addr())
+		}
+	}
+	for id := range tr.Peers() {
+		if _, ok := vs[id]; !ok {
+			tr.RemovePeer(id)
+		}
+	}
 }
 
 func newTestCluster(t *testing.T, size int, every uint64) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, addrs: map[uint64]string{}, dirs: map[uint64]string{}, every: every,
-		nodes: map[uint64]*Node{}, trs: map[uint64]*TCPTransport{}, apps: map[uint64]*memApplier{}}
+		nodes: map[uint64]*Node{}, trs: map[uint64]*TCPTransport{}, apps: map[uint64]*memApplier{}, joining: map[uint64]bool{}}
 	lns := map[uint64]net.Listener{}
 	for i := 1; i <= size; i++ {
 		id := uint64(i)
@@ -79,7 +95,8 @@ func (c *testCluster) startWith(id uint64, ln net.Listener) {
 	}
 	a := &memApplier{}
 	n, err := Open(Config{ID: id, Peers: c.ids, Dir: c.dirs[id], Transport: tr, Applier: a,
-		Logger: quietLogger(), TickInterval: 10 * time.Millisecond, SnapshotEvery: c.every})
+		Logger: quietLogger(), TickInterval: 10 * time.Millisecond, SnapshotEvery: c.every,
+		Join: c.joining[id], OnVoters: func(vs map[uint64]Voter) { setPeers(tr, vs) }})
 	if err != nil {
 		tr.Close()
 		c.t.Fatal(err)

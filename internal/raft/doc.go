@@ -66,8 +66,9 @@
 // segments and checkpoints the new one makes redundant.
 //
 // A fresh directory is bootstrapped with a checkpoint at index 1 holding the
-// initial voter set and no data, so the first real entry has index 2 (raft
-// index 0 means "none"). Entries with empty data (leader no-ops, barriers)
+// initial voter set and no Applier data, so the first real entry has index 2
+// (raft index 0 means "none"); a node that joins (Config.Join) starts with
+// no checkpoint and gets the leader's. Entries with empty data (leader no-ops, barriers)
 // are never passed to the Applier.
 //
 // Each proposed entry is wrapped in a small envelope (format byte, a random
@@ -86,6 +87,20 @@
 // long-polls the leader, feeds its own Applier the same entries in the
 // same order, restores the leader's snapshot when it is too far behind,
 // and tells its node which voter leads.
+//
+// # Voter changes (KIP-853)
+//
+// A dynamic quorum changes its voters one at a time with raft's simple
+// configuration changes (ConfChangeV2 with one change, never a joint
+// configuration): AddVoter adds a learner, waits until its log holds the
+// commit index, then promotes it; RemoveVoter removes one; UpdateVoter
+// records new endpoints. Each change's Context carries the voter's
+// directory id and endpoints (voters.go), and a snapshot's data starts
+// with the voter set when one is known, so a restart or a node caught up
+// by snapshot knows every voter's endpoints. A node started with
+// Config.Join has no voters: it neither campaigns nor votes until the
+// leader adds it. Config.OnVoters hears each change (the server points
+// the transport at the voters).
 //
 // # Peers
 //

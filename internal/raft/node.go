@@ -63,6 +63,19 @@ type Config struct {
 	Dir string
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Voters describe the initial voters (directory ids, endpoints) of a
+	// dynamic quorum, written with Peers into a fresh directory; nil for
+	// a static quorum (controller.quorum.voters), whose endpoints come
+	// from the configuration.
+	Voters []Voter
+	// Join starts a fresh directory with no voters at all: the node is
+	// neither voter nor candidate until the leader adds it (AddVoter) and
+	// sends it the log. Peers and Voters are then ignored.
+	Join bool
+	// OnVoters, when set, is called on the node goroutine with the voters
+	// and learners each time the set changes (and once at Open): the
+	// server points its transport at them. It must not block.
+	OnVoters func(map[uint64]Voter)
 	// Transport may be nil when Peers is {ID}.
 	Transport Transport
 	// Applier receives committed entries; required.
@@ -94,14 +107,21 @@ func (c *Config) Validate() error {
 	if c.Applier == nil {
 		return errors.New("raft: Applier is required")
 	}
-	if len(c.Peers) == 0 {
-		c.Peers = []uint64{c.ID}
-	}
-	if !slices.Contains(c.Peers, c.ID) {
-		return fmt.Errorf("raft: Peers %v must include ID %d", c.Peers, c.ID)
-	}
-	if len(c.Peers) > 1 && c.Transport == nil {
-		return errors.New("raft: Transport is required with more than one peer")
+	if c.Join {
+		c.Peers = nil
+		if c.Transport == nil {
+			return errors.New("raft: Transport is required to join a quorum")
+		}
+	} else {
+		if len(c.Peers) == 0 {
+			c.Peers = []uint64{c.ID}
+		}
+		if !slices.Contains(c.Peers, c.ID) {
+			return fmt.Errorf("raft: Peers %v must include ID %d", c.Peers, c.ID)
+		}
+		if len(c.Peers) > 1 && c.Transport == nil {
+			return errors.New("raft: Transport is required with more than one peer")
+		}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -167,6 +187,20 @@ type Node struct {
 	// peers and peersTerm: contact times of voters, on the leader (status.go).
 	peers     map[uint64]peerTimes
 	peersTerm uint64
+	// voters: what is known of each voter and learner (voters.go);
+	// confWaiting: the AddVoter/RemoveVoter calls waiting for their
+	// change to apply, by sequence.
+	voters      map[uint64]Voter
+	confWaiting map[uint64]chan error
+	// observed: the observers that fetched from this node (observe.go);
+	// written by Kafka request goroutines, hence its own lock.
+	observed struct {
+		sync.Mutex
+		m map[uint64]ObserverState
+	}
+	// snapNow asks for a snapshot at the next chance, whatever
+	// SnapshotEvery says (a node was added).
+	snapNow bool
 }
 
 type proposal struct {
@@ -215,7 +249,7 @@ func open(cfg Config) (*Node, error) {
 		propc: make(chan *proposal), recvc: make(chan *pb.Message, 256),
 		reportc: make(chan func(*etcdraft.RawNode), 256), queryc: make(chan func()),
 		stopc: make(chan struct{}), donec: make(chan struct{}),
-		waiting: map[uint64]*proposal{},
+		waiting: map[uint64]*proposal{}, voters: map[uint64]Voter{}, confWaiting: map[uint64]chan error{},
 	}
 	var nb [8]byte
 	if _, err := rand.Read(nb[:]); err != nil {
@@ -230,7 +264,7 @@ func open(cfg Config) (*Node, error) {
 	rn, err := etcdraft.NewRawNode(&etcdraft.Config{
 		ID: cfg.ID, ElectionTick: 10, HeartbeatTick: 1, Storage: n.storage,
 		Applied: n.applied, MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 256,
-		CheckQuorum: true, PreVote: true, DisableProposalForwarding: true,
+		CheckQuorum: true, PreVote: true, DisableProposalForwarding: true, StepDownOnRemoval: true,
 		Logger: raftLogger{cfg.Logger},
 	})
 	if err != nil {
@@ -238,6 +272,7 @@ func open(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("raft: %w", err)
 	}
 	n.rn = rn
+	n.publishVoters()
 	if v := n.confState.GetVoters(); len(v) == 1 && v[0] == cfg.ID {
 		// A quorum of one needs no election timeout: lead at once.
 		if err := rn.Campaign(); err != nil {
@@ -257,12 +292,21 @@ func open(cfg Config) (*Node, error) {
 
 func (n *Node) restore(rec *recovered) error {
 	snap := rec.snap
+	if snap == nil && n.cfg.Join {
+		// Joining: no voters until the leader's snapshot arrives.
+		n.confState = &pb.ConfState{}
+		return n.restoreEntries(rec, 0)
+	}
 	if snap == nil {
-		// Fresh directory: the initial voter set lives in a data-less
-		// checkpoint at index 1 (see doc.go).
+		// Fresh directory: the initial voter set lives in a checkpoint
+		// at index 1 with no Applier data (see doc.go).
 		peers := slices.Clone(n.cfg.Peers)
 		slices.Sort(peers)
-		snap = &pb.Snapshot{Metadata: &pb.SnapshotMetadata{
+		infos := map[uint64]Voter{}
+		for _, v := range n.cfg.Voters {
+			infos[v.ID] = v
+		}
+		snap = &pb.Snapshot{Data: wrapSnapshot(infos, nil), Metadata: &pb.SnapshotMetadata{
 			Index: new(uint64(1)), Term: new(uint64(1)), ConfState: &pb.ConfState{Voters: peers},
 		}}
 		if err := n.log.saveSnapshot(snap); err != nil {
@@ -272,14 +316,27 @@ func (n *Node) restore(rec *recovered) error {
 	if err := n.storage.ApplySnapshot(snap); err != nil {
 		return err
 	}
-	if len(snap.Data) > 0 {
-		if err := n.cfg.Applier.Restore(snap.Data); err != nil {
+	voters, data, err := unwrapSnapshot(snap.Data)
+	if err != nil {
+		return fmt.Errorf("metadata snapshot at %d: %w", snap.GetMetadata().GetIndex(), err)
+	}
+	if voters != nil {
+		n.voters = voters
+	}
+	if len(data) > 0 {
+		if err := n.cfg.Applier.Restore(data); err != nil {
 			return fmt.Errorf("restore metadata snapshot at %d: %w", snap.GetMetadata().GetIndex(), err)
 		}
 	}
 	n.confState = snap.GetMetadata().GetConfState()
 	n.applied = snap.GetMetadata().GetIndex()
 	n.snapApplied = n.applied
+	return n.restoreEntries(rec, snap.GetMetadata().GetTerm())
+}
+
+// restoreEntries loads the recovered entries and hard state into the
+// in-memory storage; the term is at least snapTerm, the snapshot's.
+func (n *Node) restoreEntries(rec *recovered, snapTerm uint64) error {
 	if err := n.storage.Append(rec.entries); err != nil {
 		return err
 	}
@@ -294,8 +351,8 @@ func (n *Node) restore(rec *recovered) error {
 	if hs.GetCommit() < n.applied {
 		hs.Commit = new(n.applied)
 	}
-	if hs.GetTerm() < snap.GetMetadata().GetTerm() {
-		hs.Term = new(snap.GetMetadata().GetTerm())
+	if hs.GetTerm() < snapTerm {
+		hs.Term = new(snapTerm)
 	}
 	n.commits.set(hs.GetCommit())
 	n.durableCommit = hs.GetCommit()
@@ -540,7 +597,7 @@ func (n *Node) recoverStorage() error {
 		return fmt.Errorf("%w: reopen: %w", ErrStorage, err)
 	}
 	n.log = dl
-	if rec.snap == nil {
+	if rec.snap == nil && !n.cfg.Join {
 		return fmt.Errorf("metadata log in %s lost its checkpoint", n.cfg.Dir)
 	}
 	if last, ok := dl.lastIndex(); ok && n.cut > 0 && last >= n.cut {
@@ -560,8 +617,10 @@ func (n *Node) recoverStorage() error {
 	}
 	n.cutWaiting = nil
 	ms := etcdraft.NewMemoryStorage()
-	if err := ms.ApplySnapshot(rec.snap); err != nil {
-		return err
+	if rec.snap != nil {
+		if err := ms.ApplySnapshot(rec.snap); err != nil {
+			return err
+		}
 	}
 	if err := ms.Append(ents); err != nil {
 		return err
@@ -573,8 +632,8 @@ func (n *Node) recoverStorage() error {
 	}
 	hs.Commit = new(min(max(hs.GetCommit(), n.applied), last))
 	n.durableCommit = hs.GetCommit()
-	if hs.GetTerm() < rec.snap.GetMetadata().GetTerm() {
-		hs.Term = new(rec.snap.GetMetadata().GetTerm())
+	if t := rec.snap.GetMetadata().GetTerm(); hs.GetTerm() < t {
+		hs.Term = new(t)
 	}
 	if err := ms.SetHardState(hs); err != nil {
 		return err
@@ -582,7 +641,7 @@ func (n *Node) recoverStorage() error {
 	rn, err := etcdraft.NewRawNode(&etcdraft.Config{
 		ID: n.cfg.ID, ElectionTick: 10, HeartbeatTick: 1, Storage: ms,
 		Applied: n.applied, MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 256,
-		CheckQuorum: true, PreVote: true, DisableProposalForwarding: true,
+		CheckQuorum: true, PreVote: true, DisableProposalForwarding: true, StepDownOnRemoval: true,
 		Logger: raftLogger{n.cfg.Logger},
 	})
 	if err != nil {
@@ -651,6 +710,9 @@ func (n *Node) handleReady(rd etcdraft.Ready) error {
 		// applied: success if it is still its entry, ErrNotLeader if
 		// another leader's entry replaced it (resolveReplaced).
 		n.leader.Store(rd.SoftState.Lead)
+		if rd.SoftState.RaftState != etcdraft.StateLeader {
+			n.failConfWaiting(fmt.Errorf("%w: lost leadership during a voter change", ErrNotLeader))
+		}
 	}
 	if !etcdraft.IsEmptySnap(rd.Snapshot) {
 		if err := n.installSnapshot(rd.Snapshot); err != nil {
@@ -728,10 +790,20 @@ func (n *Node) installSnapshot(s *pb.Snapshot) error {
 	if err := n.storage.ApplySnapshot(s); err != nil {
 		return err
 	}
-	if err := n.cfg.Applier.Restore(s.Data); err != nil {
-		return fmt.Errorf("restore snapshot from leader: %w", err)
+	voters, data, err := unwrapSnapshot(s.Data)
+	if err != nil {
+		return fmt.Errorf("snapshot from leader: %w", err)
+	}
+	if len(data) > 0 {
+		if err := n.cfg.Applier.Restore(data); err != nil {
+			return fmt.Errorf("restore snapshot from leader: %w", err)
+		}
+	}
+	if voters != nil {
+		n.voters = voters
 	}
 	n.confState = s.GetMetadata().GetConfState()
+	n.publishVoters()
 	n.applied = s.GetMetadata().GetIndex()
 	n.snapApplied = n.applied
 	for seq, p := range n.waiting {
@@ -759,7 +831,7 @@ func (n *Node) applyEntry(e *pb.Entry) error {
 		if err := proto.Unmarshal(e.Data, &cc); err != nil {
 			return fmt.Errorf("conf change at %d: %w", idx, err)
 		}
-		n.confState = n.rn.ApplyConfChange(&cc)
+		n.applyConfChange(&cc)
 	}
 	n.applied = idx
 	n.resolveReplaced(idx)
@@ -801,16 +873,28 @@ func (n *Node) failWaiting(err error) {
 		c.p.done <- result{err: err}
 	}
 	n.cutWaiting = nil
+	n.failConfWaiting(err)
+}
+
+// failConfWaiting answers the voter changes still waiting: stopped, or no
+// longer leader (the change may still apply, like an expired context).
+func (n *Node) failConfWaiting(err error) {
+	for seq, w := range n.confWaiting {
+		w <- err
+		delete(n.confWaiting, seq)
+	}
 }
 
 func (n *Node) maybeSnapshot() error {
-	if n.applied-n.snapApplied < n.cfg.SnapshotEvery || n.cfg.now().Before(n.snapRetry) {
+	due := n.applied-n.snapApplied >= n.cfg.SnapshotEvery || (n.snapNow && n.applied > n.snapApplied)
+	if !due || n.cfg.now().Before(n.snapRetry) {
 		return nil
 	}
 	data, err := n.cfg.Applier.Snapshot()
 	if err != nil {
 		return fmt.Errorf("metadata snapshot: %w", err)
 	}
+	data = wrapSnapshot(n.voters, data)
 	term, err := n.storage.Term(n.applied)
 	if err != nil {
 		return err
@@ -830,6 +914,7 @@ func (n *Node) maybeSnapshot() error {
 	}
 	n.cfg.Logger.Debug("wrote metadata snapshot", "index", n.applied, "bytes", len(data))
 	n.snapApplied = n.applied
+	n.snapNow = false
 	return nil
 }
 

@@ -53,7 +53,12 @@ func (a *memApplier) state() ([]uint64, []string) {
 	return slices.Clone(a.Indexes), slices.Clone(a.Data)
 }
 
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func quietLogger() *slog.Logger {
+	if os.Getenv("RAFT_DEBUG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
 
 func openNode(t *testing.T, dir string, every uint64) (*Node, *memApplier) {
 	t.Helper()

@@ -1,9 +1,12 @@
 package raft
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"sync"
+	"time"
 
 	etcdraft "go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -126,8 +129,9 @@ func (n *Node) LatestSnapshot(ctx context.Context) (Snapshot, error) {
 	var serr error
 	q := func() {
 		s, err := n.storage.Snapshot()
-		serr = err
-		done <- Snapshot{Index: s.GetMetadata().GetIndex(), Term: s.GetMetadata().GetTerm(), Data: s.Data}
+		_, data, uerr := unwrapSnapshot(s.Data)
+		serr = errors.Join(err, uerr)
+		done <- Snapshot{Index: s.GetMetadata().GetIndex(), Term: s.GetMetadata().GetTerm(), Data: data}
 	}
 	if err := n.query(ctx, q); err != nil {
 		return Snapshot{}, err
@@ -146,4 +150,48 @@ func (n *Node) query(ctx context.Context, q func()) error {
 	case <-n.donec:
 		return ErrStopped
 	}
+}
+
+// ObserverState is what the leader knows of one observer: a node that
+// fetches the metadata log over the Kafka protocol (a broker-only node).
+type ObserverState struct {
+	ID uint64
+	// LogEnd is the offset it last fetched from: its log end.
+	LogEnd uint64
+	// LastFetch is when it last fetched.
+	LastFetch time.Time
+}
+
+// observerTTL is how long an observer that stopped fetching is still
+// listed (Kafka forgets observers after five minutes).
+const observerTTL = 5 * time.Minute
+
+// noteObserver records a fetch by observer id from offset.
+func (n *Node) noteObserver(id int32, offset int64) {
+	if id < 0 || uint64(id) == n.cfg.ID {
+		return
+	}
+	n.observed.Lock()
+	defer n.observed.Unlock()
+	if n.observed.m == nil {
+		n.observed.m = map[uint64]ObserverState{}
+	}
+	n.observed.m[uint64(id)] = ObserverState{ID: uint64(id), LogEnd: uint64(max(offset, 0)), LastFetch: time.Now()}
+}
+
+// Observers lists the nodes that fetched the metadata log from this node
+// in the last five minutes, by id.
+func (n *Node) Observers() []ObserverState {
+	n.observed.Lock()
+	defer n.observed.Unlock()
+	var out []ObserverState
+	for id, o := range n.observed.m {
+		if time.Since(o.LastFetch) > observerTTL {
+			delete(n.observed.m, id)
+			continue
+		}
+		out = append(out, o)
+	}
+	slices.SortFunc(out, func(a, b ObserverState) int { return cmp.Compare(a.ID, b.ID) })
+	return out
 }

@@ -94,6 +94,13 @@ func (m *MetadataLog) fetch(ctx context.Context, req *kmsg.FetchRequest) *kmsg.F
 			if !isMeta || p.Partition != 0 {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
+				replica := req.ReplicaID
+				if req.Version >= 15 {
+					replica = req.ReplicaState.ID
+				}
+				if m.raft.IsLeader() {
+					m.raft.noteObserver(replica, p.FetchOffset)
+				}
 				m.fetchPartition(ctx, p, wait, req.MaxBytes, &rp)
 			}
 			rt.Partitions = append(rt.Partitions, rp)

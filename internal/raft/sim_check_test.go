@@ -163,7 +163,7 @@ func (s *sim) answered(sp *simProp, r result) {
 // its whole log and hold the same image.
 func (s *sim) converged() bool {
 	ls := s.leaders()
-	if len(ls) != 1 {
+	if len(ls) != 1 || !s.votersSettled() {
 		return false
 	}
 	last, _ := ls[0].node.storage.LastIndex()

@@ -236,6 +236,7 @@ type sim struct {
 	done      bool
 	err       error
 	stats     simStats
+	vc        simVoters // sim_voters_test.go
 }
 
 // simNode is one voter across its incarnations (restarts).
@@ -255,6 +256,7 @@ type simNode struct {
 type simStats struct {
 	seeds, events, proposals, ok, rejected, failed, unknown int
 	crashes, partitions, diskFaults, injected, restores     int
+	voterChanges                                            int
 	maxTerm                                                 uint64
 	sizes                                                   [6]int
 }
@@ -272,6 +274,7 @@ func (a *simStats) add(b simStats) {
 	a.diskFaults += b.diskFaults
 	a.injected += b.injected
 	a.restores += b.restores
+	a.voterChanges += b.voterChanges
 	a.maxTerm = max(a.maxTerm, b.maxTerm)
 	for i, n := range b.sizes {
 		a.sizes[i] += n
@@ -280,9 +283,9 @@ func (a *simStats) add(b simStats) {
 
 func (a simStats) String() string {
 	return fmt.Sprintf("clusters of 1/3/5 voters: %d/%d/%d; %d events; %d proposals (%d ok, %d rejected by the applier, %d failed, %d unanswered); "+
-		"%d crashes, %d partitions, %d disk-fault windows (%d failed writes/fsyncs), %d snapshot restores; highest term %d",
+		"%d crashes, %d partitions, %d disk-fault windows (%d failed writes/fsyncs), %d snapshot restores, %d voter changes proposed; highest term %d",
 		a.sizes[1], a.sizes[3], a.sizes[5], a.events, a.proposals, a.ok, a.rejected, a.failed, a.unknown,
-		a.crashes, a.partitions, a.diskFaults, a.injected, a.restores, a.maxTerm)
+		a.crashes, a.partitions, a.diskFaults, a.injected, a.restores, a.voterChanges, a.maxTerm)
 }
 
 func newSim(seed uint64, dir string, tracing bool) *sim {
@@ -337,6 +340,7 @@ func (s *sim) run() {
 	}
 	s.after(1+s.rng.Int64N(100), s.chaos)
 	s.after(1+s.rng.Int64N(20), s.client)
+	s.initVoters()
 	for s.err == nil && !s.done {
 		if len(s.queue) == 0 {
 			s.fail("no events left")

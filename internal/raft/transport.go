@@ -136,10 +136,12 @@ func (c *TCPConfig) Validate() error {
 // TCPTransport is the Transport of a multi-voter quorum: one outbound
 // connection per peer, reconnected with backoff, fed by a bounded queue.
 type TCPTransport struct {
-	cfg    TCPConfig
-	log    *slog.Logger
-	peers  map[uint64]*peer // immutable after New
-	ctx    context.Context  // cancelled by Close
+	cfg TCPConfig
+	log *slog.Logger
+	// peers is replaced whole (under mu) by SetPeer and RemovePeer, so
+	// Send reads it without a lock.
+	peers  atomic.Pointer[map[uint64]*peer]
+	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
@@ -153,13 +155,18 @@ type TCPTransport struct {
 		sync.Mutex
 		closed bool
 		conns  map[net.Conn]struct{} // every open connection, both directions
+		// refused are the reasons connections were refused for,
+		// each logged as a warning once.
+		refused map[string]bool
 	}
 }
 
 type peer struct {
-	id   uint64
-	addr string
-	q    chan outMsg
+	id     uint64
+	addr   string
+	q      chan outMsg
+	ctx    context.Context // cancelled when the peer is removed or replaced
+	cancel context.CancelFunc
 }
 
 // outMsg is a message already encoded on the sender's goroutine, so the
@@ -174,21 +181,74 @@ func NewTCPTransport(cfg TCPConfig) (*TCPTransport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	t := &TCPTransport{cfg: cfg, log: cfg.Logger.With("raft_node", cfg.ID), peers: map[uint64]*peer{}}
+	t := &TCPTransport{cfg: cfg, log: cfg.Logger.With("raft_node", cfg.ID)}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.mu.conns = map[net.Conn]struct{}{}
-	for id, addr := range cfg.Peers {
-		if id == cfg.ID {
-			continue
-		}
-		t.peers[id] = &peer{id: id, addr: addr, q: make(chan outMsg, cfg.QueueLen)}
-	}
-	t.wg.Add(1 + len(t.peers))
+	t.peers.Store(&map[uint64]*peer{})
+	t.wg.Add(1)
 	go t.acceptLoop()
-	for _, p := range t.peers {
-		go t.runPeer(p)
+	for id, addr := range cfg.Peers {
+		t.SetPeer(id, addr)
 	}
 	return t, nil
+}
+
+// SetPeer adds peer id at addr, or moves it there (a voter whose endpoint
+// changed). This node's own id is ignored. Safe to call at any time: a
+// quorum that changes its voters (AddVoter, RemoveVoter) updates the
+// transport as each change is applied.
+func (t *TCPTransport) SetPeer(id uint64, addr string) {
+	if id == t.cfg.ID || id == 0 || addr == "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := *t.peers.Load()
+	if p, ok := old[id]; (ok && p.addr == addr) || t.mu.closed {
+		return
+	}
+	next := make(map[uint64]*peer, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	if p, ok := old[id]; ok {
+		p.cancel()
+	}
+	p := &peer{id: id, addr: addr, q: make(chan outMsg, t.cfg.QueueLen)}
+	p.ctx, p.cancel = context.WithCancel(t.ctx)
+	next[id] = p
+	t.peers.Store(&next)
+	t.wg.Add(1)
+	go t.runPeer(p)
+}
+
+// RemovePeer stops sending to peer id and refuses its connections.
+func (t *TCPTransport) RemovePeer(id uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := *t.peers.Load()
+	p, ok := old[id]
+	if !ok {
+		return
+	}
+	p.cancel()
+	next := make(map[uint64]*peer, len(old))
+	for k, v := range old {
+		if k != id {
+			next[k] = v
+		}
+	}
+	t.peers.Store(&next)
+}
+
+// Peers returns the peers' addresses by id.
+func (t *TCPTransport) Peers() map[uint64]string {
+	ps := *t.peers.Load()
+	out := make(map[uint64]string, len(ps))
+	for id, p := range ps {
+		out[id] = p.addr
+	}
+	return out
 }
 
 // SetHandler sets where received messages go, typically Node.Step. Messages
@@ -229,7 +289,7 @@ func (t *TCPTransport) Send(msgs []*pb.Message) {
 	}
 	for _, m := range msgs {
 		snap := m.GetType() == pb.MsgSnap
-		p := t.peers[m.GetTo()]
+		p := (*t.peers.Load())[m.GetTo()]
 		if p == nil || t.dropped(m) {
 			t.reportSnap(m.GetTo(), snap, true)
 			continue
@@ -308,7 +368,7 @@ func (t *TCPTransport) runPeer(p *peer) {
 	defer t.wg.Done()
 	backoff := minBackoff
 	var lastErr string
-	for t.ctx.Err() == nil {
+	for p.ctx.Err() == nil {
 		c, err := t.dial(p)
 		if err == nil {
 			backoff = minBackoff
@@ -316,7 +376,7 @@ func (t *TCPTransport) runPeer(p *peer) {
 			err = t.writeLoop(p, c)
 			t.untrack(c)
 		}
-		if t.ctx.Err() != nil {
+		if p.ctx.Err() != nil {
 			return
 		}
 		// Log each distinct failure once, not every retry.
@@ -328,7 +388,7 @@ func (t *TCPTransport) runPeer(p *peer) {
 		t.discardQueue(p)
 		select {
 		case <-time.After(backoff):
-		case <-t.ctx.Done():
+		case <-p.ctx.Done():
 			return
 		}
 		backoff = min(2*backoff, maxBackoff)
@@ -349,7 +409,7 @@ func (t *TCPTransport) discardQueue(p *peer) {
 }
 
 func (t *TCPTransport) dial(p *peer) (net.Conn, error) {
-	ctx, cancel := context.WithTimeout(t.ctx, t.cfg.DialTimeout)
+	ctx, cancel := context.WithTimeout(p.ctx, t.cfg.DialTimeout)
 	defer cancel()
 	dial := t.cfg.Dial
 	if dial == nil {
@@ -398,7 +458,7 @@ func (t *TCPTransport) writeLoop(p *peer, c net.Conn) error {
 		var m outMsg
 		select {
 		case m = <-p.q:
-		case <-t.ctx.Done():
+		case <-p.ctx.Done():
 			return nil
 		}
 		for {
@@ -456,7 +516,13 @@ func (t *TCPTransport) serveConn(c net.Conn) {
 	defer t.untrack(c)
 	from, err := t.acceptHello(c)
 	if err != nil {
-		t.log.Warn("raft transport: refused connection", "remote", c.RemoteAddr().String(), "err", err)
+		// A controller waiting to be added to the quorum dials every
+		// voter about once a second: warn once per reason.
+		level := slog.LevelWarn
+		if !t.firstRefusal(err.Error()) {
+			level = slog.LevelDebug
+		}
+		t.log.Log(t.ctx, level, "raft transport: refused connection", "remote", c.RemoteAddr().String(), "err", err)
 		return
 	}
 	br := bufio.NewReaderSize(c, 64<<10)
@@ -504,7 +570,7 @@ func (t *TCPTransport) acceptHello(c net.Conn) (uint64, error) {
 		status, why = handshakeBadVersion, fmt.Sprintf("version %d, we speak %d", hdr[4], transportVersion)
 	case string(cluster) != t.cfg.ClusterID:
 		status, why = handshakeClusterMismatch, fmt.Sprintf("node %d has cluster id %q, ours is %q", from, cluster, t.cfg.ClusterID)
-	case t.peers[from] == nil:
+	case (*t.peers.Load())[from] == nil:
 		status, why = handshakeUnknownSender, fmt.Sprintf("node %d is not in our voters", from)
 	case to != t.cfg.ID:
 		status, why = handshakeWrongReceiver, fmt.Sprintf("node %d dialed us as node %d, we are %d", from, to, t.cfg.ID)
@@ -518,6 +584,20 @@ func (t *TCPTransport) acceptHello(c net.Conn) (uint64, error) {
 	}
 	c.SetDeadline(time.Time{})
 	return from, nil
+}
+
+// firstRefusal reports whether reason is new, and remembers it.
+func (t *TCPTransport) firstRefusal(reason string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.refused[reason] {
+		return false
+	}
+	if t.mu.refused == nil || len(t.mu.refused) > 1000 {
+		t.mu.refused = map[string]bool{}
+	}
+	t.mu.refused[reason] = true
+	return true
 }
 
 // ---- framing ----

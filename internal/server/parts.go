@@ -98,23 +98,24 @@ func (s *Server) components() []component {
 }
 
 // quorum are the parts of a voter: the controller listener (shared by
-// the raft transport and Kafka requests) when anyone needs to reach it,
-// the transport when there are other voters, the raft node, the
+// the raft transport and Kafka requests) and the transport when anyone
+// needs to reach it, the raft node, the
 // controller and its request handlers on the controller listener.
 func (s *Server) quorum() []component {
 	cfg := s.cfg
 	var cs []component
 	// A controller-only node always serves its listener: brokers reach
 	// the quorum only through it.
-	listen := len(cfg.ControllerQuorumVoters) > 1 || !cfg.HasRole("broker")
+	listen := len(cfg.ControllerQuorumVoters) > 1 || !cfg.HasRole("broker") || s.dynamicQuorum()
 	if listen {
-		cs = append(cs, part{s.bindControllerListener, func() error { return s.ctrlLn.Close() }})
-	}
-	if len(cfg.ControllerQuorumVoters) > 1 {
-		cs = append(cs, part{s.startTransport, func() error { return s.transport.Close() }})
+		// With a listener there is a transport, even for a sole static
+		// voter: an upgrade to kraft.version 1 may add voters.
+		cs = append(cs,
+			part{s.bindControllerListener, func() error { return s.ctrlLn.Close() }},
+			part{s.startTransport, func() error { return s.transport.Close() }})
 	}
 	cs = append(cs,
-		part{s.openRaft, func() error { return s.raft.Close() }},
+		part{s.openRaft, s.closeRaft},
 		part{s.startController, func() error { return s.ctrl.Close() }},
 	)
 	if listen {
@@ -123,10 +124,23 @@ func (s *Server) quorum() []component {
 	return cs
 }
 
+// voters are the controllers' addresses by id: controller.quorum.voters,
+// or in a dynamic quorum the voters the metadata log records now.
 func (s *Server) voters() map[int32]string {
 	voters := make(map[int32]string, len(s.cfg.ControllerQuorumVoters))
 	for _, v := range s.cfg.ControllerQuorumVoters {
 		voters[v.ID] = v.Addr()
+	}
+	for id, addr := range s.discovered {
+		voters[id] = addr
+	}
+	if s.dynamicQuorum() && s.raft != nil {
+		vs, _, _ := s.raft.Voters(context.Background())
+		for _, v := range vs {
+			if len(v.Endpoints) > 0 {
+				voters[int32(v.ID)] = v.Endpoints[0].Addr()
+			}
+		}
 	}
 	return voters
 }
@@ -204,9 +218,6 @@ func (s *Server) openRaft(context.Context) error {
 	for _, v := range s.cfg.ControllerQuorumVoters {
 		peers = append(peers, uint64(v.ID))
 	}
-	if len(peers) == 0 {
-		peers = []uint64{uint64(s.cfg.NodeID)} // standalone dynamic quorum
-	}
 	rcfg := raft.Config{
 		ID:      uint64(s.cfg.NodeID),
 		Peers:   peers,
@@ -214,6 +225,19 @@ func (s *Server) openRaft(context.Context) error {
 		Logger:  s.logger,
 		Applier: s.loader,
 		Fault:   s.hooks.Fault,
+	}
+	rcfg.OnVoters = s.onVoters
+	if s.dynamicQuorum() {
+		rcfg.Peers, rcfg.Voters, rcfg.Join = s.initialVoters()
+		if hasMetadataLog(rcfg.Dir) {
+			// The log knows the voters (this node may be one): the
+			// format flags and discovery are for a new log only.
+			rcfg.Join = false
+		}
+		if rcfg.Join && s.cfg.HasRole("broker") {
+			return fmt.Errorf("controller.quorum.bootstrap.servers=%s names other controllers and this node has no metadata log: start the first controllers with --initial-controllers (or one with --standalone); a controller that joins them runs as process.roles=controller with --no-initial-controllers (a combined node cannot join a dynamic quorum yet)",
+				strings.Join(s.cfg.ControllerQuorumBootstrapServers, ","))
+		}
 	}
 	if s.transport != nil {
 		rcfg.Transport = s.transport
@@ -225,6 +249,11 @@ func (s *Server) openRaft(context.Context) error {
 	s.raft = n
 	if s.transport != nil {
 		s.transport.Attach(s.raft)
+	}
+	if rcfg.Join {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.stopJoin, s.joinDone = cancel, make(chan struct{})
+		go s.discoverVoters(ctx)
 	}
 	return nil
 }
@@ -245,6 +274,11 @@ func (s *Server) startController(context.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.dynamicQuorum() {
+		// The quorum's own level: a dynamic quorum is kraft.version 1
+		// (KIP-853), recorded with the other levels when the log is new.
+		features[metadata.KRaftVersionFeature] = 1
+	}
 	c, err := controller.New(controller.Config{
 		NodeID:                       cfg.NodeID,
 		Raft:                         s.raft,
@@ -260,6 +294,8 @@ func (s *Server) startController(context.Context) error {
 		UncleanLeaderElectionEnable:  cfg.UncleanLeaderElectionEnable,
 		LeaderImbalanceCheckInterval: time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
 		Voters:                       voterEndpoints(cfg),
+		DynamicQuorum:                s.dynamicQuorum(),
+		ControllerListener:           cfg.ControllerListenerNames[0],
 		BootstrapRecords:             boot,
 		InitialFeatures:              features,
 		Quotas:                       quotas,
@@ -309,6 +345,12 @@ func (s *Server) serveController(context.Context) error {
 // controllerReady waits, on a controller-only node, until the metadata
 // log has a metadata.version.
 func (s *Server) controllerReady(ctx context.Context) error {
+	if s.stopJoin != nil {
+		// A joining controller is ready to be added; it waits for no
+		// leader (discoverVoters said so in the log).
+		s.logger.Info("controller ready to join the quorum", "node.id", s.cfg.NodeID, "directory.id", storage.UUIDString(s.metadataDirID))
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
 	if err := s.bootstrap(ctx); err != nil {
@@ -321,6 +363,16 @@ func (s *Server) controllerReady(ctx context.Context) error {
 // observe starts a broker-only node's metadata observer and waits until
 // it has caught up with the quorum leader.
 func (s *Server) observe(ctx context.Context) error {
+	if s.dynamicQuorum() {
+		// No controller.quorum.voters: learn them from the bootstrap
+		// servers (controller.quorum.bootstrap.servers).
+		dctx, cancel := context.WithTimeout(ctx, startupTimeout)
+		err := s.discoverObserverVoters(dctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
 	voters := s.voters()
 	s.observer = raft.NewObserver(raft.ObserverConfig{
 		NodeID: s.cfg.NodeID, Voters: voters, Applier: s.loader, Logger: s.logger, Dialer: s.dial.controller.kclient(),
@@ -644,7 +696,7 @@ func (s *Server) register(ctx context.Context) error {
 // shutdown moves this broker's leadership away (controlled shutdown).
 func (s *Server) shutdown() error {
 	timeout := 10 * time.Second
-	if len(s.cfg.ControllerQuorumVoters) <= 1 && s.cfg.HasRole("controller") {
+	if len(s.voters()) <= 1 && s.cfg.HasRole("controller") {
 		timeout = 0 // nobody to hand leadership to
 	}
 	s.lifecycle.Shutdown(timeout)

@@ -104,9 +104,10 @@ func TestCheckSupportedRoles(t *testing.T) {
 	}{
 		{[]string{"process.roles=controller", "node.id=1", "controller.quorum.voters=1@127.0.0.1:9093", "listeners=CONTROLLER://127.0.0.1:9093"}, true},
 		{[]string{"process.roles=broker", "node.id=4", "controller.quorum.voters=1@127.0.0.1:9093", "listeners=PLAINTEXT://127.0.0.1:9092"}, true},
-		{[]string{"process.roles=broker", "node.id=4", "controller.quorum.voters=", "controller.quorum.bootstrap.servers=127.0.0.1:9093", "listeners=PLAINTEXT://127.0.0.1:9092"}, false},
+		{[]string{"process.roles=broker", "node.id=4", "controller.quorum.voters=", "controller.quorum.bootstrap.servers=127.0.0.1:9093", "listeners=PLAINTEXT://127.0.0.1:9092"}, true},
 		{[]string{"process.roles=broker", "node.id=1", "controller.quorum.voters=1@127.0.0.1:9093", "listeners=PLAINTEXT://127.0.0.1:9092"}, false},
-		{[]string{"process.roles=controller", "node.id=1", "controller.quorum.voters=", "controller.quorum.bootstrap.servers=127.0.0.1:9093", "listeners=CONTROLLER://127.0.0.1:9093"}, false},
+		// A controller of a dynamic quorum (KIP-853; dynamic_quorum_test.go).
+		{[]string{"process.roles=controller", "node.id=1", "controller.quorum.voters=", "controller.quorum.bootstrap.servers=127.0.0.1:9093", "listeners=CONTROLLER://127.0.0.1:9093"}, true},
 	} {
 		cfg, _, err := config.Load("", append(tc.props, "log.dirs=/tmp/unused"))
 		if err != nil {
@@ -119,8 +120,7 @@ func TestCheckSupportedRoles(t *testing.T) {
 }
 
 // Security settings Samsa cannot honour yet stop start-up, naming the key,
-// rather than serve a listener with less protection than configured; and a
-// node without static voters may only bootstrap from itself.
+// rather than serve a listener with less protection than configured.
 func TestCheckSupportedFailsClosed(t *testing.T) {
 	combined := []string{"process.roles=broker,controller", "node.id=1", "controller.listener.names=CONTROLLER"}
 	for _, tc := range []struct {
@@ -147,9 +147,9 @@ func TestCheckSupportedFailsClosed(t *testing.T) {
 			"authorizer.class.name=com.example.MyAuthorizer"}, "authorizer.class.name=com.example.MyAuthorizer: Samsa cannot load custom authorizers"},
 		// Kafka 4's single-node server.properties: bootstrap from itself.
 		{[]string{"listeners=PLAINTEXT://:9092,CONTROLLER://:9093", "controller.quorum.voters=", "controller.quorum.bootstrap.servers=localhost:9093"}, ""},
-		// Other controllers to bootstrap from: never a quorum of one.
-		{[]string{"listeners=PLAINTEXT://:9092,CONTROLLER://:9093", "controller.quorum.voters=", "controller.quorum.bootstrap.servers=localhost:9093,host2:9093"}, "controller.quorum.bootstrap.servers"},
-		{[]string{"listeners=PLAINTEXT://:9092,CONTROLLER://:9093", "controller.quorum.voters=", "controller.quorum.bootstrap.servers=localhost:9094"}, "controller.quorum.bootstrap.servers"},
+		// Other controllers to bootstrap from: never a quorum of one
+		// (the log decides at start: dynamic_quorum_test.go).
+		{[]string{"listeners=PLAINTEXT://:9092,CONTROLLER://:9093", "controller.quorum.voters=", "controller.quorum.bootstrap.servers=localhost:9093,host2:9093"}, ""},
 	} {
 		cfg, _, err := config.Load("", append(append(slices.Clone(combined), tc.props...), "log.dirs=/tmp/unused"))
 		if err != nil {

@@ -175,8 +175,11 @@ func (d interNodeDialer) raw() func(ctx context.Context, network, addr string) (
 
 // dialsOthers reports whether this node dials other nodes' listeners: a
 // single combined node is its own quorum and only broker, and never does.
+// A controller of a dynamic quorum does unless it is its own only
+// bootstrap server.
 func dialsOthers(cfg *config.Config) bool {
-	return len(cfg.ControllerQuorumVoters) > 1 || !cfg.HasRole("controller")
+	return len(cfg.ControllerQuorumVoters) > 1 || !cfg.HasRole("controller") ||
+		(len(cfg.ControllerQuorumVoters) == 0 && !bootstrapsItself(cfg))
 }
 
 // nodeDialers are how this node dials the others: the inter-broker

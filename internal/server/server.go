@@ -49,21 +49,30 @@ type Server struct {
 	failure  error
 
 	clusterID string
-	loader    *metadata.Loader
-	logs      *storage.LogManager
-	ctrlLn    *splitListener
-	transport *raft.TCPTransport
-	raft      *raft.Node
-	ctrl      *controller.Controller
-	ctrlAPI   *network.Server
-	observer  *raft.Observer // broker-only nodes
-	channel   *controllerchannel.Channel
-	replicas  *replica.Manager
-	groups    *group.Coordinator
-	markers   *txn.MarkerChannel
-	txns      *txn.Coordinator
-	broker    *broker.Broker
-	fetchers  *replica.FetcherManager // replica fetchers
+	// metadataDirID is the directory.id of the metadata log directory:
+	// this controller's directory id in a dynamic quorum (KIP-853).
+	metadataDirID [16]byte
+	// stopJoin ends discoverVoters (dynamic_quorum.go); nil unless joining.
+	stopJoin context.CancelFunc
+	// discovered are the voters' controller addresses a broker-only node
+	// of a dynamic quorum learned from its bootstrap servers.
+	discovered map[int32]string
+	joinDone   chan struct{}
+	loader     *metadata.Loader
+	logs       *storage.LogManager
+	ctrlLn     *splitListener
+	transport  *raft.TCPTransport
+	raft       *raft.Node
+	ctrl       *controller.Controller
+	ctrlAPI    *network.Server
+	observer   *raft.Observer // broker-only nodes
+	channel    *controllerchannel.Channel
+	replicas   *replica.Manager
+	groups     *group.Coordinator
+	markers    *txn.MarkerChannel
+	txns       *txn.Coordinator
+	broker     *broker.Broker
+	fetchers   *replica.FetcherManager // replica fetchers
 	// bound are the client listeners, open but not served until this
 	// broker is unfenced; endpoints are what it registers.
 	bound     map[string]net.Listener
@@ -263,6 +272,9 @@ func (s *Server) format() error {
 		if len(s.cfg.ControllerQuorumVoters) > 1 || !s.cfg.HasRole("controller") {
 			return errors.New("these data directories are not formatted and this node is one of several (controller.quorum.voters lists several voters, or process.roles=broker): every node needs the same cluster id; start each with --cluster-id (generate one with `samsa cluster new-id`)")
 		}
+		if _, _, join := s.initialVoters(); s.dynamicQuorum() && (join || len(s.cfg.Quorum.InitialControllers) > 0) {
+			return errors.New("these data directories are not formatted and this controller is one of several (--initial-controllers, or joining the quorum of controller.quorum.bootstrap.servers): every node needs the same cluster id; start each with --cluster-id (generate one with `samsa cluster new-id`)")
+		}
 		id, err := metadata.RandomUuid(rand.Reader)
 		if err != nil {
 			return err
@@ -270,7 +282,20 @@ func (s *Server) format() error {
 		s.clusterID = id.String()
 		s.logger.Info("formatting data directories", "cluster.id", s.clusterID, "dirs", dirs)
 	}
-	return storage.FormatDirs(dirs, s.clusterID, s.cfg.NodeID)
+	if s.dynamicQuorum() {
+		if err := s.formatMetadataDir(); err != nil {
+			return err
+		}
+	}
+	if err := storage.FormatDirs(dirs, s.clusterID, s.cfg.NodeID); err != nil {
+		return err
+	}
+	mp, err := storage.ReadMetaProperties(s.metadataDir())
+	if err != nil {
+		return err
+	}
+	s.metadataDirID = mp.DirectoryID
+	return nil
 }
 
 func (s *Server) metadataDir() string {
@@ -393,10 +418,9 @@ func securityProtocol(cfg *config.Config, listener string) int16 {
 
 // checkSupported refuses configurations that Kafka accepts but Samsa does
 // not run yet, rather than silently running something else. Without
-// controller.quorum.voters (Kafka 4's dynamic quorum configured through
-// controller.quorum.bootstrap.servers) a combined node is the only voter,
-// as after Kafka's `kafka-storage format --standalone`; controller-only and
-// broker-only nodes need the static voter list to find each other.
+// controller.quorum.voters, the quorum is dynamic (KIP-853,
+// dynamic_quorum.go): controllers and broker-only nodes find it through
+// controller.quorum.bootstrap.servers.
 func checkSupported(cfg *config.Config) error {
 	broker, ctrl := cfg.HasRole("broker"), cfg.HasRole("controller")
 	for _, r := range cfg.ProcessRoles {
@@ -410,8 +434,8 @@ func checkSupported(cfg *config.Config) error {
 	if len(cfg.AddScram) > 0 && !ctrl {
 		return errors.New("--add-scram needs process.roles to contain controller: the controllers bootstrap the metadata log")
 	}
-	if (!broker || !ctrl) && len(cfg.ControllerQuorumVoters) == 0 {
-		return fmt.Errorf("process.roles=%s needs controller.quorum.voters: Samsa does not discover a dynamic quorum through controller.quorum.bootstrap.servers yet", strings.Join(cfg.ProcessRoles, ","))
+	if err := checkQuorumFormat(cfg); err != nil {
+		return err
 	}
 	isVoter := slices.ContainsFunc(cfg.ControllerQuorumVoters, func(v config.Voter) bool { return v.ID == cfg.NodeID })
 	switch {
@@ -419,12 +443,6 @@ func checkSupported(cfg *config.Config) error {
 		return fmt.Errorf("node.id %d must be in controller.quorum.voters when process.roles contains controller", cfg.NodeID)
 	case !ctrl && isVoter:
 		return fmt.Errorf("node.id %d is in controller.quorum.voters but process.roles=broker: a broker-only node cannot be a voter", cfg.NodeID)
-	case len(cfg.ControllerQuorumVoters) == 0 && !bootstrapsItself(cfg):
-		// Without static voters a node is a quorum of one: with other
-		// controllers to bootstrap from, that would be a second cluster
-		// under the same id.
-		return fmt.Errorf("controller.quorum.bootstrap.servers=%s names controllers other than this node, but Samsa cannot join a dynamic quorum yet (KIP-853): set controller.quorum.voters on every node",
-			strings.Join(cfg.ControllerQuorumBootstrapServers, ","))
 	}
 	return checkSecurity(cfg)
 }

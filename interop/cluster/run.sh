@@ -281,3 +281,122 @@ else
 	record "python confluent-kafka (3 nodes)" "idempotent acks=all through kill -9 of the leader: no loss, no duplicates" \
 		skip "no venv with confluent_kafka at $venv (run the python suite first)"
 fi
+
+# 9b. The static quorum upgraded to kraft.version 1 with kafka-features, as
+# Kafka 4.4 allows; then a controller that joins through
+# controller.quorum.bootstrap.servers is added and removed.
+out=$(kt FeatureCommand --bootstrap-server "$B" upgrade --feature kraft.version=1 2>&1)
+has "FeatureCommand upgrade --feature kraft.version=1 (static quorum of 3)" "$out" '^kraft.version was upgraded to 1\.$'
+out=$(kt FeatureCommand --bootstrap-server "$B" describe 2>&1)
+has "FeatureCommand describe: kraft.version supported 0-1, finalized 1" "$out" \
+	'^Feature: kraft\.version[[:space:]]+SupportedMinVersion: 0[[:space:]]+SupportedMaxVersion: 1[[:space:]]+FinalizedVersionLevel: 1'
+sb=$(sed -n 's/^listeners=.*CONTROLLER:\/\/\([^,]*\).*/\1/p' "$dir"/node-[123].properties | paste -sd,)
+p4=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+printf '%s\n' "node.id=4" "process.roles=controller" "listeners=CONTROLLER://127.0.0.1:$p4" \
+	"controller.listener.names=CONTROLLER" "listener.security.protocol.map=CONTROLLER:PLAINTEXT" \
+	"controller.quorum.bootstrap.servers=$sb" "log.dirs=$dir/node-4" >"$dir/node-4.properties"
+"$SAMSA_BIN" server --config "$dir/node-4.properties" --cluster-id "$(cat "$dir/cluster.id")" --no-initial-controllers >"$dir/node-4.log" 2>&1 &
+joined4() { grep -q 'controller ready to join the quorum' "$dir/node-4.log"; }
+wait_for 30 joined4
+out=$(kt MetadataQuorumCommand --bootstrap-server "$B" --command-config "$dir/node-4.properties" add-controller 2>&1)
+has "MetadataQuorumCommand add-controller to the upgraded static quorum" "$out" "^Added controller 4 with directory id [A-Za-z0-9_-]{22} and endpoints: CONTROLLER://127.0.0.1:$p4$"
+out=$(kt MetadataQuorumCommand --bootstrap-server "$B" describe --status 2>&1)
+expect_eq "$C" "upgraded static quorum: describe --status shows voters 1 2 3 4" "1 2 3 4" \
+	"$(sed -n 's/^CurrentVoters: *//p' <<<"$out" | grep -o '"id": [0-9]*' | grep -o '[0-9]*' | sort -n | paste -sd' ')"
+d4=$(sed -n 's/^directory.id=//p' "$dir/node-4/meta.properties")
+out=$(kt MetadataQuorumCommand --bootstrap-server "$B" remove-controller --controller-id 4 --controller-directory-id "$d4" 2>&1)
+has "MetadataQuorumCommand remove-controller from the upgraded static quorum" "$out" "^Removed KRaft controller 4 with directory id $d4"
+
+# 10. A dynamic quorum (KIP-853): three combined nodes formatted with
+# --initial-controllers, a controller-only node 4 formatted with
+# --no-initial-controllers; kafka-metadata-quorum add-controller (run with
+# node 4's configuration) grows the quorum to four voters and
+# remove-controller shrinks it back while ConsoleProducer writes with
+# acks=all; every acknowledged record is read back.
+stop_cluster
+dir="$work/dynamic"
+mkdir -p "$dir"
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+cid=$("$SAMSA_BIN" cluster new-id)
+echo "$cid" >"$dir/cluster.id"
+declare -a cport kport dirid
+for i in 1 2 3 4; do
+	cport[$i]=$(free_port)
+	kport[$i]=$(free_port)
+	dirid[$i]=$("$SAMSA_BIN" cluster new-id)
+done
+initial="1@127.0.0.1:${kport[1]}:${dirid[1]},2@127.0.0.1:${kport[2]}:${dirid[2]},3@127.0.0.1:${kport[3]}:${dirid[3]}"
+CB="127.0.0.1:${kport[1]},127.0.0.1:${kport[2]},127.0.0.1:${kport[3]}"
+for i in 1 2 3 4; do
+	{
+		echo "node.id=$i"
+		if [ "$i" = 4 ]; then
+			echo "process.roles=controller"
+			echo "listeners=CONTROLLER://127.0.0.1:${kport[$i]}"
+		else
+			echo "process.roles=broker,controller"
+			echo "listeners=PLAINTEXT://127.0.0.1:${cport[$i]},CONTROLLER://127.0.0.1:${kport[$i]}"
+		fi
+		echo "controller.listener.names=CONTROLLER"
+		echo "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+		echo "controller.quorum.bootstrap.servers=$CB"
+		echo "log.dirs=$dir/node-$i"
+		echo "offsets.topic.replication.factor=3"
+		echo "broker.heartbeat.interval.ms=300"
+	} >"$dir/node-$i.properties"
+done
+for i in 1 2 3; do
+	"$SAMSA_BIN" server --config "$dir/node-$i.properties" --cluster-id "$cid" --initial-controllers "$initial" >"$dir/node-$i.log" 2>&1 &
+done
+B="127.0.0.1:${cport[1]},127.0.0.1:${cport[2]},127.0.0.1:${cport[3]}"
+serving() { grep -q 'msg="serving Kafka clients"' "$dir/node-1.log" && grep -q 'msg="serving Kafka clients"' "$dir/node-2.log" && grep -q 'msg="serving Kafka clients"' "$dir/node-3.log"; }
+start=$SECONDS
+if wait_for 60 serving; then
+	record "$C" "dynamic quorum: 3 nodes formatted with --initial-controllers serve" pass "$((SECONDS - start)) s"
+else
+	record "$C" "dynamic quorum: 3 nodes formatted with --initial-controllers serve" fail "not serving after 60 s"
+	exit 1
+fi
+"$SAMSA_BIN" server --config "$dir/node-4.properties" --cluster-id "$cid" --no-initial-controllers >"$dir/node-4.log" 2>&1 &
+joining() { grep -q 'controller ready to join the quorum' "$dir/node-4.log"; }
+wait_for 30 joining
+out=$(kt MetadataQuorumCommand --bootstrap-controller "$CB" describe --status 2>&1)
+voters() { sed -n 's/^CurrentVoters: *//p' <<<"$1" | grep -o '"id": [0-9]*' | grep -o '[0-9]*' | sort -n | paste -sd' '; }
+expect_eq "$C" "dynamic quorum: describe --status --bootstrap-controller before add (voters, no leader among joiners)" \
+	"voters 1 2 3 leader in 1,2,3" "voters $(voters "$out") leader in $([[ $(sed -n 's/^LeaderId: *//p' <<<"$out") =~ ^[123]$ ]] && echo 1,2,3 || echo other)"
+kt TopicCommand --bootstrap-server "$B" --create --topic dq --partitions 3 --replication-factor 3 \
+	--config min.insync.replicas=2 >/dev/null 2>&1
+wait_for 10 full_isr dq 3
+# Batches of 200 records with acks=all until the stop file exists.
+(
+	n=0
+	until [ -e "$work/dq.stop" ]; do
+		produce dq $((n + 1)) $((n + 200)) || { echo "batch $((n + 1)) failed" >>"$work/dq.failed"; break; }
+		n=$((n + 200))
+		echo "$n" >"$work/dq.acked"
+	done
+) &
+prod=$!
+sleep 2
+out=$(kt MetadataQuorumCommand --bootstrap-controller "$CB" --command-config "$dir/node-4.properties" add-controller 2>&1)
+has "MetadataQuorumCommand add-controller (node 4, --no-initial-controllers) while producing" "$out" "^Added controller 4 with directory id [A-Za-z0-9_-]{22} and endpoints: CONTROLLER://127.0.0.1:${kport[4]}$"
+out=$(kt MetadataQuorumCommand --bootstrap-server "$B" describe --status 2>&1)
+expect_eq "$C" "dynamic quorum: describe --status after add-controller: 4 voters, node 4's endpoint" \
+	"voters 1 2 3 4; CONTROLLER://127.0.0.1:${kport[4]}" \
+	"voters $(voters "$out"); $(sed -n 's/^CurrentVoters: *//p' <<<"$out" | grep -o "CONTROLLER://127.0.0.1:${kport[4]}")"
+out=$(kt MetadataQuorumCommand --bootstrap-server "$B" describe --replication 2>&1)
+expect_eq "$C" "dynamic quorum: describe --replication after add-controller: 4 voter rows" \
+	"1 2 3 4" "$(awk '$1 ~ /^[0-9]+$/ && ($NF == "Leader" || $NF == "Follower") { print $1 }' <<<"$out" | sort -n | paste -sd' ')"
+sleep 2
+d4=$(sed -n 's/^directory.id=//p' "$dir/node-4/meta.properties")
+out=$(kt MetadataQuorumCommand --bootstrap-controller "$CB" remove-controller --controller-id 4 --controller-directory-id "$d4" 2>&1)
+has "MetadataQuorumCommand remove-controller --controller-id 4 --controller-directory-id while producing" "$out" "^Removed KRaft controller 4 with directory id $d4"
+out=$(kt MetadataQuorumCommand --bootstrap-server "$B" describe --status 2>&1)
+expect_eq "$C" "dynamic quorum: describe --status after remove-controller: voters 1 2 3" "voters 1 2 3" "voters $(voters "$out")"
+sleep 1
+touch "$work/dq.stop"
+wait "$prod"
+acked=$(cat "$work/dq.acked" 2>/dev/null || echo 0)
+expect_eq "$C" "dynamic quorum: ConsoleProducer acks=all batches during add/remove-controller, all read back" \
+	"no failed batch; read $acked of $acked (> 0: $([ "$acked" -gt 0 ] && echo yes))" \
+	"$([ -e "$work/dq.failed" ] && cat "$work/dq.failed" || echo "no failed batch"); read $(distinct_values dq "$acked") of $acked (> 0: yes)"
