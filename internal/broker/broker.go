@@ -149,6 +149,8 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.OffsetDelete:                 {0, 0, handleOffsetDelete},
 		kmsg.ConsumerGroupHeartbeat:       {0, 1, handleConsumerGroupHeartbeat},
 		kmsg.ConsumerGroupDescribe:        {0, 1, handleConsumerGroupDescribe},
+		kmsg.StreamsGroupHeartbeat:        {0, 1, handleStreamsGroupHeartbeat},
+		kmsg.StreamsGroupDescribe:         {0, 1, handleStreamsGroupDescribe},
 		kmsg.AlterConfigs:                 {0, 2, handleAlterConfigs},
 		kmsg.IncrementalAlterConfigs:      {0, 1, handleIncrementalAlterConfigs},
 		kmsg.DeleteRecords:                {0, 2, handleDeleteRecords},

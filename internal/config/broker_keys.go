@@ -173,11 +173,17 @@ var brokerKeyList = []*Key{
 	k("group.min.session.timeout.ms", Int, "6000", nil, Medium, ReadOnly, "Smallest session timeout a classic group member may ask for."),
 	k("group.max.session.timeout.ms", Int, "1800000", nil, Medium, ReadOnly, "Largest session timeout a classic group member may ask for."),
 	k("group.max.size", Int, maxInt, atLeast(1), Medium, ReadOnly, "Most members of one classic group."),
-	k("group.coordinator.rebalance.protocols", List, "classic,consumer", listOf{"classic", "consumer", "share", "streams"}, Medium, ReadOnly, "Rebalance protocols the group coordinator serves."),
+	k("group.coordinator.rebalance.protocols", List, "classic,consumer,streams", listOf{"classic", "consumer", "share", "streams"}, Medium, ReadOnly, "Rebalance protocols the group coordinator serves."),
 	k("group.coordinator.num.threads", Int, "4", atLeast(1), Medium, ReadOnly, "Group coordinator threads."),
 	k("group.consumer.session.timeout.ms", Int, "45000", atLeast(1), Medium, ReadOnly, "Session timeout of consumer-protocol (KIP-848) members."),
 	k("group.consumer.heartbeat.interval.ms", Int, "5000", atLeast(1), Medium, ReadOnly, "Heartbeat interval of consumer-protocol (KIP-848) members."),
 	k("group.consumer.max.size", Int, maxInt, atLeast(1), Medium, ReadOnly, "Most members of one consumer-protocol group."),
+	k("group.streams.session.timeout.ms", Int, "45000", atLeast(1), Medium, ReadOnly, "Session timeout of streams-protocol (KIP-1071) members."),
+	k("group.streams.heartbeat.interval.ms", Int, "5000", atLeast(1), Medium, ReadOnly, "Heartbeat interval of streams-protocol (KIP-1071) members."),
+	k("group.streams.max.size", Int, maxInt, atLeast(1), Medium, ReadOnly, "Most members of one streams group."),
+	k("group.streams.num.standby.replicas", Int, "0", atLeast(0), Medium, ReadOnly, "Standby replicas of each task of a streams group."),
+	k("group.streams.task.offset.interval.ms", Int, "60000", atLeast(1), Medium, ReadOnly, "How often streams members report their changelog offsets."),
+	k("group.streams.acceptable.recovery.lag", Long, "10000", atLeast(0), Medium, ReadOnly, "Largest changelog lag at which a streams task counts as caught up."),
 	internal(k("group.share.enable", Boolean, "false", nil, Medium, ReadOnly, "Enable share groups (early access).")),
 
 	// Share coordinator and __share_group_state.

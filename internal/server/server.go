@@ -540,6 +540,14 @@ func groupConfig(cfg *config.Config, loader *metadata.Loader, logger *slog.Logge
 		ConsumerSessionTimeout:    ms(int64(cfg.GroupConsumerSessionTimeoutMs)),
 		ConsumerHeartbeatInterval: ms(int64(cfg.GroupConsumerHeartbeatIntervalMs)),
 		ConsumerMaxGroupSize:      int(cfg.GroupConsumerMaxSize),
+		Streams: group.StreamsConfig{
+			SessionTimeout:        ms(int64(cfg.GroupStreams.SessionTimeoutMs)),
+			HeartbeatInterval:     ms(int64(cfg.GroupStreams.HeartbeatIntervalMs)),
+			MaxGroupSize:          int(cfg.GroupStreams.MaxSize),
+			NumStandbyReplicas:    int(cfg.GroupStreams.NumStandbyReplicas),
+			TaskOffsetInterval:    ms(int64(cfg.GroupStreams.TaskOffsetIntervalMs)),
+			AcceptableRecoveryLag: cfg.GroupStreams.AcceptableRecoveryLag,
+		},
 		Topics: func() map[string]group.TopicInfo {
 			topics := loader.Image().Topics()
 			out := make(map[string]group.TopicInfo, len(topics))

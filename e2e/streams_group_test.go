@@ -1,0 +1,253 @@
+package e2e
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Streams groups (KIP-1071) driven by hand through franz-go's kmsg, as a
+// Kafka Streams client would: the first member's heartbeat makes the
+// coordinator create the topology's internal topics and then assign every
+// task to it; a second member gets half of them only after the first
+// revoked them; a member that leaves hands its tasks back; offsets commit
+// with the member epoch.
+
+// streamsMember is one member's view of its heartbeats.
+type streamsMember struct {
+	id     string
+	epoch  int32
+	active map[string][]int32
+}
+
+func streamsTopology(in, app string) *kmsg.StreamsGroupHeartbeatRequestTopology {
+	repart, changelog := app+"-counts-repartition", app+"-counts-changelog"
+	t := kmsg.NewStreamsGroupHeartbeatRequestTopology()
+	t.Epoch = 0
+	s0 := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+	s0.SubtopologyID, s0.SourceTopics, s0.RepartitionSinkTopics = "0", []string{in}, []string{repart}
+	s1 := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+	s1.SubtopologyID = "1"
+	s1.RepartitionSourceTopics = []kmsg.TopicInfo{{Topic: repart, Configs: []kmsg.TopicInfoConfig{{Key: "cleanup.policy", Value: "delete"}}}}
+	s1.StateChangelogTopics = []kmsg.TopicInfo{{Topic: changelog, Configs: []kmsg.TopicInfoConfig{{Key: "cleanup.policy", Value: "compact"}}}}
+	t.Subtopologies = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{s0, s1}
+	return &t
+}
+
+// streamsCoordinator is the group's coordinator: franz-go does not route
+// the streams group APIs itself.
+func streamsCoordinator(t *testing.T, ctx context.Context, cl *kgo.Client, group string) *kgo.Broker {
+	t.Helper()
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorKeys = []string{group}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || len(resp.Coordinators) != 1 || resp.Coordinators[0].ErrorCode != 0 {
+		t.Fatalf("FindCoordinator %s: %v %+v", group, err, resp)
+	}
+	return cl.Broker(int(resp.Coordinators[0].NodeID))
+}
+
+func streamsHeartbeat(t *testing.T, ctx context.Context, cl *kgo.Broker, group string, m *streamsMember, topology *kmsg.StreamsGroupHeartbeatRequestTopology) *kmsg.StreamsGroupHeartbeatResponse {
+	t.Helper()
+	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.MemberEpoch = group, m.id, m.epoch
+	if m.epoch == 0 {
+		req.RebalanceTimeoutMillis = 30000
+		req.ProcessID = kmsg.StringPtr("process-" + m.id)
+		req.Topology = topology
+		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+	} else {
+		req.ActiveTasks = taskList(m.active)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("StreamsGroupHeartbeat of %s: %v", m.id, err)
+	}
+	if resp.Version != 1 {
+		t.Fatalf("StreamsGroupHeartbeat answered at v%d, want v1", resp.Version)
+	}
+	if resp.ErrorCode == 0 {
+		m.epoch = resp.MemberEpoch
+		if resp.ActiveTasks != nil {
+			m.active = map[string][]int32{}
+			for _, ts := range resp.ActiveTasks {
+				m.active[ts.SubtopologyID] = ts.Partitions
+			}
+		}
+	}
+	return resp
+}
+
+func taskList(a map[string][]int32) []kmsg.TaskIDs {
+	out := []kmsg.TaskIDs{}
+	for sub, ps := range a {
+		out = append(out, kmsg.TaskIDs{SubtopologyID: sub, Partitions: ps})
+	}
+	return out
+}
+
+func countTasks(a map[string][]int32) int {
+	n := 0
+	for _, ps := range a {
+		n += len(ps)
+	}
+	return n
+}
+
+// untilStreams heartbeats m until done holds of the answer.
+func untilStreams(t *testing.T, ctx context.Context, cl *kgo.Broker, group string, m *streamsMember, done func(*kmsg.StreamsGroupHeartbeatResponse) bool) *kmsg.StreamsGroupHeartbeatResponse {
+	t.Helper()
+	for {
+		resp := streamsHeartbeat(t, ctx, cl, group, m, nil)
+		if resp.ErrorCode != 0 {
+			t.Fatalf("heartbeat of %s: %v %v", m.id, kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage)
+		}
+		if done(resp) {
+			return resp
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("member %s: last answer %+v", m.id, resp)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func TestStreamsGroupHeartbeat(t *testing.T) {
+	ctx := testContext(t)
+	addr := startBroker(t)
+	in, app := topicName("franz", "streams-in"), "streams-app"
+	adm := newKadm(t, addr)
+	franzCreate(t, ctx, adm, in, 2, nil)
+	kcl := newKgo(t, addr)
+	cl := streamsCoordinator(t, ctx, kcl, app)
+	topo := streamsTopology(in, app)
+
+	a := &streamsMember{id: "member-a"}
+	resp := streamsHeartbeat(t, ctx, cl, app, a, topo)
+	if resp.ErrorCode != 0 || resp.MemberID != "member-a" || resp.MemberEpoch != 1 || resp.HeartbeatIntervalMillis != 5000 {
+		t.Fatalf("join: %v %v member %q epoch %d interval %d; want member-a at epoch 1, interval 5000",
+			kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage, resp.MemberID, resp.MemberEpoch, resp.HeartbeatIntervalMillis)
+	}
+	if len(resp.Status) != 1 || resp.Status[0].StatusCode != 3 || countTasks(a.active) != 0 {
+		t.Fatalf("join: status %+v, tasks %v; want MISSING_INTERNAL_TOPICS and no tasks", resp.Status, a.active)
+	}
+
+	// Once the coordinator created the internal topics, all four tasks
+	// are member-a's, at the epoch the new topics' metadata bumped to.
+	resp = untilStreams(t, ctx, cl, app, a, func(r *kmsg.StreamsGroupHeartbeatResponse) bool { return countTasks(a.active) == 4 })
+	if len(resp.Status) != 0 || a.epoch != 2 {
+		t.Fatalf("single member: status %+v epoch %d; want no status at epoch 2", resp.Status, a.epoch)
+	}
+	want := map[string][]int32{"0": {0, 1}, "1": {0, 1}}
+	if !equalTasks(a.active, want) {
+		t.Fatalf("member-a active tasks %v, want %v", a.active, want)
+	}
+	topics, err := adm.ListTopics(ctx, app+"-counts-repartition", app+"-counts-changelog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{app + "-counts-repartition", app + "-counts-changelog"} {
+		if td, ok := topics[name]; !ok || len(td.Partitions) != 2 {
+			t.Errorf("internal topic %s: %+v, want it with 2 partitions", name, td)
+		}
+	}
+
+	// member-b joins: it waits for what member-a must revoke first.
+	b := &streamsMember{id: "member-b"}
+	resp = streamsHeartbeat(t, ctx, cl, app, b, topo)
+	if resp.ErrorCode != 0 || b.epoch != 3 || countTasks(b.active) != 0 {
+		t.Fatalf("member-b join: %v epoch %d tasks %v; want epoch 3 and nothing yet (member-a still owns it all)", kerr.ErrorForCode(resp.ErrorCode), b.epoch, b.active)
+	}
+	resp = streamsHeartbeat(t, ctx, cl, app, a, nil)
+	if resp.ErrorCode != 0 || a.epoch != 2 || countTasks(a.active) != 2 {
+		t.Fatalf("member-a revocation: %v epoch %d tasks %v; want epoch 2 (unchanged) and two tasks kept", kerr.ErrorForCode(resp.ErrorCode), a.epoch, a.active)
+	}
+	untilStreams(t, ctx, cl, app, a, func(*kmsg.StreamsGroupHeartbeatResponse) bool { return a.epoch == 3 })
+	untilStreams(t, ctx, cl, app, b, func(*kmsg.StreamsGroupHeartbeatResponse) bool { return countTasks(b.active) == 2 })
+	if b.epoch != 3 || countTasks(a.active) != 2 {
+		t.Fatalf("after the rebalance: a %v at %d, b %v at %d; want two tasks each at epoch 3", a.active, a.epoch, b.active, b.epoch)
+	}
+	for sub, ps := range a.active {
+		for _, p := range ps {
+			if slices.Contains(b.active[sub], p) {
+				t.Fatalf("task %s_%d is active on both members", sub, p)
+			}
+		}
+	}
+
+	// A stale epoch is fenced.
+	stale := &streamsMember{id: "member-b", epoch: 1, active: b.active}
+	if resp := streamsHeartbeat(t, ctx, cl, app, stale, nil); resp.ErrorCode != kerr.FencedMemberEpoch.Code {
+		t.Fatalf("heartbeat at epoch 1: %v, want FENCED_MEMBER_EPOCH", kerr.ErrorForCode(resp.ErrorCode))
+	}
+
+	// Offsets commit with the member epoch as generation.
+	commit := func(member string, epoch int32) int16 {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Group, req.MemberID, req.Generation = app, member, epoch
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = in
+		rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 7, LeaderEpoch: -1}}
+		req.Topics = append(req.Topics, rt)
+		r, err := req.RequestWith(ctx, pinnedKgo(t, addr, kmsg.OffsetCommit, 9))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Topics[0].Partitions[0].ErrorCode
+	}
+	if code := commit("member-b", 3); code != 0 {
+		t.Fatalf("commit at the member epoch: %v", kerr.ErrorForCode(code))
+	}
+	if code := commit("member-b", 2); code != kerr.StaleMemberEpoch.Code {
+		t.Fatalf("commit at an old epoch: %v, want STALE_MEMBER_EPOCH", kerr.ErrorForCode(code))
+	}
+
+	// StreamsGroupDescribe shows both members and the topology.
+	dreq := kmsg.NewPtrStreamsGroupDescribeRequest()
+	dreq.Groups = []string{app}
+	dresp, err := dreq.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dg := dresp.Groups[0]
+	if dg.ErrorCode != 0 || dg.State != "Stable" || dg.Epoch != 3 || dg.AssignmentEpoch != 3 || len(dg.Members) != 2 ||
+		dg.Topology == nil || len(dg.Topology.Subtopologies) != 2 {
+		t.Fatalf("describe: %+v; want Stable at epoch 3 with 2 members and 2 subtopologies", dg)
+	}
+
+	// member-a leaves; member-b gets everything.
+	a.epoch = -1
+	if resp := streamsHeartbeat(t, ctx, cl, app, a, nil); resp.ErrorCode != 0 || resp.MemberEpoch != -1 {
+		t.Fatalf("leave: %v epoch %d", kerr.ErrorForCode(resp.ErrorCode), resp.MemberEpoch)
+	}
+	untilStreams(t, ctx, cl, app, b, func(*kmsg.StreamsGroupHeartbeatResponse) bool { return countTasks(b.active) == 4 })
+	if b.epoch != 4 || !equalTasks(b.active, want) {
+		t.Fatalf("after member-a left: b %v at epoch %d; want %v at epoch 4", b.active, b.epoch, want)
+	}
+
+	// A consumer-protocol member cannot join a streams group.
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = app, "consumer-member", 30000
+	hb.SubscribedTopicNames, hb.Topics = []string{in}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if r, err := hb.RequestWith(ctx, kcl); err != nil || r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("ConsumerGroupHeartbeat on a streams group: %v %v, want GROUP_ID_NOT_FOUND", err, r)
+	}
+}
+
+func equalTasks(a, b map[string][]int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if !slices.Equal(v, b[k]) {
+			return false
+		}
+	}
+	return true
+}
