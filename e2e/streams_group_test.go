@@ -62,7 +62,7 @@ func streamsHeartbeat(t *testing.T, ctx context.Context, cl *kgo.Broker, group s
 		req.Topology = topology
 		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
 	} else {
-		req.ActiveTasks = taskList(m.active)
+		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = taskList(m.active), []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
 	}
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
@@ -134,8 +134,17 @@ func TestStreamsGroupHeartbeat(t *testing.T) {
 		t.Fatalf("join: %v %v member %q epoch %d interval %d; want member-a at epoch 1, interval 5000",
 			kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage, resp.MemberID, resp.MemberEpoch, resp.HeartbeatIntervalMillis)
 	}
-	if len(resp.Status) != 1 || resp.Status[0].StatusCode != 3 || countTasks(a.active) != 0 {
-		t.Fatalf("join: status %+v, tasks %v; want MISSING_INTERNAL_TOPICS and no tasks", resp.Status, a.active)
+	missing := "Internal topics are missing: " + app + "-counts-changelog, " + app + "-counts-repartition" // Kafka 4.4's text
+	if len(resp.Status) != 1 || resp.Status[0].StatusCode != 3 || resp.Status[0].StatusDetail != missing || countTasks(a.active) != 0 {
+		t.Fatalf("join: status %+v, tasks %v; want MISSING_INTERNAL_TOPICS (%q) and no tasks", resp.Status, a.active, missing)
+	}
+
+	// Owned tasks come as all three lists or none.
+	partial := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	partial.Group, partial.MemberID, partial.MemberEpoch, partial.ActiveTasks = app, a.id, a.epoch, []kmsg.TaskIDs{}
+	if r, err := partial.RequestWith(ctx, cl); err != nil || r.ErrorCode != kerr.InvalidRequest.Code || r.ErrorMessage == nil ||
+		*r.ErrorMessage != "If one task-type is non-null, all must be non-null." {
+		t.Fatalf("heartbeat with only active tasks: %v %+v; want INVALID_REQUEST", err, r)
 	}
 
 	// Once the coordinator created the internal topics, all four tasks

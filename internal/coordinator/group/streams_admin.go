@@ -74,13 +74,11 @@ func (c *Coordinator) describeStreams(id string) kmsg.StreamsGroupDescribeRespon
 			for _, st := range t.subs {
 				ds := kmsg.NewStreamsGroupDescribeResponseGroupTopologySubtopology()
 				ds.SubtopologyID = st.SubtopologyID
-				ds.SourceTopics = ct.inputs[st.SubtopologyID]
-				if ds.SourceTopics == nil {
-					ds.SourceTopics = slices.Clone(st.SourceTopics)
-				}
+				ds.SourceTopics = slices.Clone(ct.sources[st.SubtopologyID])
 				ds.RepartitionSinkTopics = slices.Clone(st.RepartitionSinkTopics)
-				ds.StateChangelogTopics = slices.Clone(st.StateChangelogTopics)
-				ds.RepartitionSourceTopics = slices.Clone(st.RepartitionSourceTopics)
+				// Internal topics with the partition counts they were created with.
+				ds.StateChangelogTopics = withPartitions(st.StateChangelogTopics, ct.internal)
+				ds.RepartitionSourceTopics = withPartitions(st.RepartitionSourceTopics, ct.internal)
 				dt.Subtopologies = append(dt.Subtopologies, ds)
 			}
 		}
@@ -226,4 +224,12 @@ func streamsNotClassic(id string, version int16) kmsg.DescribeGroupsResponseGrou
 		dg.ErrorMessage = ptr(fmt.Sprintf("Group %s is not a classic group.", id))
 	}
 	return dg
+}
+
+func withPartitions(ts []kmsg.TopicInfo, counts map[string]int32) []kmsg.TopicInfo {
+	out := slices.Clone(ts)
+	for i := range out {
+		out[i].NumPartitions = counts[out[i].Topic]
+	}
+	return out
 }

@@ -111,6 +111,9 @@ func validateStreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest) (int16, st
 	case req.RackID != nil && *req.RackID == "":
 		return invalid("RackId can't be empty.")
 	}
+	if n := nonNil(req.ActiveTasks, req.StandbyTasks, req.WarmupTasks); n != 0 && n != 3 {
+		return invalid("If one task-type is non-null, all must be non-null.")
+	}
 	switch {
 	case req.MemberEpoch == 0:
 		switch {
@@ -136,6 +139,16 @@ func validateStreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest) (int16, st
 		return invalid("MemberEpoch is invalid.")
 	}
 	return 0, ""
+}
+
+func nonNil(ls ...[]kmsg.TaskIDs) int {
+	n := 0
+	for _, l := range ls {
+		if l != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // sgDecision is a decided streams heartbeat: the answer, the records to
@@ -287,8 +300,11 @@ func (s *shard) decideStreamsMemberLocked(d *sgDecision, req *kmsg.StreamsGroupH
 	cfg := s.c.cfg.Streams
 	r.HeartbeatIntervalMillis = int32(cfg.HeartbeatInterval / time.Millisecond)
 	r.TaskOffsetIntervalMillis = int32(cfg.TaskOffsetInterval / time.Millisecond)
-	r.AcceptableRecoveryLagLegacy = int32(min(cfg.AcceptableRecoveryLag, math.MaxInt32))
-	r.AcceptableRecoveryLag = cfg.AcceptableRecoveryLag
+	if req.Version == 0 {
+		r.AcceptableRecoveryLagLegacy = int32(min(cfg.AcceptableRecoveryLag, math.MaxInt32))
+	} else {
+		r.AcceptableRecoveryLag = cfg.AcceptableRecoveryLag // v1 deprecates the int32 field, which Kafka leaves 0
+	}
 	r.Status = slices.Clone(ct.statuses)
 	if topology != nil && upd.topologyEpoch < topology.epoch {
 		r.Status = append(r.Status, status(sgStatusStaleTopology, fmt.Sprintf(

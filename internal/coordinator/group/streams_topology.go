@@ -27,6 +27,8 @@ const (
 type configuredTopology struct {
 	ready    bool
 	numTasks map[string]int32    // subtopology -> task count
+	sources  map[string][]string // subtopology -> source topics, regex matches included
+	internal map[string]int32    // internal topic -> partition count
 	inputs   map[string][]string // subtopology -> source and repartition source topics
 	statuses []kmsg.StreamsGroupHeartbeatResponseStatus
 	create   []kmsg.CreateTopicsRequestTopic // internal topics to create
@@ -42,7 +44,7 @@ func status(code int8, detail string) kmsg.StreamsGroupHeartbeatResponseStatus {
 // (repartition and changelog) topics must exist with the derived count;
 // missing ones are returned for creation.
 func configureTopology(t *sgTopology, topics map[string]TopicInfo) *configuredTopology {
-	ct := &configuredTopology{numTasks: map[string]int32{}, inputs: map[string][]string{}}
+	ct := &configuredTopology{numTasks: map[string]int32{}, inputs: map[string][]string{}, internal: map[string]int32{}}
 	h := fnv.New64a()
 	used := map[string]bool{}
 	partitionsOf := func(name string) (int32, bool) {
@@ -80,6 +82,7 @@ func configureTopology(t *sgTopology, topics map[string]TopicInfo) *configuredTo
 		}
 		sources[s.SubtopologyID] = srcs
 	}
+	ct.sources = sources
 	if len(missing) > 0 {
 		slices.Sort(missing)
 		missing = slices.Compact(missing)
@@ -190,6 +193,7 @@ func configureTopology(t *sgTopology, topics map[string]TopicInfo) *configuredTo
 	// Internal topics: create the missing, check the existing.
 	var missingInternal []string
 	check := func(ti kmsg.TopicInfo, want int32) bool {
+		ct.internal[ti.Topic] = want
 		have, ok := partitionsOf(ti.Topic)
 		switch {
 		case !ok:
@@ -215,8 +219,9 @@ func configureTopology(t *sgTopology, topics map[string]TopicInfo) *configuredTo
 		}
 	}
 	if len(missingInternal) > 0 {
+		slices.Sort(missingInternal)
 		ct.statuses = append(ct.statuses, status(sgStatusMissingInternalTopics,
-			"Internal topics are missing: ["+strings.Join(missingInternal, ", ")+"]"))
+			"Internal topics are missing: "+strings.Join(missingInternal, ", ")))
 		return ct
 	}
 	ct.ready = true
