@@ -318,8 +318,10 @@ func (s *shard) decideStreamsMemberLocked(d *sgDecision, req *kmsg.StreamsGroupH
 		r.StandbyTasks = cur.assigned.standby.kmsg()
 		r.WarmupTasks = cur.assigned.warmup.kmsg()
 	}
+	// The endpoint information epoch moves with each new assignment while
+	// any member has a user endpoint (Kafka leaves it at 0 otherwise).
 	endpointEpoch := sg.endpointEpoch
-	if epoch > sg.assignmentEpoch {
+	if epoch > sg.assignmentEpoch && slices.ContainsFunc(members, func(m *smember) bool { return m.endpointHost != "" }) {
 		endpointEpoch++
 	}
 	r.EndpointInformationEpoch = endpointEpoch
