@@ -260,3 +260,76 @@ func equalTasks(a, b map[string][]int32) bool {
 	}
 	return true
 }
+
+// TestStreamsGroupSurvivesRestart: a streams group lives in
+// __consumer_offsets, so after a restart its members, epochs, topology and
+// tasks are back, and a member goes on heartbeating at its epoch.
+func TestStreamsGroupSurvivesRestart(t *testing.T) {
+	ctx := testContext(t)
+	r := restartableBroker(t)
+	in, app := topicName("franz", "streams-restart"), "streams-restart-app"
+	franzCreate(t, ctx, newKadm(t, r.Addr()), in, 2, nil)
+	cl := streamsCoordinator(t, ctx, newKgo(t, r.Addr()), app)
+	topo := streamsTopology(in, app)
+
+	a, b := &streamsMember{id: "member-a"}, &streamsMember{id: "member-b"}
+	streamsHeartbeat(t, ctx, cl, app, a, topo)
+	untilStreams(t, ctx, cl, app, a, func(*kmsg.StreamsGroupHeartbeatResponse) bool { return countTasks(a.active) == 4 })
+	streamsHeartbeat(t, ctx, cl, app, b, topo)
+	untilStreams(t, ctx, cl, app, a, func(*kmsg.StreamsGroupHeartbeatResponse) bool { return a.epoch == b.epoch })
+	untilStreams(t, ctx, cl, app, b, func(*kmsg.StreamsGroupHeartbeatResponse) bool { return countTasks(b.active) == 2 })
+	before := describeStreams(t, ctx, cl, app)
+
+	r.Restart(t)
+	cl = streamsCoordinator(t, ctx, newKgo(t, r.Addr()), app)
+	for {
+		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch = app, b.id, b.epoch
+		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = taskList(b.active), []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.ErrorCode == 0 {
+			if resp.MemberEpoch != b.epoch || resp.ActiveTasks == nil || countTasks(b.active) != 2 {
+				t.Fatalf("member-b after the restart: epoch %d tasks %v, want epoch %d and its two tasks", resp.MemberEpoch, resp.ActiveTasks, b.epoch)
+			}
+			break
+		}
+		if resp.ErrorCode != kerr.CoordinatorLoadInProgress.Code && resp.ErrorCode != kerr.NotCoordinator.Code {
+			t.Fatalf("member-b after the restart: %v %v", kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	after := describeStreams(t, ctx, cl, app)
+	if after.State != "Stable" || after.Epoch != before.Epoch || after.AssignmentEpoch != before.AssignmentEpoch ||
+		len(after.Members) != 2 || after.Topology == nil || after.Topology.Epoch != before.Topology.Epoch {
+		t.Fatalf("after the restart: %+v\nbefore: %+v", after, before)
+	}
+	for i, m := range after.Members {
+		w := before.Members[i]
+		if m.MemberID != w.MemberID || m.MemberEpoch != w.MemberEpoch || m.ProcessID != w.ProcessID ||
+			!equalTasks(tasksOf(m.Assignment.ActiveTasks), tasksOf(w.Assignment.ActiveTasks)) {
+			t.Errorf("member %d after the restart: %+v, before %+v", i, m, w)
+		}
+	}
+}
+
+func describeStreams(t *testing.T, ctx context.Context, cl *kgo.Broker, group string) kmsg.StreamsGroupDescribeResponseGroup {
+	t.Helper()
+	req := kmsg.NewPtrStreamsGroupDescribeRequest()
+	req.Groups = []string{group}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 {
+		t.Fatalf("StreamsGroupDescribe %s: %v %+v", group, err, resp)
+	}
+	return resp.Groups[0]
+}
+
+func tasksOf(ts []kmsg.TaskIDs) map[string][]int32 {
+	out := map[string][]int32{}
+	for _, t := range ts {
+		out[t.SubtopologyID] = t.Partitions
+	}
+	return out
+}

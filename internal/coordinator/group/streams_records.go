@@ -211,9 +211,14 @@ func (r *sgRecord) encode() KV {
 		v = kbin.AppendInt32(v, m.rebalanceTimeoutMs)
 		v = kbin.AppendInt32(v, m.topologyEpoch)
 		v = kbin.AppendCompactString(v, m.processID)
-		v = kbin.AppendCompactString(v, m.endpointHost)
-		v = kbin.AppendUint16(v, m.endpointPort)
-		v = kbin.AppendUvarint(v, 0)
+		if m.endpointHost == "" {
+			v = kbin.AppendInt8(v, -1) // user_endpoint is a nullable struct
+		} else {
+			v = kbin.AppendInt8(v, 1)
+			v = kbin.AppendCompactString(v, m.endpointHost)
+			v = kbin.AppendUint16(v, m.endpointPort)
+			v = kbin.AppendUvarint(v, 0)
+		}
 		v = kbin.AppendCompactArrayLen(v, len(m.clientTags))
 		for _, kv := range m.clientTags {
 			v = kbin.AppendCompactString(v, kv[0])
@@ -388,9 +393,11 @@ func decodeSGRecord(kv KV) (*sgRecord, error) {
 		m.rebalanceTimeoutMs = b.Int32()
 		m.topologyEpoch = b.Int32()
 		m.processID = b.CompactString()
-		m.endpointHost = b.CompactString()
-		m.endpointPort = b.Uint16()
-		readTags(&b, nil)
+		if b.Int8() >= 0 {
+			m.endpointHost = b.CompactString()
+			m.endpointPort = b.Uint16()
+			readTags(&b, nil)
+		}
 		n := b.CompactArrayLen()
 		for i := int32(0); i < n && b.Ok(); i++ {
 			m.clientTags = append(m.clientTags, [2]string{b.CompactString(), b.CompactString()})

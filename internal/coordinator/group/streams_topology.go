@@ -247,13 +247,21 @@ func internalTopic(ti kmsg.TopicInfo, partitions int32) kmsg.CreateTopicsRequest
 	return ct
 }
 
-// allTasks lists every task of a ready topology, by subtopology then
-// partition.
+// allTasks lists every task of a ready topology, by partition then
+// subtopology, so that handing them out in order spreads each
+// subtopology's tasks over the members.
 func (ct *configuredTopology) allTasks() []taskID {
 	var out []taskID
-	for _, sub := range slices.Sorted(maps.Keys(ct.numTasks)) {
-		for p := range ct.numTasks[sub] {
-			out = append(out, taskID{sub, p})
+	subs := slices.Sorted(maps.Keys(ct.numTasks))
+	var most int32
+	for _, n := range ct.numTasks {
+		most = max(most, n)
+	}
+	for p := range most {
+		for _, sub := range subs {
+			if p < ct.numTasks[sub] {
+				out = append(out, taskID{sub, p})
+			}
 		}
 	}
 	return out
