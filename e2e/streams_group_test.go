@@ -230,6 +230,19 @@ func TestStreamsGroupHeartbeat(t *testing.T) {
 		t.Fatalf("describe: %+v; want Stable at epoch 3 with 2 members and 2 subtopologies", dg)
 	}
 
+	// Without a topology description plugin (Kafka's default, and Samsa
+	// has none) descriptions are neither taken nor stored.
+	dreq.IncludeTopologyDescription = true
+	if dresp, err := dreq.RequestWith(ctx, cl); err != nil || dresp.Groups[0].TopologyDescriptionStatus != 1 || dresp.Groups[0].TopologyDescription != nil {
+		t.Fatalf("describe with the topology description: %v %+v; want status NOT_STORED (1)", err, dresp)
+	}
+	upd := kmsg.NewPtrStreamsGroupTopologyDescriptionUpdateRequest()
+	upd.Group, upd.MemberID = app, "member-b"
+	if r, err := upd.RequestWith(ctx, cl); err != nil || r.ErrorCode != kerr.UnsupportedVersion.Code || r.ErrorMessage == nil ||
+		*r.ErrorMessage != "The broker has no streams group topology description plugin configured." {
+		t.Fatalf("StreamsGroupTopologyDescriptionUpdate: %v %+v; want Kafka's UNSUPPORTED_VERSION without a plugin", err, r)
+	}
+
 	// member-a leaves; member-b gets everything.
 	a.epoch = -1
 	if resp := streamsHeartbeat(t, ctx, cl, app, a, nil); resp.ErrorCode != 0 || resp.MemberEpoch != -1 {

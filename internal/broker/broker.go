@@ -176,6 +176,7 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.DescribeTransactions: {0, 0, handleDescribeTransactions},
 		kmsg.ListTransactions:     {0, 2, handleListTransactions},
 	}
+	m[kmsg.StreamsGroupTopologyDescriptionUpdate] = handler{0, 0, handleStreamsGroupTopologyDescriptionUpdate}
 	// The rest of the admin requests the controller decides go to it as
 	// they are (forward.go), at the versions its table lists.
 	for _, a := range controller.APIs() {
