@@ -3,6 +3,7 @@ package group
 import (
 	"maps"
 	"slices"
+	"time"
 )
 
 // This file is the state of a streams group (KIP-1071) and how records
@@ -237,8 +238,11 @@ func (s *shard) sgApplyAllLocked(recs []*sgRecord) {
 // finishStreamsLoadLocked gives every replayed member of a streams group a
 // fresh session after a load.
 func (s *shard) finishStreamsLoadLocked(g *group) {
-	for _, m := range g.sg.members {
+	for _, m := range g.sg.sortedMembers() {
 		s.scheduleStreamsSessionLocked(g.id, g.sg, m.id)
+		if m.state == msUnrevoked {
+			s.armStreamsRevokeLocked(g.id, g.sg, m.id, m.epoch, time.Duration(m.rebalanceTimeoutMs)*time.Millisecond)
+		}
 	}
 }
 
@@ -259,8 +263,35 @@ func (s *shard) scheduleStreamsSessionLocked(groupID string, sg *streamsGroup, i
 	})
 }
 
+// armStreamsRevokeLocked removes the member if it still has not revoked
+// the active tasks it must give up when its rebalance timeout ends, as
+// Kafka does, so that the others get them.
+func (s *shard) armStreamsRevokeLocked(groupID string, sg *streamsGroup, id string, epoch int32, d time.Duration) {
+	t := sg.timers[id]
+	if t == nil {
+		t = &memberTimers{}
+		sg.timers[id] = t
+	}
+	stopTimer(t.revoke)
+	t.revokeSeq++
+	seq := t.revokeSeq
+	t.revoke = s.afterFunc(d, func() {
+		s.goTracked(func() {
+			s.removeStreamsMember(groupID, id, "rebalance timeout", func(t *memberTimers, m *smember) bool {
+				return t.revokeSeq == seq && m.state == msUnrevoked && m.epoch == epoch
+			})
+		})
+	})
+}
+
 // expireStreamsMember removes a member whose session ran out.
 func (s *shard) expireStreamsMember(groupID, id string, seq uint64) {
+	s.removeStreamsMember(groupID, id, "session timeout", func(t *memberTimers, _ *smember) bool { return t.seq == seq })
+}
+
+// removeStreamsMember removes member id if still (checked under the lock)
+// says its deadline was not superseded.
+func (s *shard) removeStreamsMember(groupID, id, reason string, still func(*memberTimers, *smember) bool) {
 	s.p.Write(s.p.Context(), func() ([]KV, func(error)) {
 		if s.unloadedLocked() {
 			return nil, nil
@@ -269,11 +300,11 @@ func (s *shard) expireStreamsMember(groupID, id string, seq uint64) {
 		if g == nil || g.sg == nil || g.sg.members[id] == nil {
 			return nil, nil
 		}
-		if t := g.sg.timers[id]; t == nil || t.seq != seq {
+		if t := g.sg.timers[id]; t == nil || !still(t, g.sg.members[id]) {
 			return nil, nil
 		}
 		recs := s.sgLeaveRecordsLocked(groupID, g.sg, id)
-		s.c.cfg.Logger.Info("streams group member session expired", "group", groupID, "member", id)
+		s.c.cfg.Logger.Info("streams group member removed", "group", groupID, "member", id, "reason", reason)
 		return sgEncodeAll(recs), func(err error) {
 			if err == nil {
 				s.sgApplyAllLocked(recs)

@@ -161,6 +161,12 @@ type sgDecision struct {
 	member string // "" when no member remains to time
 	notReady,
 	shutdown bool
+	// The member's reconciliation after this heartbeat, for its
+	// revocation deadline.
+	unrevoked  bool
+	curEpoch   int32
+	curChanged bool
+	rebalance  time.Duration
 }
 
 func sgFail(code int16, format string, args ...any) *sgDecision {
@@ -291,7 +297,10 @@ func (s *shard) decideStreamsMemberLocked(d *sgDecision, req *kmsg.StreamsGroupH
 	cur := reconcileStreams(&upd.sgMemberCur, targetEpoch, myTarget, req.ActiveTasks, free)
 	if old == nil || !cur.equal(&base.sgMemberCur) {
 		d.recs = append(d.recs, &sgRecord{typ: sgCurrentMemberType, group: req.Group, member: upd.id, cur: ptr(cur)})
+		d.curChanged = true
 	}
+	d.unrevoked, d.curEpoch = cur.state == msUnrevoked, cur.epoch
+	d.rebalance = time.Duration(upd.rebalanceTimeoutMs) * time.Millisecond
 	d.shutdown = sg.shutdown || req.ShutdownApplication
 
 	r := kmsg.NewPtrStreamsGroupHeartbeatResponse()
@@ -480,5 +489,13 @@ func (s *shard) afterStreamsHeartbeatLocked(groupID string, d *sgDecision) {
 		sg.shutdown = sg.shutdown || d.shutdown
 		sg.endpointEpoch = max(sg.endpointEpoch, d.resp.EndpointInformationEpoch)
 		s.scheduleStreamsSessionLocked(groupID, sg, d.member)
+		switch {
+		case d.unrevoked && d.curChanged:
+			s.armStreamsRevokeLocked(groupID, sg, d.member, d.curEpoch, d.rebalance)
+		case !d.unrevoked && sg.timers[d.member] != nil:
+			t := sg.timers[d.member]
+			stopTimer(t.revoke)
+			t.revokeSeq++
+		}
 	}
 }

@@ -1,0 +1,150 @@
+package group_test
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/coordinator/group"
+)
+
+// smember is a streams group member as a test drives it: what it owns.
+type smember struct {
+	id     string
+	epoch  int32
+	active map[string][]int32
+	stand  map[string][]int32
+}
+
+func streamsTopo() *kmsg.StreamsGroupHeartbeatRequestTopology {
+	t := kmsg.NewStreamsGroupHeartbeatRequestTopology()
+	s := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+	s.SubtopologyID, s.SourceTopics = "0", []string{"in"}
+	s.StateChangelogTopics = []kmsg.TopicInfo{{Topic: "app-store-changelog"}}
+	t.Subtopologies = append(t.Subtopologies, s)
+	return &t
+}
+
+// shb heartbeats m, reporting what it owns, and takes in its new tasks.
+func (e *env) shb(m *smember) *kmsg.StreamsGroupHeartbeatResponse {
+	e.t.Helper()
+	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	req.Version = 1
+	req.Group, req.MemberID, req.MemberEpoch = testGroup, m.id, m.epoch
+	req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = toTasks(m.active), toTasks(m.stand), []kmsg.TaskIDs{}
+	if m.epoch == 0 {
+		req.RebalanceTimeoutMillis, req.ProcessID, req.Topology = 10_000, kmsg.StringPtr("process-"+m.id), streamsTopo()
+		req.ActiveTasks, req.StandbyTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+	}
+	r, _ := e.c.StreamsGroupHeartbeat(e.ctx, req)
+	if r.ErrorCode != 0 {
+		e.t.Fatalf("heartbeat of %s: code %d %v", m.id, r.ErrorCode, r.ErrorMessage)
+	}
+	m.epoch = r.MemberEpoch
+	if r.ActiveTasks != nil {
+		m.active, m.stand = fromTasks(r.ActiveTasks), fromTasks(r.StandbyTasks)
+	}
+	return r
+}
+
+func toTasks(m map[string][]int32) []kmsg.TaskIDs {
+	out := []kmsg.TaskIDs{}
+	for s, ps := range m {
+		out = append(out, kmsg.TaskIDs{SubtopologyID: s, Partitions: ps})
+	}
+	return out
+}
+
+func fromTasks(ts []kmsg.TaskIDs) map[string][]int32 {
+	out := map[string][]int32{}
+	for _, t := range ts {
+		out[t.SubtopologyID] = t.Partitions
+	}
+	return out
+}
+
+func ntasks(m map[string][]int32) int {
+	n := 0
+	for _, ps := range m {
+		n += len(ps)
+	}
+	return n
+}
+
+func (e *env) sdescribe() kmsg.StreamsGroupDescribeResponseGroup {
+	e.t.Helper()
+	return e.c.StreamsGroupDescribe(e.ctx, &kmsg.StreamsGroupDescribeRequest{Groups: []string{testGroup}}).Groups[0]
+}
+
+func streamsEnv(t *testing.T, standbys int) *env {
+	ts := newTopics(map[string]int32{"in": 4, "app-store-changelog": 4})
+	return newEnv(t, group.Config{Topics: ts.get, Streams: group.StreamsConfig{NumStandbyReplicas: standbys}}, nil)
+}
+
+// TestStreamsGroupTimeouts: a member that does not revoke within its
+// rebalance timeout is removed and the other gets its tasks; a member
+// that stops heartbeating is removed after the session timeout.
+func TestStreamsGroupTimeouts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := streamsEnv(t, 0)
+		a, b := &smember{id: "a"}, &smember{id: "b"}
+		if e.shb(a); a.epoch != 1 || ntasks(a.active) != 4 {
+			t.Fatalf("a alone: epoch %d tasks %v, want all 4 at epoch 1", a.epoch, a.active)
+		}
+		e.shb(b)
+		if e.shb(a); ntasks(a.active) != 2 || a.epoch != 1 {
+			t.Fatalf("a told to revoke: epoch %d tasks %v", a.epoch, a.active)
+		}
+		// a goes silent without revoking: b waits for the two tasks.
+		for range 2 {
+			time.Sleep(4 * time.Second)
+			if e.shb(b); ntasks(b.active) != 0 {
+				t.Fatalf("b got %v while a still owns them", b.active)
+			}
+		}
+		time.Sleep(4 * time.Second)
+		synctest.Wait()
+		// 12 s passed: a's 10 s rebalance timeout removed it.
+		d := e.sdescribe()
+		if len(d.Members) != 1 || d.Members[0].MemberID != "b" {
+			t.Fatalf("after a's rebalance timeout: members %+v, want b alone", d.Members)
+		}
+		if e.shb(b); ntasks(b.active) != 4 {
+			t.Fatalf("b after a was removed: %v, want all 4 tasks", b.active)
+		}
+		// b goes silent: after 45 s (group.streams.session.timeout.ms) the group is empty.
+		time.Sleep(46 * time.Second)
+		synctest.Wait()
+		if d := e.sdescribe(); d.State != "Empty" || len(d.Members) != 0 {
+			t.Fatalf("after b's session timeout: %s with %d members, want Empty", d.State, len(d.Members))
+		}
+	})
+}
+
+// TestStreamsGroupStandbys: with streams.num.standby.replicas 1 each task
+// has a standby on the member of the other process, never where it is
+// active.
+func TestStreamsGroupStandbys(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := streamsEnv(t, 1)
+		a, b := &smember{id: "a"}, &smember{id: "b"}
+		e.shb(a)
+		e.shb(b)
+		for range 4 {
+			e.shb(a)
+			e.shb(b)
+		}
+		if ntasks(a.active) != 2 || ntasks(b.active) != 2 || ntasks(a.stand) != 2 || ntasks(b.stand) != 2 {
+			t.Fatalf("active %v / %v, standby %v / %v; want 2 of each on each member", a.active, b.active, a.stand, b.stand)
+		}
+		for _, p := range a.active["0"] {
+			for _, q := range a.stand["0"] {
+				if p == q {
+					t.Fatalf("task 0_%d is both active and standby on a", p)
+				}
+			}
+		}
+	})
+}
