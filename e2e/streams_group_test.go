@@ -253,6 +253,29 @@ func TestStreamsGroupHeartbeat(t *testing.T) {
 		t.Fatalf("after member-a left: b %v at epoch %d; want %v at epoch 4", b.active, b.epoch, want)
 	}
 
+	// Classic members cannot join a streams group either (Kafka 4.4's codes).
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = app, 10000, 10000, "consumer"
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 0}}}
+	if r, err := join.RequestWith(ctx, kcl); err != nil || r.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Fatalf("JoinGroup on a streams group: %v %+v, want INCONSISTENT_GROUP_PROTOCOL", err, r)
+	}
+	sync := &kmsg.SyncGroupRequest{Version: 5, Group: app, MemberID: "x", Generation: 1}
+	if r, err := sync.RequestWith(ctx, kcl); err != nil || r.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Fatalf("SyncGroup on a streams group: %v %+v, want INCONSISTENT_GROUP_PROTOCOL", err, r)
+	}
+	hbc := &kmsg.HeartbeatRequest{Version: 4, Group: app, MemberID: "x", Generation: 1}
+	if r, err := hbc.RequestWith(ctx, kcl); err != nil || r.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("Heartbeat on a streams group: %v %+v, want UNKNOWN_MEMBER_ID", err, r)
+	}
+
+	cgd := kmsg.NewPtrConsumerGroupDescribeRequest()
+	cgd.Groups = []string{app}
+	if r, err := cgd.RequestWith(ctx, kcl); err != nil || r.Groups[0].ErrorCode != kerr.GroupIDNotFound.Code ||
+		r.Groups[0].ErrorMessage == nil || *r.Groups[0].ErrorMessage != "Group "+app+" is not a consumer group." {
+		t.Fatalf("ConsumerGroupDescribe of a streams group: %v %+v", err, r)
+	}
+
 	// A consumer-protocol member cannot join a streams group.
 	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = app, "consumer-member", 30000
