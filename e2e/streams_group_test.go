@@ -135,8 +135,11 @@ func TestStreamsGroupHeartbeat(t *testing.T) {
 			kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage, resp.MemberID, resp.MemberEpoch, resp.HeartbeatIntervalMillis)
 	}
 	missing := "Internal topics are missing: " + app + "-counts-changelog, " + app + "-counts-repartition" // Kafka 4.4's text
-	if len(resp.Status) != 1 || resp.Status[0].StatusCode != 3 || resp.Status[0].StatusDetail != missing || countTasks(a.active) != 0 {
-		t.Fatalf("join: status %+v, tasks %v; want MISSING_INTERNAL_TOPICS (%q) and no tasks", resp.Status, a.active, missing)
+	// As Kafka 4.4 answers: the new group's assignment waits for the
+	// initial rebalance delay (3 s) and the internal topics.
+	if len(resp.Status) != 2 || resp.Status[0].StatusCode != 5 || resp.Status[1].StatusCode != 3 ||
+		resp.Status[1].StatusDetail != missing || countTasks(a.active) != 0 {
+		t.Fatalf("join: status %+v, tasks %v; want ASSIGNMENT_DELAYED, MISSING_INTERNAL_TOPICS (%q) and no tasks", resp.Status, a.active, missing)
 	}
 
 	// Owned tasks come as all three lists or none.
@@ -147,11 +150,12 @@ func TestStreamsGroupHeartbeat(t *testing.T) {
 		t.Fatalf("heartbeat with only active tasks: %v %+v; want INVALID_REQUEST", err, r)
 	}
 
-	// Once the coordinator created the internal topics, all four tasks
-	// are member-a's, at the epoch the new topics' metadata bumped to.
+	// Once the coordinator created the internal topics (epoch 2: their
+	// metadata) and the delay ended (epoch 3), all four tasks are
+	// member-a's.
 	resp = untilStreams(t, ctx, cl, app, a, func(r *kmsg.StreamsGroupHeartbeatResponse) bool { return countTasks(a.active) == 4 })
-	if len(resp.Status) != 0 || a.epoch != 2 {
-		t.Fatalf("single member: status %+v epoch %d; want no status at epoch 2", resp.Status, a.epoch)
+	if len(resp.Status) != 0 || a.epoch != 3 {
+		t.Fatalf("single member: status %+v epoch %d; want no status at epoch 3", resp.Status, a.epoch)
 	}
 	want := map[string][]int32{"0": {0, 1}, "1": {0, 1}}
 	if !equalTasks(a.active, want) {
@@ -170,17 +174,17 @@ func TestStreamsGroupHeartbeat(t *testing.T) {
 	// member-b joins: it waits for what member-a must revoke first.
 	b := &streamsMember{id: "member-b"}
 	resp = streamsHeartbeat(t, ctx, cl, app, b, topo)
-	if resp.ErrorCode != 0 || b.epoch != 3 || countTasks(b.active) != 0 {
-		t.Fatalf("member-b join: %v epoch %d tasks %v; want epoch 3 and nothing yet (member-a still owns it all)", kerr.ErrorForCode(resp.ErrorCode), b.epoch, b.active)
+	if resp.ErrorCode != 0 || b.epoch != 4 || countTasks(b.active) != 0 {
+		t.Fatalf("member-b join: %v epoch %d tasks %v; want epoch 4 and nothing yet (member-a still owns it all)", kerr.ErrorForCode(resp.ErrorCode), b.epoch, b.active)
 	}
 	resp = streamsHeartbeat(t, ctx, cl, app, a, nil)
-	if resp.ErrorCode != 0 || a.epoch != 2 || countTasks(a.active) != 2 {
-		t.Fatalf("member-a revocation: %v epoch %d tasks %v; want epoch 2 (unchanged) and two tasks kept", kerr.ErrorForCode(resp.ErrorCode), a.epoch, a.active)
+	if resp.ErrorCode != 0 || a.epoch != 3 || countTasks(a.active) != 2 {
+		t.Fatalf("member-a revocation: %v epoch %d tasks %v; want epoch 3 (unchanged) and two tasks kept", kerr.ErrorForCode(resp.ErrorCode), a.epoch, a.active)
 	}
-	untilStreams(t, ctx, cl, app, a, func(*kmsg.StreamsGroupHeartbeatResponse) bool { return a.epoch == 3 })
+	untilStreams(t, ctx, cl, app, a, func(*kmsg.StreamsGroupHeartbeatResponse) bool { return a.epoch == 4 })
 	untilStreams(t, ctx, cl, app, b, func(*kmsg.StreamsGroupHeartbeatResponse) bool { return countTasks(b.active) == 2 })
-	if b.epoch != 3 || countTasks(a.active) != 2 {
-		t.Fatalf("after the rebalance: a %v at %d, b %v at %d; want two tasks each at epoch 3", a.active, a.epoch, b.active, b.epoch)
+	if b.epoch != 4 || countTasks(a.active) != 2 {
+		t.Fatalf("after the rebalance: a %v at %d, b %v at %d; want two tasks each at epoch 4", a.active, a.epoch, b.active, b.epoch)
 	}
 	for sub, ps := range a.active {
 		for _, p := range ps {
@@ -210,10 +214,10 @@ func TestStreamsGroupHeartbeat(t *testing.T) {
 		}
 		return r.Topics[0].Partitions[0].ErrorCode
 	}
-	if code := commit("member-b", 3); code != 0 {
+	if code := commit("member-b", 4); code != 0 {
 		t.Fatalf("commit at the member epoch: %v", kerr.ErrorForCode(code))
 	}
-	if code := commit("member-b", 2); code != kerr.StaleMemberEpoch.Code {
+	if code := commit("member-b", 3); code != kerr.StaleMemberEpoch.Code {
 		t.Fatalf("commit at an old epoch: %v, want STALE_MEMBER_EPOCH", kerr.ErrorForCode(code))
 	}
 
@@ -225,9 +229,9 @@ func TestStreamsGroupHeartbeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	dg := dresp.Groups[0]
-	if dg.ErrorCode != 0 || dg.State != "Stable" || dg.Epoch != 3 || dg.AssignmentEpoch != 3 || len(dg.Members) != 2 ||
+	if dg.ErrorCode != 0 || dg.State != "Stable" || dg.Epoch != 4 || dg.AssignmentEpoch != 4 || len(dg.Members) != 2 ||
 		dg.Topology == nil || len(dg.Topology.Subtopologies) != 2 {
-		t.Fatalf("describe: %+v; want Stable at epoch 3 with 2 members and 2 subtopologies", dg)
+		t.Fatalf("describe: %+v; want Stable at epoch 4 with 2 members and 2 subtopologies", dg)
 	}
 
 	// Without a topology description plugin (Kafka's default, and Samsa
@@ -249,8 +253,8 @@ func TestStreamsGroupHeartbeat(t *testing.T) {
 		t.Fatalf("leave: %v epoch %d", kerr.ErrorForCode(resp.ErrorCode), resp.MemberEpoch)
 	}
 	untilStreams(t, ctx, cl, app, b, func(*kmsg.StreamsGroupHeartbeatResponse) bool { return countTasks(b.active) == 4 })
-	if b.epoch != 4 || !equalTasks(b.active, want) {
-		t.Fatalf("after member-a left: b %v at epoch %d; want %v at epoch 4", b.active, b.epoch, want)
+	if b.epoch != 5 || !equalTasks(b.active, want) {
+		t.Fatalf("after member-a left: b %v at epoch %d; want %v at epoch 5", b.active, b.epoch, want)
 	}
 
 	// Classic members cannot join a streams group either (Kafka 4.4's codes).

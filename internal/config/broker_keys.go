@@ -181,6 +181,7 @@ var brokerKeyList = []*Key{
 	k("group.streams.session.timeout.ms", Int, "45000", atLeast(1), Medium, ReadOnly, "Session timeout of streams-protocol (KIP-1071) members."),
 	k("group.streams.heartbeat.interval.ms", Int, "5000", atLeast(1), Medium, ReadOnly, "Heartbeat interval of streams-protocol (KIP-1071) members."),
 	k("group.streams.max.size", Int, maxInt, atLeast(1), Medium, ReadOnly, "Most members of one streams group."),
+	k("group.streams.initial.rebalance.delay.ms", Int, "3000", atLeast(0), Medium, ReadOnly, "Wait for more members before the first assignment of a new streams group."),
 	k("group.streams.num.standby.replicas", Int, "0", atLeast(0), Medium, ReadOnly, "Standby replicas of each task of a streams group."),
 	k("group.streams.task.offset.interval.ms", Int, "60000", atLeast(1), Medium, ReadOnly, "How often streams members report their changelog offsets."),
 	k("group.streams.acceptable.recovery.lag", Long, "10000", atLeast(0), Medium, ReadOnly, "Largest changelog lag at which a streams task counts as caught up."),

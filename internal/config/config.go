@@ -508,12 +508,13 @@ func (c *Config) fill() error {
 	c.GroupConsumerHeartbeatIntervalMs = c.i32("group.consumer.heartbeat.interval.ms")
 	c.GroupConsumerMaxSize = c.i32("group.consumer.max.size")
 	c.GroupStreams = GroupStreamsConfig{
-		SessionTimeoutMs:      c.i32("group.streams.session.timeout.ms"),
-		HeartbeatIntervalMs:   c.i32("group.streams.heartbeat.interval.ms"),
-		MaxSize:               c.i32("group.streams.max.size"),
-		NumStandbyReplicas:    c.i32("group.streams.num.standby.replicas"),
-		TaskOffsetIntervalMs:  c.i32("group.streams.task.offset.interval.ms"),
-		AcceptableRecoveryLag: c.i64("group.streams.acceptable.recovery.lag"),
+		SessionTimeoutMs:        c.i32("group.streams.session.timeout.ms"),
+		HeartbeatIntervalMs:     c.i32("group.streams.heartbeat.interval.ms"),
+		MaxSize:                 c.i32("group.streams.max.size"),
+		NumStandbyReplicas:      c.i32("group.streams.num.standby.replicas"),
+		InitialRebalanceDelayMs: c.i32("group.streams.initial.rebalance.delay.ms"),
+		TaskOffsetIntervalMs:    c.i32("group.streams.task.offset.interval.ms"),
+		AcceptableRecoveryLag:   c.i64("group.streams.acceptable.recovery.lag"),
 	}
 	c.ShareCoordinatorStateTopicReplicationFactor = c.i16("share.coordinator.state.topic.replication.factor")
 	c.ShareCoordinatorStateTopicMinISR = c.i16("share.coordinator.state.topic.min.isr")
@@ -697,10 +698,11 @@ func parseSuperUsers(v string) ([]string, error) {
 
 // GroupStreamsConfig is the group.streams.* keys: streams groups (KIP-1071).
 type GroupStreamsConfig struct {
-	SessionTimeoutMs      int32 // group.streams.session.timeout.ms
-	HeartbeatIntervalMs   int32 // group.streams.heartbeat.interval.ms
-	MaxSize               int32 // group.streams.max.size
-	NumStandbyReplicas    int32 // group.streams.num.standby.replicas
-	TaskOffsetIntervalMs  int32 // group.streams.task.offset.interval.ms
-	AcceptableRecoveryLag int64 // group.streams.acceptable.recovery.lag
+	SessionTimeoutMs        int32 // group.streams.session.timeout.ms
+	HeartbeatIntervalMs     int32 // group.streams.heartbeat.interval.ms
+	MaxSize                 int32 // group.streams.max.size
+	NumStandbyReplicas      int32 // group.streams.num.standby.replicas
+	InitialRebalanceDelayMs int32 // group.streams.initial.rebalance.delay.ms
+	TaskOffsetIntervalMs    int32 // group.streams.task.offset.interval.ms
+	AcceptableRecoveryLag   int64 // group.streams.acceptable.recovery.lag
 }

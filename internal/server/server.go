@@ -545,6 +545,7 @@ func groupConfig(cfg *config.Config, loader *metadata.Loader, logger *slog.Logge
 			HeartbeatInterval:     ms(int64(cfg.GroupStreams.HeartbeatIntervalMs)),
 			MaxGroupSize:          int(cfg.GroupStreams.MaxSize),
 			NumStandbyReplicas:    int(cfg.GroupStreams.NumStandbyReplicas),
+			InitialRebalanceDelay: streamsDelay(cfg.GroupStreams.InitialRebalanceDelayMs),
 			TaskOffsetInterval:    ms(int64(cfg.GroupStreams.TaskOffsetIntervalMs)),
 			AcceptableRecoveryLag: cfg.GroupStreams.AcceptableRecoveryLag,
 		},
@@ -643,4 +644,13 @@ func decompressionBudget(queuedMaxRequestBytes int64) int64 {
 		return queuedMaxRequestBytes
 	}
 	return record.MaxDecompressedSize
+}
+
+// streamsDelay is group.streams.initial.rebalance.delay.ms for the group
+// coordinator, which reads 0 as its default: the key's 0 means none.
+func streamsDelay(ms int32) time.Duration {
+	if ms == 0 {
+		return -1
+	}
+	return time.Duration(ms) * time.Millisecond
 }

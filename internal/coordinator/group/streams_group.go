@@ -36,6 +36,8 @@ type streamsGroup struct {
 	notReady      bool
 	endpointEpoch int32
 	shutdown      bool
+	delaying      bool // the initial rebalance delay runs
+	delaySeq      uint64
 }
 
 func newStreamsGroup() *streamsGroup {
@@ -238,6 +240,11 @@ func (s *shard) sgApplyAllLocked(recs []*sgRecord) {
 // finishStreamsLoadLocked gives every replayed member of a streams group a
 // fresh session after a load.
 func (s *shard) finishStreamsLoadLocked(g *group) {
+	if sg := g.sg; len(sg.members) > 0 && sg.epoch == sg.assignmentEpoch && sg.topology != nil && allEmpty(sg.target) {
+		// Perhaps loaded in the middle of an initial rebalance delay:
+		// bump the epoch once so the tasks get assigned.
+		s.startStreamsDelayLocked(g.id, sg, 0)
+	}
 	for _, m := range g.sg.sortedMembers() {
 		s.scheduleStreamsSessionLocked(g.id, g.sg, m.id)
 		if m.state == msUnrevoked {
@@ -318,4 +325,42 @@ func (s *shard) removeStreamsMember(groupID, id, reason string, still func(*memb
 func (s *shard) sgLeaveRecordsLocked(groupID string, sg *streamsGroup, id string) []*sgRecord {
 	recs := sgRemoveMemberRecords(groupID, id)
 	return append(recs, &sgRecord{typ: sgMetadataType, group: groupID, epoch: sg.epoch + 1, hash: sg.metadataHash})
+}
+
+func allEmpty(target map[string]taskSet) bool {
+	for _, ts := range target {
+		if !ts.empty() {
+			return false
+		}
+	}
+	return true
+}
+
+// startStreamsDelayLocked holds back a new group's assignment for d; then
+// a group epoch bump makes the next heartbeat compute it with every
+// member that joined meanwhile.
+func (s *shard) startStreamsDelayLocked(groupID string, sg *streamsGroup, d time.Duration) {
+	sg.delaying = true
+	sg.delaySeq++
+	seq := sg.delaySeq
+	s.afterFunc(d, func() {
+		s.goTracked(func() {
+			s.p.Write(s.p.Context(), func() ([]KV, func(error)) {
+				g := s.mu.groups[groupID]
+				if s.unloadedLocked() || g == nil || g.sg != sg || sg.delaySeq != seq {
+					return nil, nil
+				}
+				sg.delaying = false
+				if len(sg.members) == 0 {
+					return nil, nil
+				}
+				recs := []*sgRecord{{typ: sgMetadataType, group: groupID, epoch: sg.epoch + 1, hash: sg.metadataHash}}
+				return sgEncodeAll(recs), func(err error) {
+					if err == nil {
+						s.sgApplyAllLocked(recs)
+					}
+				}
+			})
+		})
+	})
 }

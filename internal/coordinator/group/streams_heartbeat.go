@@ -30,6 +30,10 @@ type StreamsConfig struct {
 	MaxGroupSize int
 	// NumStandbyReplicas is group.streams.num.standby.replicas (0).
 	NumStandbyReplicas int
+	// InitialRebalanceDelay is group.streams.initial.rebalance.delay.ms
+	// (3 s): a new group's first assignment waits this long for more
+	// members. Negative means none (0 means the default).
+	InitialRebalanceDelay time.Duration
 	// TaskOffsetInterval is group.streams.task.offset.interval.ms (60 s).
 	TaskOffsetInterval time.Duration
 	// AcceptableRecoveryLag is group.streams.acceptable.recovery.lag (10000).
@@ -45,6 +49,9 @@ func (c StreamsConfig) withDefaults() StreamsConfig {
 	}
 	if c.MaxGroupSize == 0 {
 		c.MaxGroupSize = math.MaxInt32
+	}
+	if c.InitialRebalanceDelay == 0 {
+		c.InitialRebalanceDelay = 3 * time.Second
 	}
 	if c.TaskOffsetInterval == 0 {
 		c.TaskOffsetInterval = time.Minute
@@ -167,6 +174,9 @@ type sgDecision struct {
 	curEpoch   int32
 	curChanged bool
 	rebalance  time.Duration
+	// startDelay: the heartbeat created the group, whose first real
+	// assignment waits for the initial rebalance delay.
+	startDelay bool
 }
 
 func sgFail(code int16, format string, args ...any) *sgDecision {
@@ -195,6 +205,9 @@ func (s *shard) decideStreamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequ
 			return sgFail(kerr.UnknownMemberID.Code, "Streams group %s not found.", req.Group)
 		}
 		sg = newStreamsGroup() // scratch: applying the records creates the real one
+		d := &sgDecision{member: req.MemberID, startDelay: s.c.cfg.Streams.InitialRebalanceDelay > 0}
+		s.decideStreamsMemberLocked(d, req, ci, sg, nil)
+		return d
 	}
 	old := sg.members[req.MemberID]
 	if old == nil {
@@ -270,9 +283,13 @@ func (s *shard) decideStreamsMemberLocked(d *sgDecision, req *kmsg.StreamsGroupH
 	slices.SortFunc(members, func(a, b *smember) int { return compareStrings(a.id, b.id) })
 
 	targetEpoch, myTarget := sg.assignmentEpoch, sg.target[upd.id]
-	if epoch > targetEpoch {
+	delaying := sg.delaying || d.startDelay
+	if epoch > targetEpoch && (!delaying || targetEpoch == 0) {
+		// While the initial rebalance delay runs, only the group's first
+		// target is computed, without tasks; the delay's end bumps the
+		// epoch for the real one.
 		var all []taskID
-		if ct.ready {
+		if ct.ready && !delaying {
 			all = ct.allTasks()
 		}
 		next := assignStreams(members, all, sg.target, s.c.cfg.Streams.NumStandbyReplicas)
@@ -318,6 +335,10 @@ func (s *shard) decideStreamsMemberLocked(d *sgDecision, req *kmsg.StreamsGroupH
 	if topology != nil && upd.topologyEpoch < topology.epoch {
 		r.Status = append(r.Status, status(sgStatusStaleTopology, fmt.Sprintf(
 			"The member's topology epoch %d is behind the group's topology epoch %d.", upd.topologyEpoch, topology.epoch)))
+	}
+	if delaying {
+		r.Status = append([]kmsg.StreamsGroupHeartbeatResponseStatus{status(sgStatusAssignmentDelayed,
+			"Assignment delayed due to the configured initial rebalance delay.")}, r.Status...)
 	}
 	if d.shutdown {
 		r.Status = append(r.Status, status(sgStatusShutdownApplication, "A KafkaStreams instance encountered a fatal error and requested a shutdown for the entire application."))
@@ -484,6 +505,9 @@ func (s *shard) afterStreamsHeartbeatLocked(groupID string, d *sgDecision) {
 		return
 	}
 	sg := g.sg
+	if d.startDelay {
+		s.startStreamsDelayLocked(groupID, sg, s.c.cfg.Streams.InitialRebalanceDelay)
+	}
 	if d.member != "" && sg.members[d.member] != nil {
 		sg.notReady = d.notReady
 		sg.shutdown = sg.shutdown || d.shutdown

@@ -80,7 +80,7 @@ func (e *env) sdescribe() kmsg.StreamsGroupDescribeResponseGroup {
 
 func streamsEnv(t *testing.T, standbys int) *env {
 	ts := newTopics(map[string]int32{"in": 4, "app-store-changelog": 4})
-	return newEnv(t, group.Config{Topics: ts.get, Streams: group.StreamsConfig{NumStandbyReplicas: standbys}}, nil)
+	return newEnv(t, group.Config{Topics: ts.get, Streams: group.StreamsConfig{NumStandbyReplicas: standbys, InitialRebalanceDelay: -1}}, nil)
 }
 
 // TestStreamsGroupTimeouts: a member that does not revoke within its
@@ -145,6 +145,34 @@ func TestStreamsGroupStandbys(t *testing.T) {
 					t.Fatalf("task 0_%d is both active and standby on a", p)
 				}
 			}
+		}
+	})
+}
+
+// TestStreamsGroupInitialDelay: a new group's first assignment waits for
+// group.streams.initial.rebalance.delay.ms, so members that join meanwhile
+// get their share at once instead of one member getting everything.
+func TestStreamsGroupInitialDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ts := newTopics(map[string]int32{"in": 4, "app-store-changelog": 4})
+		e := newEnv(t, group.Config{Topics: ts.get}, nil) // Kafka's 3 s delay
+		a, b := &smember{id: "a"}, &smember{id: "b"}
+		r := e.shb(a)
+		if a.epoch != 1 || ntasks(a.active) != 0 || len(r.Status) != 1 || r.Status[0].StatusCode != 5 {
+			t.Fatalf("a's join: epoch %d tasks %v status %+v; want epoch 1, no tasks, ASSIGNMENT_DELAYED", a.epoch, a.active, r.Status)
+		}
+		time.Sleep(time.Second)
+		if r := e.shb(b); b.epoch != 1 || ntasks(b.active) != 0 || len(r.Status) != 1 || r.Status[0].StatusCode != 5 {
+			t.Fatalf("b's join during the delay: epoch %d tasks %v status %+v", b.epoch, b.active, r.Status)
+		}
+		if d := e.sdescribe(); d.State != "Assigning" || d.Epoch != 2 || d.AssignmentEpoch != 1 {
+			t.Fatalf("during the delay: %s epoch %d assignment epoch %d; want Assigning 2/1", d.State, d.Epoch, d.AssignmentEpoch)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		e.shb(a)
+		if r := e.shb(b); len(r.Status) != 0 || a.epoch != 3 || b.epoch != 3 || ntasks(a.active) != 2 || ntasks(b.active) != 2 {
+			t.Fatalf("after the delay: a %v at %d, b %v at %d, status %+v; want 2 tasks each at epoch 3", a.active, a.epoch, b.active, b.epoch, r.Status)
 		}
 	})
 }

@@ -18,6 +18,7 @@ const (
 	sgStatusIncorrectlyPartition  = 2
 	sgStatusMissingInternalTopics = 3
 	sgStatusShutdownApplication   = 4
+	sgStatusAssignmentDelayed     = 5
 )
 
 // configuredTopology is a topology checked against the cluster's topics
