@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/servertest"
 )
 
 // TestStreamsGroupCLI: a streams group with one member (driven by hand
@@ -14,7 +16,7 @@ import (
 // by `streams-group describe` with its subtopologies and tasks; a consumer
 // group is neither.
 func TestStreamsGroupCLI(t *testing.T) {
-	b := startGroupCluster(t)
+	b := servertest.Addr(servertest.Start(t, "group.streams.initial.rebalance.delay.ms=0"))
 	ctx := groupCtx(t)
 	mustRun(t, "", "topic", "create", "clicks", "--partitions", "2", "--bootstrap", b)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b))
