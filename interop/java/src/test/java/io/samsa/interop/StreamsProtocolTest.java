@@ -7,10 +7,13 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
@@ -30,6 +33,7 @@ import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.StreamsMetadata;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
@@ -45,7 +49,8 @@ import org.junit.jupiter.api.io.TempDir;
  * Kafka Streams with the streams rebalance protocol (KIP-1071,
  * group.protocol=streams) and exactly_once_v2 against Samsa: the group
  * coordinator creates the internal topics and assigns the tasks. Two
- * instances share a word count; one is closed while input keeps coming and
+ * instances share a word count (and their Interactive Queries endpoints
+ * through the group); one is closed while input keeps coming and
  * started again, and the read_committed output holds every word's exact
  * count with no count emitted twice or out of order.
  */
@@ -68,8 +73,8 @@ class StreamsProtocolTest {
     broker.createTopic(OUT, 4, Map.of());
     Map<String, Long> expected = new TreeMap<>();
 
-    KafkaStreams one = start(dir.resolve("one"));
-    KafkaStreams two = start(dir.resolve("two"));
+    KafkaStreams one = start(dir.resolve("one"), "localhost:7001");
+    KafkaStreams two = start(dir.resolve("two"), "localhost:7002");
     try {
       waitRunning(one, two);
       try (Admin admin = broker.admin()) {
@@ -80,12 +85,16 @@ class StreamsProtocolTest {
             .mapToInt(t -> t.partitions().size()).sum()).sum();
         assertEquals(8, active, "active tasks over both members (2 subtopologies x 4 partitions): " + d);
       }
+      // Interactive Queries: the group's endpoint information reaches every
+      // instance, covering the input and repartition partitions once each.
+      Set<String> covered = waitEndpoints(one, 2);
+      assertEquals(8, covered.size(), "partitions over both endpoints: " + covered);
       produce(0, 200, expected);
       assertEquals(expected, readCounts(expected, Duration.ofSeconds(60)).latest);
 
       two.close(Duration.ofSeconds(30));
       produce(200, 400, expected);
-      two = start(dir.resolve("two"));
+      two = start(dir.resolve("two"), "localhost:7002");
       produce(400, 600, expected);
       waitRunning(one, two);
       produce(600, 800, expected);
@@ -98,7 +107,29 @@ class StreamsProtocolTest {
     }
   }
 
-  private static KafkaStreams start(Path stateDir) {
+  /**
+   * Waits until instance s knows endpoints of hosts instances and returns the
+   * topic partitions they cover, failing on one covered twice.
+   */
+  private static Set<String> waitEndpoints(KafkaStreams s, int hosts) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (true) {
+      Collection<StreamsMetadata> all = s.metadataForAllStreamsClients();
+      if (all.size() == hosts) {
+        Set<String> covered = new HashSet<>();
+        for (StreamsMetadata m : all) {
+          for (TopicPartition tp : m.topicPartitions()) {
+            assertTrue(covered.add(tp.toString()), tp + " on two endpoints: " + all);
+          }
+        }
+        return covered;
+      }
+      assertTrue(System.nanoTime() < deadline, "endpoints known: " + all);
+      Thread.sleep(200);
+    }
+  }
+
+  private static KafkaStreams start(Path stateDir, String endpoint) {
     StreamsBuilder b = new StreamsBuilder();
     b.stream(IN, Consumed.with(Serdes.String(), Serdes.String()))
         .flatMapValues(line -> Arrays.asList(line.split(" ")))
@@ -114,6 +145,7 @@ class StreamsProtocolTest {
     p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
     p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
     p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
+    p.put(StreamsConfig.APPLICATION_SERVER_CONFIG, endpoint);
     KafkaStreams s = new KafkaStreams(topology, p);
     s.start();
     return s;
