@@ -257,8 +257,13 @@ func (s *shard) decideStreamsMemberLocked(d *sgDecision, req *kmsg.StreamsGroupH
 	}
 	bump := old == nil || upd.processID != base.processID || upd.rackID != base.rackID || !slices.Equal(upd.clientTags, base.clientTags)
 
+	// A member brings a topology the group takes when it has none, when the
+	// member's is newer, or when no other member runs the old one (an
+	// application redeployed with a changed topology).
 	topology := sg.topology
-	if req.Topology != nil && (topology == nil || req.Topology.Epoch > topology.epoch) {
+	alone := len(sg.members) == 0 || (len(sg.members) == 1 && old != nil)
+	if req.Topology != nil && (topology == nil || req.Topology.Epoch > topology.epoch ||
+		(alone && !sameSubtopologies(topology.subs, req.Topology.Subtopologies))) {
 		topology = &sgTopology{epoch: req.Topology.Epoch, subs: slices.Clone(req.Topology.Subtopologies)}
 		d.recs = append(d.recs, &sgRecord{typ: sgTopologyType, group: req.Group, topology: topology})
 		bump = true
@@ -522,4 +527,11 @@ func (s *shard) afterStreamsHeartbeatLocked(groupID string, d *sgDecision) {
 			t.revokeSeq++
 		}
 	}
+}
+
+// sameSubtopologies compares two topologies as the records store them.
+func sameSubtopologies(a, b []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology) bool {
+	x := (&sgRecord{typ: sgTopologyType, topology: &sgTopology{subs: a}}).encode().Value
+	y := (&sgRecord{typ: sgTopologyType, topology: &sgTopology{subs: b}}).encode().Value
+	return string(x) == string(y)
 }

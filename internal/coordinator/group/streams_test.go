@@ -176,3 +176,34 @@ func TestStreamsGroupInitialDelay(t *testing.T) {
 		}
 	})
 }
+
+// TestStreamsGroupTopologyRedeploy: once every member left, a member with
+// a changed topology (same epoch: a redeployed application) replaces the
+// stored one, and its tasks are those of the new topology.
+func TestStreamsGroupTopologyRedeploy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ts := newTopics(map[string]int32{"in": 4, "app-store-changelog": 4, "other": 2})
+		e := newEnv(t, group.Config{Topics: ts.get, Streams: group.StreamsConfig{InitialRebalanceDelay: -1}}, nil)
+		a := &smember{id: "a"}
+		e.shb(a)
+		leave := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+		leave.Group, leave.MemberID, leave.MemberEpoch = testGroup, "a", -1
+		if r, _ := e.c.StreamsGroupHeartbeat(e.ctx, leave); r.ErrorCode != 0 {
+			t.Fatalf("leave: %+v", r)
+		}
+		topo := kmsg.NewStreamsGroupHeartbeatRequestTopology()
+		s := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+		s.SubtopologyID, s.SourceTopics = "other-sub", []string{"other"}
+		topo.Subtopologies = append(topo.Subtopologies, s)
+		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.RebalanceTimeoutMillis, req.ProcessID, req.Topology = testGroup, "b", 10_000, kmsg.StringPtr("pb"), &topo
+		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+		r, _ := e.c.StreamsGroupHeartbeat(e.ctx, req)
+		if r.ErrorCode != 0 || len(r.ActiveTasks) != 1 || r.ActiveTasks[0].SubtopologyID != "other-sub" || len(r.ActiveTasks[0].Partitions) != 2 {
+			t.Fatalf("redeployed member: %+v; want the two tasks of subtopology other-sub", r)
+		}
+		if d := e.sdescribe(); d.Topology == nil || len(d.Topology.Subtopologies) != 1 || d.Topology.Subtopologies[0].SubtopologyID != "other-sub" {
+			t.Fatalf("described topology %+v", d.Topology)
+		}
+	})
+}
