@@ -97,7 +97,14 @@ func (c *Coordinator) describeStreams(id string) kmsg.StreamsGroupDescribeRespon
 		for _, t := range m.clientTags {
 			dm.ClientTags = append(dm.ClientTags, kmsg.StreamsGroupDescribeResponseGroupMemberClientTag{Key: t[0], Value: t[1]})
 		}
-		dm.TaskOffsets, dm.TaskEndOffsets = []kmsg.TaskOffset{}, []kmsg.TaskOffset{}
+		o := sg.taskOffsets[m.id]
+		dm.TaskOffsets, dm.TaskEndOffsets = slices.Clone(o[0]), slices.Clone(o[1])
+		if dm.TaskOffsets == nil {
+			dm.TaskOffsets = []kmsg.TaskOffset{}
+		}
+		if dm.TaskEndOffsets == nil {
+			dm.TaskEndOffsets = []kmsg.TaskOffset{}
+		}
 		dm.Assignment = streamsAssignment(m.assigned)
 		dm.TargetAssignment = streamsAssignment(sg.target[m.id])
 		dg.Members = append(dg.Members, dm)

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // This file is the state of a streams group (KIP-1071) and how records
@@ -38,6 +40,9 @@ type streamsGroup struct {
 	shutdown      bool
 	delaying      bool // the initial rebalance delay runs
 	delaySeq      uint64
+	// The changelog offsets and end offsets each member last reported
+	// (TaskOffsets, TaskEndOffsets), for StreamsGroupDescribe.
+	taskOffsets map[string][2][]kmsg.TaskOffset
 }
 
 func newStreamsGroup() *streamsGroup {
@@ -46,6 +51,8 @@ func newStreamsGroup() *streamsGroup {
 		target:  map[string]taskSet{},
 		owner:   map[taskID]string{},
 		timers:  map[string]*memberTimers{},
+
+		taskOffsets: map[string][2][]kmsg.TaskOffset{},
 	}
 }
 
@@ -166,6 +173,7 @@ func (s *shard) applyStreamsLocked(r *sgRecord) {
 			if m != nil {
 				sg.setOwnership(m.id, &m.sgMemberCur, nil)
 				delete(sg.members, m.id)
+				delete(sg.taskOffsets, m.id)
 			}
 			sg.stopTimers(r.member)
 			if len(sg.members) == 0 {

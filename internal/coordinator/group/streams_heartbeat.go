@@ -177,6 +177,8 @@ type sgDecision struct {
 	// startDelay: the heartbeat created the group, whose first real
 	// assignment waits for the initial rebalance delay.
 	startDelay bool
+	// The member's changelog offsets, when the heartbeat reported them.
+	taskOffsets, taskEndOffsets []kmsg.TaskOffset
 }
 
 func sgFail(code int16, format string, args ...any) *sgDecision {
@@ -322,6 +324,7 @@ func (s *shard) decideStreamsMemberLocked(d *sgDecision, req *kmsg.StreamsGroupH
 		d.curChanged = true
 	}
 	d.unrevoked, d.curEpoch = cur.state == msUnrevoked, cur.epoch
+	d.taskOffsets, d.taskEndOffsets = req.TaskOffsets, req.TaskEndOffsets
 	d.rebalance = time.Duration(upd.rebalanceTimeoutMs) * time.Millisecond
 	d.shutdown = sg.shutdown || req.ShutdownApplication
 
@@ -518,6 +521,16 @@ func (s *shard) afterStreamsHeartbeatLocked(groupID string, d *sgDecision) {
 		sg.shutdown = sg.shutdown || d.shutdown
 		sg.endpointEpoch = max(sg.endpointEpoch, d.resp.EndpointInformationEpoch)
 		s.scheduleStreamsSessionLocked(groupID, sg, d.member)
+		if d.taskOffsets != nil || d.taskEndOffsets != nil {
+			o := sg.taskOffsets[d.member]
+			if d.taskOffsets != nil {
+				o[0] = d.taskOffsets
+			}
+			if d.taskEndOffsets != nil {
+				o[1] = d.taskEndOffsets
+			}
+			sg.taskOffsets[d.member] = o
+		}
 		switch {
 		case d.unrevoked && d.curChanged:
 			s.armStreamsRevokeLocked(groupID, sg, d.member, d.curEpoch, d.rebalance)

@@ -136,6 +136,18 @@ func TestStreamsGroupStandbys(t *testing.T) {
 			e.shb(a)
 			e.shb(b)
 		}
+		// Changelog offsets a member reports are described.
+		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch = testGroup, "a", a.epoch
+		req.TaskOffsets = []kmsg.TaskOffset{{SubtopologyID: "0", Partition: 1, Offset: 42}}
+		if r, _ := e.c.StreamsGroupHeartbeat(e.ctx, req); r.ErrorCode != 0 {
+			t.Fatalf("heartbeat with task offsets: %+v", r)
+		}
+		for _, m := range e.sdescribe().Members {
+			if m.MemberID == "a" && (len(m.TaskOffsets) != 1 || m.TaskOffsets[0].Offset != 42) {
+				t.Fatalf("a's described task offsets %+v", m.TaskOffsets)
+			}
+		}
 		if ntasks(a.active) != 2 || ntasks(b.active) != 2 || ntasks(a.stand) != 2 || ntasks(b.stand) != 2 {
 			t.Fatalf("active %v / %v, standby %v / %v; want 2 of each on each member", a.active, b.active, a.stand, b.stand)
 		}
