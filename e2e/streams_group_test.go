@@ -128,6 +128,13 @@ func TestStreamsGroupHeartbeat(t *testing.T) {
 	cl := streamsCoordinator(t, ctx, kcl, app)
 	topo := streamsTopology(in, app)
 
+	// Kafka's internal topics are refused in a topology.
+	bad := streamsTopology("__consumer_offsets", app)
+	if r := streamsHeartbeat(t, ctx, cl, app, &streamsMember{id: "member-x"}, bad); r.ErrorCode != kerr.StreamsInvalidTopology.Code ||
+		r.ErrorMessage == nil || *r.ErrorMessage != "Use of Kafka internal topics __consumer_offsets in a Kafka Streams topology is prohibited." {
+		t.Fatalf("topology reading __consumer_offsets: %v %v, want STREAMS_INVALID_TOPOLOGY", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+	}
+
 	a := &streamsMember{id: "member-a"}
 	resp := streamsHeartbeat(t, ctx, cl, app, a, topo)
 	if resp.ErrorCode != 0 || resp.MemberID != "member-a" || resp.MemberEpoch != 1 || resp.HeartbeatIntervalMillis != 5000 {

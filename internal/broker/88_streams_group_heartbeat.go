@@ -9,9 +9,12 @@ package broker
 // topics the topology needs are created through the controller, with the
 // configs the topology sends, as Kafka's AutoTopicCreationManager does;
 // until they exist the answer carries status MISSING_INTERNAL_TOPICS and
-// no tasks. Without READ on the group: GROUP_AUTHORIZATION_FAILED; without
-// CREATE on the cluster or a missing internal topic, that topic is not
-// created and the status says so. While the cluster's streams.version is
+// no tasks. Without READ on the group: GROUP_AUTHORIZATION_FAILED. A
+// topology naming Kafka's internal topics or invalid topic names is
+// refused with STREAMS_INVALID_TOPOLOGY; without DESCRIBE on one of its
+// topics: TOPIC_AUTHORIZATION_FAILED. Without CREATE on the cluster or on
+// each missing internal topic, none is created and the
+// MISSING_INTERNAL_TOPICS status says so. While the cluster's streams.version is
 // below 1 every heartbeat is answered UNSUPPORTED_VERSION, as Kafka does.
 // v1 adds AcceptableRecoveryLag and TopologyDescriptionRequired, which
 // Samsa never sets (it stores no topology descriptions).
@@ -56,17 +59,37 @@ func handleStreamsGroupHeartbeat(ctx context.Context, b *Broker, c *network.Conn
 		return fail(kerr.GroupAuthorizationFailed.Code, "")
 	}
 	if req.Topology != nil {
-		var denied []string
+		// Kafka checks the topology's topics before the coordinator sees it.
+		var required, internal, invalid, denied []string
 		for _, s := range req.Topology.Subtopologies {
-			for _, t := range append(slices.Clone(s.SourceTopics), s.RepartitionSinkTopics...) {
-				if !z.topic(kmsg.ACLOperationDescribe, t) {
-					denied = append(denied, t)
-				}
+			required = append(required, s.SourceTopics...)
+			required = append(required, s.RepartitionSinkTopics...)
+			for _, t := range append(slices.Clone(s.RepartitionSourceTopics), s.StateChangelogTopics...) {
+				required = append(required, t.Topic)
 			}
 		}
-		if len(denied) > 0 {
-			slices.Sort(denied)
-			return fail(kerr.TopicAuthorizationFailed.Code, "Unauthorized to DESCRIBE on topics "+strings.Join(slices.Compact(denied), ", ")+".")
+		seen := map[string]bool{}
+		for _, t := range required {
+			if seen[t] {
+				continue
+			}
+			seen[t] = true
+			switch {
+			case t == offsetsTopic || t == txnStateTopic || t == "__share_group_state":
+				internal = append(internal, t)
+			case metadata.ValidateTopicName(t) != nil:
+				invalid = append(invalid, t)
+			case !z.topic(kmsg.ACLOperationDescribe, t):
+				denied = append(denied, t)
+			}
+		}
+		switch {
+		case len(internal) > 0:
+			return fail(kerr.StreamsInvalidTopology.Code, "Use of Kafka internal topics "+strings.Join(internal, ",")+" in a Kafka Streams topology is prohibited.")
+		case len(invalid) > 0:
+			return fail(kerr.StreamsInvalidTopology.Code, "Topic names "+strings.Join(invalid, ",")+" are not valid topic names.")
+		case len(denied) > 0:
+			return fail(kerr.TopicAuthorizationFailed.Code, "Unauthorized to DESCRIBE on topics "+strings.Join(denied, ", ")+".")
 		}
 	}
 	clientID := ""
@@ -78,20 +101,25 @@ func handleStreamsGroupHeartbeat(ctx context.Context, b *Broker, c *network.Conn
 	resp.Version = req.Version
 	if len(create) > 0 {
 		var denied []string
-		create = slices.DeleteFunc(create, func(t kmsg.CreateTopicsRequestTopic) bool {
-			if z.cluster(kmsg.ACLOperationCreate) || z.topic(kmsg.ACLOperationCreate, t.Topic) {
-				return false
+		if !z.cluster(kmsg.ACLOperationCreate) {
+			for _, t := range create {
+				if !z.topic(kmsg.ACLOperationCreate, t.Topic) {
+					denied = append(denied, t.Topic)
+				}
 			}
-			denied = append(denied, t.Topic)
-			return true
-		})
-		if len(denied) > 0 {
-			resp.Status = append(resp.Status, kmsg.StreamsGroupHeartbeatResponseStatus{
-				StatusCode:   3, // MISSING_INTERNAL_TOPICS
-				StatusDetail: "Unauthorized to CREATE on topics " + strings.Join(denied, ", ") + ".",
-			})
 		}
-		b.createStreamsTopics(forClient(ctx, c), create)
+		if len(denied) == 0 {
+			b.createStreamsTopics(forClient(ctx, c), create)
+			return resp, nil
+		}
+		// As Kafka: nothing is created, and the status says why.
+		msg := "Unauthorized to CREATE on topics " + strings.Join(denied, ", ") + "."
+		i := slices.IndexFunc(resp.Status, func(s kmsg.StreamsGroupHeartbeatResponseStatus) bool { return s.StatusCode == 3 })
+		if i >= 0 {
+			resp.Status[i].StatusDetail += "; " + msg
+		} else {
+			resp.Status = append(resp.Status, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: 3, StatusDetail: msg}) // MISSING_INTERNAL_TOPICS
+		}
 	}
 	return resp, nil
 }
