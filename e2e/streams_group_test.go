@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/servertest"
 )
 
 // Streams groups (KIP-1071) driven by hand through franz-go's kmsg, as a
@@ -379,4 +382,48 @@ func tasksOf(ts []kmsg.TaskIDs) map[string][]int32 {
 		out[t.SubtopologyID] = t.Partitions
 	}
 	return out
+}
+
+// TestACLsStreamsGroups: a streams member needs READ on its group and
+// DESCRIBE on every topic of its topology; without CREATE the coordinator
+// creates no internal topic and says so in the MISSING_INTERNAL_TOPICS
+// status; with it the topics appear and the tasks are assigned.
+func TestACLsStreamsGroups(t *testing.T) {
+	ctx := testContext(t)
+	srv, adm, user := startAuthz(t, t.TempDir(), "group.streams.initial.rebalance.delay.ms=0")
+	in, app := "acl-streams-in", "acl-streams-app"
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, in); err != nil {
+		t.Fatal(err)
+	}
+	streamsCoordinator(t, ctx, clientFrom(t, servertest.Addr(srv), adminHost), app) // creates __consumer_offsets
+	cl := user.Broker(1)
+	topo := streamsTopology(in, app)
+	join := func() *kmsg.StreamsGroupHeartbeatResponse {
+		return streamsHeartbeat(t, ctx, cl, app, &streamsMember{id: "m"}, topo)
+	}
+	if r := join(); r.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("without READ on the group: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	createACLs(ctx, t, adm, userGrant().Groups(app).Operations(kadm.OpRead))
+	if r := join(); r.ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("without DESCRIBE on the topics: %v %v", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+	}
+	createACLs(ctx, t, adm, userGrant().Topics(in, app+"-counts-repartition", app+"-counts-changelog").Operations(kadm.OpDescribe))
+	m := &streamsMember{id: "m"}
+	r := streamsHeartbeat(t, ctx, cl, app, m, topo)
+	for r.ErrorCode == kerr.NotCoordinator.Code || r.ErrorCode == kerr.CoordinatorLoadInProgress.Code {
+		time.Sleep(50 * time.Millisecond)
+		r = streamsHeartbeat(t, ctx, cl, app, m, topo)
+	}
+	want := "Internal topics are missing: " + app + "-counts-changelog, " + app + "-counts-repartition; Unauthorized to CREATE on topics " +
+		app + "-counts-repartition, " + app + "-counts-changelog."
+	if r.ErrorCode != 0 || len(r.Status) != 1 || r.Status[0].StatusCode != 3 || r.Status[0].StatusDetail != want {
+		t.Fatalf("without CREATE: %v %+v; want the status %q", kerr.ErrorForCode(r.ErrorCode), r.Status, want)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if ts, err := adm.ListTopics(ctx); err != nil || ts.Has(app+"-counts-changelog") || ts.Has(app+"-counts-repartition") {
+		t.Fatalf("internal topics created without CREATE: %v %v", ts.Names(), err)
+	}
+	createACLs(ctx, t, adm, userGrant().Clusters().Operations(kadm.OpCreate))
+	untilStreams(t, ctx, cl, app, m, func(*kmsg.StreamsGroupHeartbeatResponse) bool { return countTasks(m.active) == 4 })
 }
