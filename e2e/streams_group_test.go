@@ -267,6 +267,26 @@ func TestStreamsGroupHeartbeat(t *testing.T) {
 		t.Fatalf("after member-a left: b %v at epoch %d; want %v at epoch 5", b.active, b.epoch, want)
 	}
 
+	// DeleteGroups: refused while a member is in, done once it left.
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Groups = []string{app}
+	if r, err := del.RequestWith(ctx, kcl); err != nil || r.Groups[0].ErrorCode != kerr.NonEmptyGroup.Code {
+		t.Fatalf("DeleteGroups of a live streams group: %v %+v, want NON_EMPTY_GROUP", err, r)
+	}
+	defer func() {
+		b.epoch = -1
+		if resp := streamsHeartbeat(t, ctx, cl, app, b, nil); resp.ErrorCode != 0 {
+			t.Fatalf("member-b leaving: %v", kerr.ErrorForCode(resp.ErrorCode))
+		}
+		if r, err := del.RequestWith(ctx, kcl); err != nil || r.Groups[0].ErrorCode != 0 {
+			t.Fatalf("DeleteGroups of the empty streams group: %v %+v", err, r)
+		}
+		dreq.IncludeTopologyDescription = false
+		if r, err := dreq.RequestWith(ctx, cl); err != nil || r.Groups[0].ErrorCode != kerr.GroupIDNotFound.Code {
+			t.Fatalf("describe after the delete: %v %+v, want GROUP_ID_NOT_FOUND", err, r)
+		}
+	}()
+
 	// Classic members cannot join a streams group either (Kafka 4.4's codes).
 	join := kmsg.NewPtrJoinGroupRequest()
 	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = app, 10000, 10000, "consumer"
