@@ -155,6 +155,8 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.OffsetDelete:                 {0, 0, handleOffsetDelete},
 		kmsg.ConsumerGroupHeartbeat:       {0, 1, handleConsumerGroupHeartbeat},
 		kmsg.ConsumerGroupDescribe:        {0, 1, handleConsumerGroupDescribe},
+		kmsg.StreamsGroupHeartbeat:        {0, 1, handleStreamsGroupHeartbeat},
+		kmsg.StreamsGroupDescribe:         {0, 1, handleStreamsGroupDescribe},
 		kmsg.AlterConfigs:                 {0, 2, handleAlterConfigs},
 		kmsg.IncrementalAlterConfigs:      {0, 1, handleIncrementalAlterConfigs},
 		kmsg.DeleteRecords:                {0, 2, handleDeleteRecords},
@@ -191,6 +193,7 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.DeleteShareGroupState:      {0, 0, handleDeleteShareGroupState},
 		kmsg.ReadShareGroupStateSummary: {0, 1, handleReadShareGroupStateSummary},
 	}
+	m[kmsg.StreamsGroupTopologyDescriptionUpdate] = handler{0, 0, handleStreamsGroupTopologyDescriptionUpdate}
 	// The rest of the admin requests the controller decides go to it as
 	// they are (forward.go), at the versions its table lists.
 	for _, a := range controller.APIs() {

@@ -137,3 +137,13 @@ func (cfg *Config) timed() {
 		cfg.Controller = timedController{cfg.Controller}
 	}
 }
+
+func (g timedGroups) StreamsGroupHeartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, []kmsg.CreateTopicsRequestTopic) {
+	defer away(ctx)()
+	return g.GroupCoordinator.StreamsGroupHeartbeat(ctx, req)
+}
+
+func (g timedGroups) StreamsGroupDescribe(ctx context.Context, req *kmsg.StreamsGroupDescribeRequest) *kmsg.StreamsGroupDescribeResponse {
+	defer away(ctx)()
+	return g.GroupCoordinator.StreamsGroupDescribe(ctx, req)
+}

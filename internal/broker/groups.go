@@ -42,6 +42,7 @@ type GroupCoordinator interface {
 	// CompleteTransaction applies a marker the broker wrote to a partition
 	// of __consumer_offsets: the producer's pending offsets commit or drop.
 	CompleteTransaction(partition int32, producerID int64, commit bool)
+	StreamsCoordinator
 }
 
 // ensureOffsetsTopic creates __consumer_offsets on first use, as Kafka does

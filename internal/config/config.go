@@ -191,6 +191,7 @@ type Config struct {
 	GroupConsumerSessionTimeoutMs               int32
 	GroupConsumerHeartbeatIntervalMs            int32
 	GroupConsumerMaxSize                        int32
+	GroupStreams                                GroupStreamsConfig
 	ShareCoordinatorStateTopicReplicationFactor int16
 	ShareCoordinatorStateTopicMinISR            int16
 	// ShareCoordinatorStateTopicNumPartitions and ...SegmentBytes shape
@@ -534,6 +535,15 @@ func (c *Config) fill() error {
 	c.GroupConsumerSessionTimeoutMs = c.i32("group.consumer.session.timeout.ms")
 	c.GroupConsumerHeartbeatIntervalMs = c.i32("group.consumer.heartbeat.interval.ms")
 	c.GroupConsumerMaxSize = c.i32("group.consumer.max.size")
+	c.GroupStreams = GroupStreamsConfig{
+		SessionTimeoutMs:        c.i32("group.streams.session.timeout.ms"),
+		HeartbeatIntervalMs:     c.i32("group.streams.heartbeat.interval.ms"),
+		MaxSize:                 c.i32("group.streams.max.size"),
+		NumStandbyReplicas:      c.i32("group.streams.num.standby.replicas"),
+		InitialRebalanceDelayMs: c.i32("group.streams.initial.rebalance.delay.ms"),
+		TaskOffsetIntervalMs:    c.i32("group.streams.task.offset.interval.ms"),
+		AcceptableRecoveryLag:   c.i64("group.streams.acceptable.recovery.lag"),
+	}
 	c.ShareCoordinatorStateTopicReplicationFactor = c.i16("share.coordinator.state.topic.replication.factor")
 	c.ShareCoordinatorStateTopicMinISR = c.i16("share.coordinator.state.topic.min.isr")
 	c.ShareCoordinatorStateTopicNumPartitions = c.i32("share.coordinator.state.topic.num.partitions")
@@ -717,4 +727,15 @@ func parseSuperUsers(v string) ([]string, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// GroupStreamsConfig is the group.streams.* keys: streams groups (KIP-1071).
+type GroupStreamsConfig struct {
+	SessionTimeoutMs        int32 // group.streams.session.timeout.ms
+	HeartbeatIntervalMs     int32 // group.streams.heartbeat.interval.ms
+	MaxSize                 int32 // group.streams.max.size
+	NumStandbyReplicas      int32 // group.streams.num.standby.replicas
+	InitialRebalanceDelayMs int32 // group.streams.initial.rebalance.delay.ms
+	TaskOffsetIntervalMs    int32 // group.streams.task.offset.interval.ms
+	AcceptableRecoveryLag   int64 // group.streams.acceptable.recovery.lag
 }

@@ -50,8 +50,8 @@ const MetadataVersionMin int16 = 7
 //   - kraft.version 1: a dynamic quorum (KIP-853 voter changes); a
 //     static one (controller.quorum.voters) runs at 0.
 //   - transaction.version 0: transactions v1 (KIP-890 part 2 is not built).
-//   - eligible.leader.replicas.version, share.version, streams.version 0:
-//     not built.
+//   - streams.version 1: KIP-1071 streams groups.
+//   - eligible.leader.replicas.version, share.version 0: not built.
 var supportedFeatures = []FeatureRange{
 	{MetadataVersionFeature, MetadataVersionMin, MetadataVersionLatest},
 	{KRaftVersionFeature, 0, 1},
@@ -59,7 +59,7 @@ var supportedFeatures = []FeatureRange{
 	{TransactionVersionFeature, 0, 0},
 	{ELRVersionFeature, 0, 0},
 	{ShareVersionFeature, 0, 0},
-	{StreamsVersionFeature, 0, 0},
+	{StreamsVersionFeature, 0, 1},
 }
 
 // SupportedFeatures lists the features this node supports, sorted by name.
@@ -105,7 +105,7 @@ var releaseFeatures = map[string]map[string]int16{
 // Levels 0 are left out (a missing feature is at 0), and so is
 // kraft.version: it is the quorum's, not a FeatureLevelRecord.
 func InitialFeatures(release string, features []string) (map[string]int16, error) {
-	levels := map[string]int16{MetadataVersionFeature: MetadataVersionLatest, GroupVersionFeature: 1}
+	levels := map[string]int16{MetadataVersionFeature: MetadataVersionLatest, GroupVersionFeature: 1, StreamsVersionFeature: 1}
 	from := "Samsa's default"
 	if release != "" {
 		r, _, _ := strings.Cut(release, "-") // 3.9-IV0: the release's features

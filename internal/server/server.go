@@ -564,6 +564,15 @@ func groupConfig(cfg *config.Config, loader *metadata.Loader, logger *slog.Logge
 		ConsumerSessionTimeout:    ms(int64(cfg.GroupConsumerSessionTimeoutMs)),
 		ConsumerHeartbeatInterval: ms(int64(cfg.GroupConsumerHeartbeatIntervalMs)),
 		ConsumerMaxGroupSize:      int(cfg.GroupConsumerMaxSize),
+		Streams: group.StreamsConfig{
+			SessionTimeout:        ms(int64(cfg.GroupStreams.SessionTimeoutMs)),
+			HeartbeatInterval:     ms(int64(cfg.GroupStreams.HeartbeatIntervalMs)),
+			MaxGroupSize:          int(cfg.GroupStreams.MaxSize),
+			NumStandbyReplicas:    int(cfg.GroupStreams.NumStandbyReplicas),
+			InitialRebalanceDelay: streamsDelay(cfg.GroupStreams.InitialRebalanceDelayMs),
+			TaskOffsetInterval:    ms(int64(cfg.GroupStreams.TaskOffsetIntervalMs)),
+			AcceptableRecoveryLag: cfg.GroupStreams.AcceptableRecoveryLag,
+		},
 		Topics: func() map[string]group.TopicInfo {
 			topics := loader.Image().Topics()
 			out := make(map[string]group.TopicInfo, len(topics))
@@ -659,4 +668,13 @@ func decompressionBudget(queuedMaxRequestBytes int64) int64 {
 		return queuedMaxRequestBytes
 	}
 	return record.MaxDecompressedSize
+}
+
+// streamsDelay is group.streams.initial.rebalance.delay.ms for the group
+// coordinator, which reads 0 as its default: the key's 0 means none.
+func streamsDelay(ms int32) time.Duration {
+	if ms == 0 {
+		return -1
+	}
+	return time.Duration(ms) * time.Millisecond
 }

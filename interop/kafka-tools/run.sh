@@ -2,6 +2,7 @@
 # Apache Kafka's own command-line tools against Samsa, through `java -cp`:
 # TopicCommand, ConsoleProducer, ConsoleConsumer, GetOffsetShell,
 # ConfigCommand (configs and client quotas), ConsumerGroupCommand,
+# StreamsGroupCommand (with a Kafka Streams app from KAFKA_STREAMS_DIR),
 # FeatureCommand, ClusterTool, and DumpLogSegments
 # reading Samsa's segment, offset-index and time-index files directly after
 # a clean stop;
@@ -81,6 +82,32 @@ out=$(kt consumer.ConsoleConsumer --bootstrap-server "$B" --topic dump --group t
 expect_eq "$C" "ConsoleConsumer --group (subscribe)" "302" "$out" 3
 out=$(kt consumer.group.ConsumerGroupCommand --bootstrap-server "$B" --describe --group tools-group 2>&1)
 has "ConsumerGroupCommand --describe (committed offsets, lag)" "$out" '^tools-group +dump +0 +302 +302 +0 ' 3
+
+# StreamsGroupCommand (kafka-streams-groups): a word count with the streams
+# rebalance protocol (KIP-1071; WordCountApp.java on Kafka Streams' jars in
+# KAFKA_STREAMS_DIR) runs while the tool lists its group and describes its
+# member, tasks and lag. The app stops when its standard input closes.
+SG="StreamsGroupCommand --describe --members (streams group, KIP-1071)"
+if [ -n "${KAFKA_STREAMS_DIR:-}" ]; then
+	kt TopicCommand --bootstrap-server "$B" --create --topic wc-in --partitions 2 --replication-factor 1 >/dev/null 2>&1
+	kt TopicCommand --bootstrap-server "$B" --create --topic wc-out --partitions 2 --replication-factor 1 >/dev/null 2>&1
+	mkfifo "$work/wc.in"
+	timeout 120 java -Xshare:auto -cp "$KAFKA_STREAMS_DIR/*" "$here/streams/WordCountApp.java" "$B" wc-app wc-in wc-out \
+		<"$work/wc.in" >"$work/wc.out" 2>"$work/wc.err" &
+	wc_pid=$!
+	exec 3>"$work/wc.in"
+	for _ in $(seq 90); do grep -q . "$work/wc.out" && break; sleep 1; done
+	out=$(kt streams.StreamsGroupCommand --bootstrap-server "$B" --list 2>&1)
+	expect_eq "$C" "StreamsGroupCommand --list" "wc-app" "$out"
+	out=$(kt streams.StreamsGroupCommand --bootstrap-server "$B" --describe --members --group wc-app 2>&1)
+	has "$SG" "$out" '^wc-app +[^ ]+ +[^ ]+ +wc-app-[^ ]+-consumer +ACTIVE: 0:\[0,1\]; 1:\[0,1\];' 14
+	out=$(kt streams.StreamsGroupCommand --bootstrap-server "$B" --describe --group wc-app 2>&1)
+	has "StreamsGroupCommand --describe (input and repartition topic lag)" "$out" '^wc-app +wc-app-counts-repartition +1 +0$' 14
+	exec 3>&-
+	wait "$wc_pid"
+else
+	record "$C" "$SG" fail "KAFKA_STREAMS_DIR is not set (interop/run fetches Kafka Streams' jars)"
+fi
 
 # ConfigCommand: describe a topic's override and a broker's static config.
 out=$(kt ConfigCommand --bootstrap-server "$B" --describe --entity-type topics --entity-name dump 2>&1)

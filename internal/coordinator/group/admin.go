@@ -49,6 +49,9 @@ func (c *Coordinator) describe(id string, version int16) kmsg.DescribeGroupsResp
 		}
 		return dg
 	}
+	if g.sg != nil {
+		return streamsNotClassic(id, version)
+	}
 	if g.cg != nil {
 		// Kafka 4.4 describes classic groups only: a consumer group is
 		// Dead, from v6 GROUP_ID_NOT_FOUND "Group <id> is not a classic
@@ -100,6 +103,8 @@ func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsReques
 			lg.GroupState, lg.GroupType = g.state.String(), classicGroupType
 			if g.cg != nil {
 				lg.ProtocolType, lg.GroupState, lg.GroupType = consumerProtocolType, g.cg.state(), consumerGroupType
+			} else if g.sg != nil {
+				lg = g.sg.listEntry(g.id)
 			} else if g.state == stateDead {
 				continue
 			}
@@ -143,6 +148,9 @@ func (s *shard) decideDeleteLocked(id string, code *int16) ([]KV, func(error)) {
 	g := s.mu.groups[id]
 	if g != nil && g.cg != nil {
 		return s.decideDeleteConsumerLocked(g, code)
+	}
+	if g != nil && g.sg != nil {
+		return s.decideDeleteStreamsLocked(g, code)
 	}
 	switch {
 	case g == nil || g.state == stateDead:

@@ -53,6 +53,8 @@ type Config struct {
 	// (regexes need the full list). Nil falls back to TopicID and
 	// PartitionExists for subscriptions by name, and regexes match nothing.
 	Topics func() map[string]TopicInfo
+	// Streams configures streams groups (group.streams.*).
+	Streams StreamsConfig
 	// Now is the clock for record timestamps and offset expiry (time.Now).
 	// Timers use the runtime clock, so tests use testing/synctest.
 	Now func() time.Time
@@ -99,6 +101,7 @@ func (c Config) withDefaults() Config {
 	if len(c.ConsumerAssignors) == 0 {
 		c.ConsumerAssignors = []string{"uniform", "range"}
 	}
+	c.Streams = c.Streams.withDefaults()
 	if c.Now == nil {
 		c.Now = time.Now
 	}

@@ -144,6 +144,9 @@ func (s *shard) decideHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest, c
 	var pre []KV
 	if g != nil {
 		cg = g.cg
+		if g.sg != nil {
+			return hbFail(kerr.GroupIDNotFound.Code, "Group %s is not a consumer group.", req.Group)
+		}
 		if g.isClassic() {
 			// Kafka 4 converts an empty classic group; a live one keeps its protocol.
 			if req.MemberEpoch != 0 || !g.classicEmpty() {

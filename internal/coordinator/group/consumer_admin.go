@@ -47,7 +47,7 @@ func (c *Coordinator) describeConsumer(id string, version int16) kmsg.ConsumerGr
 	case s.unloadedLocked():
 		dg.ErrorCode = kerr.NotCoordinator.Code
 		return dg
-	case g != nil && g.isClassic():
+	case g != nil && (g.isClassic() || g.sg != nil):
 		dg.ErrorCode, dg.ErrorMessage = kerr.GroupIDNotFound.Code, ptr(fmt.Sprintf("Group %s is not a consumer group.", id))
 		return dg
 	case g == nil || g.cg == nil:

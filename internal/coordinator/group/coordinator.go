@@ -117,6 +117,10 @@ func (s *shard) finishLoadLocked(g *group) {
 		s.finishConsumerLoadLocked(g)
 		return
 	}
+	if g.sg != nil {
+		s.finishStreamsLoadLocked(g)
+		return
+	}
 	for _, m := range g.members {
 		s.scheduleSessionLocked(g, m)
 	}
@@ -127,6 +131,9 @@ func (s *shard) finishLoadLocked(g *group) {
 func (s *shard) dropGroupLocked(g *group, code int16) {
 	if g.cg != nil {
 		g.cg.stopAllTimers()
+	}
+	if g.sg != nil {
+		g.sg.stopAllTimers()
 	}
 	for _, m := range g.members {
 		stopTimer(m.sessionTimer)

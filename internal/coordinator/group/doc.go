@@ -1,9 +1,11 @@
 // Package group is Samsa's group coordinator: classic groups (Kafka's
 // JoinGroup/SyncGroup protocol), KIP-848 consumer groups
-// (ConsumerGroupHeartbeat, ConsumerGroupDescribe) and the committed offsets,
-// all stored in the internal topic __consumer_offsets. Classic and consumer
-// groups share one namespace: an id is one or the other, and an empty group
-// converts when the other protocol joins it.
+// (ConsumerGroupHeartbeat, ConsumerGroupDescribe), KIP-1071 streams groups
+// (StreamsGroupHeartbeat, StreamsGroupDescribe; streams_*.go) and the
+// committed offsets, all stored in the internal topic __consumer_offsets.
+// The group types share one namespace: an id is one or the other, and an
+// empty classic or consumer group converts when the other protocol joins
+// it.
 //
 // # Placement
 //
@@ -31,11 +33,32 @@
 //	key 8 ConsumerGroupCurrentMemberAssignmentKey (g, m)    value: member epochs, state, owned and
 //	                                                        pending-revocation partitions
 //
-// A nil value is a tombstone. KIP-848 values are flexible version-0
-// structs, written with kbin since kmsg lacks them. Key 4
+//	key 17 StreamsGroupMetadataKey (group)                  value: group epoch, metadata hash
+//	key 19 StreamsGroupMemberMetadataKey (group, member)    value: process, endpoint, client, timeouts
+//	key 20 StreamsGroupTargetAssignmentMetadataKey (group)  value: target assignment epoch
+//	key 21 StreamsGroupTargetAssignmentMemberKey (g, m)     value: the member's target tasks
+//	key 22 StreamsGroupCurrentMemberAssignmentKey (g, m)    value: member epochs, state, owned and
+//	                                                        pending-revocation tasks
+//	key 23 StreamsGroupTopologyKey (group)                  value: the topology the members sent
+//
+// A nil value is a tombstone. KIP-848 and KIP-1071 values are flexible
+// version-0 structs, written with kbin since kmsg lacks them. Key 4
 // (ConsumerGroupPartitionMetadata, deprecated by Kafka 4.1) is never written
-// and ignored on replay; other key versions (share and streams groups) are
-// skipped.
+// and ignored on replay; other key versions (share groups) are skipped.
+//
+// # Streams groups (KIP-1071)
+//
+// A Kafka Streams application joins with its topology. The coordinator
+// checks it against the cluster's topics (source topics must exist,
+// copartitioned topics must agree), derives the partition counts of the
+// repartition and changelog topics and hands the missing ones to the broker
+// for creation (status MISSING_INTERNAL_TOPICS until they exist). A task is
+// a subtopology and a partition; the sticky assignor spreads active tasks
+// evenly over the members, keeps each where it was while that member is
+// under its share, and places group.streams.num.standby.replicas standbys
+// on other processes. Members are reconciled like consumer group members:
+// active tasks are revoked before another member gets them. Offsets are
+// committed with the member epoch, as for consumer groups.
 //
 // # Transactional offsets
 //

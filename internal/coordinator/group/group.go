@@ -95,6 +95,8 @@ type group struct {
 	// cg is set while the id is a KIP-848 consumer group; the classic
 	// fields above are then unused, except offsets.
 	cg *consumerGroup
+	// sg is set while the id is a KIP-1071 streams group (streams_*.go).
+	sg *streamsGroup
 }
 
 func newGroup(id string, now time.Time) *group {

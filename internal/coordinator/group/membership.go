@@ -106,8 +106,9 @@ func (s *shard) decideJoinLocked(groupID string, j *joinReq) (*kmsg.JoinGroupRes
 			}
 		}()
 	}
-	if g.cg != nil {
-		// A consumer group appeared since convertEmptyConsumerGroup.
+	if g.cg != nil || g.sg != nil {
+		// A consumer group appeared since convertEmptyConsumerGroup, or
+		// the id is a streams group's (Kafka answers the same).
 		return joinError(kerr.InconsistentGroupProtocol.Code, j.memberID), nil, nil, nil
 	}
 	if !s.acceptJoiningMember(g, j.memberID) {

@@ -137,6 +137,9 @@ func (g *group) validateCommit(generation int32, memberID, instanceID string, ve
 	if g.cg != nil {
 		return g.cg.validateCommit(generation, memberID, version)
 	}
+	if g.sg != nil {
+		return g.sg.validateCommit(generation, memberID, version)
+	}
 	switch {
 	case g.state == stateDead:
 		return kerr.CoordinatorNotAvailable.Code
@@ -236,6 +239,8 @@ func (c *Coordinator) fetchGroup(rg kmsg.OffsetFetchRequestGroup, version int16,
 			code = kerr.NotCoordinator.Code
 		} else if g := s.mu.groups[rg.Group]; g != nil && g.cg != nil && version >= 9 && g.cg.validateFetch(rg.MemberID, rg.MemberEpoch) != 0 {
 			code = g.cg.validateFetch(rg.MemberID, rg.MemberEpoch)
+		} else if g != nil && g.sg != nil && version >= 9 && g.sg.validateFetch(rg.MemberID, rg.MemberEpoch) != 0 {
+			code = g.sg.validateFetch(rg.MemberID, rg.MemberEpoch)
 		} else if g != nil {
 			for k, e := range g.offsets {
 				offsets[k] = e
@@ -339,6 +344,8 @@ func (s *shard) decideOffsetDeleteLocked(req *kmsg.OffsetDeleteRequest, codes []
 				codes[i][j] = kerr.UnknownTopicOrPartition.Code
 			case g.cg != nil && g.cg.subscribes(t.Topic):
 				codes[i][j] = kerr.GroupSubscribedToTopic.Code
+			case g.sg != nil && len(g.sg.members) > 0 && g.sg.uses(t.Topic):
+				codes[i][j] = kerr.GroupSubscribedToTopic.Code
 			case g.cg == nil && g.state != stateEmpty && g.isSubscribed(t.Topic):
 				codes[i][j] = kerr.GroupSubscribedToTopic.Code
 			default:
@@ -378,6 +385,10 @@ func (s *shard) expire() {
 				if len(g.cg.members) == 0 && len(g.offsets) == len(expired) {
 					kvs = append(kvs, encodeAll(deleteGroupRecords(g.id, g.cg))...)
 				}
+			case g.sg != nil:
+				if len(g.sg.members) == 0 && len(g.offsets) == len(expired) {
+					kvs = append(kvs, sgEncodeAll(sgDeleteGroupRecords(g.id, g.sg))...)
+				}
 			case g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == len(expired):
 				kvs = append(kvs, KV{Key: groupKey(g.id)})
 			}
@@ -411,6 +422,9 @@ func (g *group) expiredOffsets(now time.Time, retention time.Duration) []tp {
 	case g.cg != nil:
 		// Kafka's ConsumerGroup: by commit time, except topics still subscribed.
 		base, skipSubscribed, subscribed = func(e offsetEntry) int64 { return e.commitMs }, true, g.cg.subscribes
+	case g.sg != nil:
+		// Kafka's StreamsGroup: likewise, except the topology's input topics.
+		base, skipSubscribed, subscribed = func(e offsetEntry) int64 { return e.commitMs }, true, g.sg.uses
 	case g.protocolType != "" && g.state == stateEmpty:
 		base = func(offsetEntry) int64 { return g.stateTime.UnixMilli() }
 	case g.protocolType == consumerProtocolType && g.subscribedTopics != nil && g.state == stateStable:

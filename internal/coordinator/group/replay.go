@@ -23,6 +23,9 @@ func (s *shard) replayLocked(kv KV, loading bool) error {
 			return err
 		}
 	}
+	if isStreamsKey(kv.Key) {
+		return s.replayStreamsLocked(kv)
+	}
 	if isConsumerKey(kv.Key) {
 		return s.replayConsumerLocked(kv)
 	}

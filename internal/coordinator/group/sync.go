@@ -63,6 +63,9 @@ func (s *shard) decideSyncLocked(req *kmsg.SyncGroupRequest) (*syncResult, chan 
 	if g == nil {
 		return fail(kerr.UnknownMemberID.Code)
 	}
+	if g.sg != nil {
+		return fail(kerr.InconsistentGroupProtocol.Code) // a streams group, as Kafka answers
+	}
 	if g.state == stateDead {
 		return fail(kerr.CoordinatorNotAvailable.Code)
 	}
