@@ -81,6 +81,16 @@ func (g timedGroups) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCom
 	return g.GroupCoordinator.TxnOffsetCommit(ctx, req)
 }
 
+func (g timedGroups) ShareGroupHeartbeat(ctx context.Context, req *kmsg.ShareGroupHeartbeatRequest) *kmsg.ShareGroupHeartbeatResponse {
+	defer away(ctx)()
+	return g.GroupCoordinator.ShareGroupHeartbeat(ctx, req)
+}
+
+func (g timedGroups) ShareGroupDescribe(ctx context.Context, req *kmsg.ShareGroupDescribeRequest) *kmsg.ShareGroupDescribeResponse {
+	defer away(ctx)()
+	return g.GroupCoordinator.ShareGroupDescribe(ctx, req)
+}
+
 type timedTxns struct{ TxnCoordinator }
 
 func (t timedTxns) InitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {

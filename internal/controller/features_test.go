@@ -74,7 +74,7 @@ func TestUpdateFeatures(t *testing.T) {
 		})
 	}
 	// One refused update fails the request whole.
-	refused(h.updateFeatures(t, 1, false, featureUpdate("group.version", 0, 2), featureUpdate("share.version", 1, 1)), "feature share.version")
+	refused(h.updateFeatures(t, 1, false, featureUpdate("group.version", 0, 2), featureUpdate("share.version", 2, 1)), "feature share.version")
 	if levels()["group.version"] != 1 {
 		t.Fatalf("a refused request changed group.version: %v", levels())
 	}

@@ -49,15 +49,17 @@ const MetadataVersionMin int16 = 7
 //   - group.version 1: KIP-848 consumer groups.
 //   - kraft.version 0: a static quorum (no KIP-853 voter changes).
 //   - transaction.version 0: transactions v1 (KIP-890 part 2 is not built).
-//   - eligible.leader.replicas.version, share.version, streams.version 0:
-//     not built.
+//   - share.version 1: KIP-932 share groups, served when the node has the
+//     share coordinator's persister; a new cluster starts at 0 until the
+//     share coordinator is built in.
+//   - eligible.leader.replicas.version, streams.version 0: not built.
 var supportedFeatures = []FeatureRange{
 	{MetadataVersionFeature, MetadataVersionMin, MetadataVersionLatest},
 	{KRaftVersionFeature, 0, 0},
 	{GroupVersionFeature, 0, 1},
 	{TransactionVersionFeature, 0, 0},
 	{ELRVersionFeature, 0, 0},
-	{ShareVersionFeature, 0, 0},
+	{ShareVersionFeature, 0, 1},
 	{StreamsVersionFeature, 0, 0},
 }
 

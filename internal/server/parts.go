@@ -453,6 +453,7 @@ func (s *Server) startBroker(context.Context) error {
 		Fetchers:         s.fetchers,
 		Groups:           s.groups,
 		Txns:             s.txns,
+		Shares:           s.shares(),
 		Quotas:           s.quotas,
 		Authorizer:       s.authorizer,
 		Logger:           s.logger,

@@ -19,6 +19,7 @@ import (
 	"github.com/samsa-io/samsa/internal/controller"
 	"github.com/samsa-io/samsa/internal/controllerchannel"
 	"github.com/samsa-io/samsa/internal/coordinator/group"
+	"github.com/samsa-io/samsa/internal/coordinator/share"
 	"github.com/samsa-io/samsa/internal/coordinator/txn"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
@@ -100,6 +101,9 @@ type Hooks struct {
 	// (storage.LogConfig.Fault, raft.Config.Fault). internal/powerloss
 	// uses it to model a power failure.
 	Fault func(op, path string) error
+	// SharePersister stands in for the share coordinator's persister
+	// (tests of share groups before it is built in); see sharePersister.
+	SharePersister share.Persister
 }
 
 // startupTimeout bounds how long Start waits for the quorum to elect a
@@ -540,6 +544,11 @@ func groupConfig(cfg *config.Config, loader *metadata.Loader, logger *slog.Logge
 		ConsumerSessionTimeout:    ms(int64(cfg.GroupConsumerSessionTimeoutMs)),
 		ConsumerHeartbeatInterval: ms(int64(cfg.GroupConsumerHeartbeatIntervalMs)),
 		ConsumerMaxGroupSize:      int(cfg.GroupConsumerMaxSize),
+		Share: group.ShareConfig{
+			SessionTimeout:    ms(int64(cfg.GroupShareSessionTimeoutMs)),
+			HeartbeatInterval: ms(int64(cfg.GroupShareHeartbeatIntervalMs)),
+			MaxGroupSize:      int(cfg.GroupShareMaxSize),
+		},
 		Topics: func() map[string]group.TopicInfo {
 			topics := loader.Image().Topics()
 			out := make(map[string]group.TopicInfo, len(topics))

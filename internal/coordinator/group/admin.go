@@ -107,6 +107,7 @@ func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsReques
 				r.Groups = append(r.Groups, lg)
 			}
 		}
+		s.listSharesLocked(req, r)
 		s.mu.Unlock()
 	}
 	slices.SortFunc(r.Groups, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })

@@ -49,6 +49,8 @@ type Config struct {
 	// ConsumerAssignors is group.consumer.assignors by name ("uniform",
 	// "range"); the first is the default. Empty means both, uniform first.
 	ConsumerAssignors []string
+	// Share configures KIP-932 share groups (share_group.go).
+	Share ShareConfig
 	// Topics lists the cluster's topics by name, for KIP-848 subscriptions
 	// (regexes need the full list). Nil falls back to TopicID and
 	// PartitionExists for subscriptions by name, and regexes match nothing.
@@ -99,6 +101,7 @@ func (c Config) withDefaults() Config {
 	if len(c.ConsumerAssignors) == 0 {
 		c.ConsumerAssignors = []string{"uniform", "range"}
 	}
+	c.Share = c.Share.withDefaults()
 	if c.Now == nil {
 		c.Now = time.Now
 	}

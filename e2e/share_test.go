@@ -1,0 +1,334 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/server"
+	"github.com/samsa-io/samsa/internal/servertest"
+	"github.com/samsa-io/samsa/internal/sharepartition/sharetest"
+)
+
+// KIP-932 share groups through franz-go's share consumer (kgo.ShareGroup:
+// ShareGroupHeartbeat, ShareFetch, ShareAcknowledge). The share state is
+// kept by sharetest's in-memory persister until the share coordinator is
+// built in.
+
+// shareTopic creates topic with n partitions and returns its id.
+func shareTopic(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, n int32) [16]byte {
+	t.Helper()
+	resp, err := adm.CreateTopic(ctx, n, 1, nil, topic)
+	if err != nil || resp.Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp.Err)
+	}
+	return resp.ID
+}
+
+func shareClient(t *testing.T, srv *server.Server, group, topic string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(servertest.Addr(srv)),
+		kgo.ShareGroup(group),
+		kgo.ConsumeTopics(topic),
+		kgo.FetchMaxWait(500 * time.Millisecond),
+	}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// waitInitialized waits until every partition of the topic has share
+// state: the group's members fetched from it once, so that records
+// produced from now on are delivered (share.auto.offset.reset is latest).
+func waitInitialized(ctx context.Context, t *testing.T, p *sharetest.Persister, group string, id [16]byte, n int32) {
+	t.Helper()
+	for {
+		all := true
+		for i := range n {
+			if _, ok := p.Get(group, id, i); !ok {
+				all = false
+			}
+		}
+		if all {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("share partitions of group %s were not initialized: %v", group, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// pollShort polls for up to a second: share consumers acknowledge in the
+// background, and a poll with nothing left to deliver would block.
+func pollShort(ctx context.Context, cl *kgo.Client) kgo.Fetches {
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return cl.PollFetches(pctx)
+}
+
+// waitInitializedBy polls with cl until its first share fetch initialized
+// the topic's partition 0.
+func waitInitializedBy(ctx context.Context, t *testing.T, cl *kgo.Client, p *sharetest.Persister, group string, id [16]byte) {
+	t.Helper()
+	for {
+		pollShort(ctx, cl)
+		if _, ok := p.Get(group, id, 0); ok {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("share partition of group %s was not initialized", group)
+		}
+	}
+}
+
+func produceN(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, n int) {
+	t.Helper()
+	for i := range n {
+		r := &kgo.Record{Topic: topic, Key: []byte(strconv.Itoa(i % 7)), Value: []byte(strconv.Itoa(i))}
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("produce: %v", err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestShareGroupThreeConsumers: three share consumers of one group are
+// given one partition each by the simple assignor and, between them, get
+// every record exactly once (nothing is released or times out). Which
+// consumer reads which record is not checked: a consumer keeps fetching
+// its old partitions until its next heartbeat, which share groups allow.
+func TestShareGroupThreeConsumers(t *testing.T) {
+	ctx := testContext(t)
+	persister := sharetest.New()
+	srv := servertest.StartShare(t, persister, "group.share.heartbeat.interval.ms=1000")
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(servertest.Addr(srv)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	const topic, group, n = "share-three", "sg-three", 300
+	id := shareTopic(ctx, t, adm, topic, 3)
+
+	var mu sync.Mutex
+	seen := map[string]int{} // "partition@offset" -> deliveries
+	var wg sync.WaitGroup
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var clients []*kgo.Client
+	for range 3 {
+		cl := shareClient(t, srv, group, topic)
+		clients = append(clients, cl)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for cctx.Err() == nil {
+				fs := cl.PollFetches(cctx)
+				fs.EachRecord(func(r *kgo.Record) {
+					mu.Lock()
+					seen[fmt.Sprintf("%d@%d", r.Partition, r.Offset)]++
+					mu.Unlock()
+				})
+			}
+		}()
+	}
+	waitInitialized(ctx, t, persister, group, id, 3)
+
+	// Every member is in the group, with one partition each.
+	for {
+		described := kmsg.NewPtrShareGroupDescribeRequest()
+		described.GroupIDs = []string{group}
+		resp, err := described.RequestWith(ctx, admCl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := resp.Groups[0]
+		if g.ErrorCode != 0 {
+			t.Fatalf("describe: error %d", g.ErrorCode)
+		}
+		parts := 0
+		for _, m := range g.Members {
+			for _, tp := range m.Assignment.TopicPartitions {
+				parts += len(tp.Partitions)
+			}
+		}
+		if len(g.Members) == 3 && parts == 3 && g.GroupState == "Stable" {
+			for _, m := range g.Members {
+				if got := len(m.Assignment.TopicPartitions); got != 1 || len(m.Assignment.TopicPartitions[0].Partitions) != 1 || m.Assignment.TopicPartitions[0].Topic != topic {
+					t.Fatalf("member %s assignment %+v, want one partition of %s", m.MemberID, m.Assignment.TopicPartitions, topic)
+				}
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("group never had 3 members with one partition each: %+v", g)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	produceN(ctx, t, admCl, topic, n)
+	for {
+		mu.Lock()
+		got := len(seen)
+		mu.Unlock()
+		if got == n {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d distinct records of %d", got, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	for _, cl := range clients {
+		cl.Close() // accepts what the last poll returned and leaves
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for k, c := range seen {
+		if c != 1 {
+			t.Errorf("record %s delivered %d times, want once", k, c)
+		}
+	}
+	// The acknowledgements moved every share-partition start offset to
+	// the end of its log.
+	lw, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(3) {
+		end, _ := lw.Lookup(topic, p)
+		for {
+			st, _ := persister.Get(group, id, p)
+			if st.StartOffset == end.Offset {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("partition %d: share start offset %d, want %d (every record acknowledged)", p, st.StartOffset, end.Offset)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// TestShareGroupRedelivery: a released record comes back with its
+// delivery count raised, a record whose acquisition lock expires goes to
+// another member, and a record released share.delivery.count.limit times
+// is archived and not delivered again.
+func TestShareGroupRedelivery(t *testing.T) {
+	ctx := testContext(t)
+	persister := sharetest.New()
+	srv := servertest.StartShare(t, persister, "group.share.record.lock.duration.ms=2000", "group.share.delivery.count.limit=3")
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(servertest.Addr(srv)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	const n = 5
+
+	t.Run("release until archived", func(t *testing.T) {
+		const topic, group = "share-release", "sg-release"
+		id := shareTopic(ctx, t, kadm.NewClient(admCl), topic, 1)
+		cl := shareClient(t, srv, group, topic)
+		defer cl.Close()
+		deliveries := map[int64][]int32{}
+		produced := false
+		for {
+			fs := pollShort(ctx, cl)
+			if ctx.Err() != nil {
+				t.Fatalf("deliveries so far: %v", deliveries)
+			}
+			if !produced {
+				if _, ok := persister.Get(group, id, 0); ok {
+					produceN(ctx, t, admCl, topic, n)
+					produced = true
+				}
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				deliveries[r.Offset] = append(deliveries[r.Offset], r.DeliveryCount())
+				r.Ack(kgo.AckRelease)
+			})
+			st, _ := persister.Get(group, id, 0)
+			if produced && st.StartOffset == n {
+				break // all archived
+			}
+		}
+		for off := range int64(n) {
+			if got := fmt.Sprint(deliveries[off]); got != "[1 2 3]" {
+				t.Errorf("offset %d delivered with counts %s, want [1 2 3]", off, got)
+			}
+		}
+	})
+
+	t.Run("lock expiry", func(t *testing.T) {
+		const topic, group = "share-expiry", "sg-expiry"
+		id := shareTopic(ctx, t, kadm.NewClient(admCl), topic, 1)
+		holder := shareClient(t, srv, group, topic)
+		defer holder.Close()
+		// The holder joins first and initializes the partition.
+		waitInitializedBy(ctx, t, holder, persister, group, id)
+		produceN(ctx, t, admCl, topic, n)
+		var held []*kgo.Record
+		for len(held) < n && ctx.Err() == nil {
+			held = append(held, holder.PollFetches(ctx).Records()...)
+		}
+		for _, r := range held {
+			if r.DeliveryCount() != 1 {
+				t.Fatalf("first delivery of offset %d has count %d", r.Offset, r.DeliveryCount())
+			}
+		}
+		// The holder neither acknowledges nor polls (nor fetches in the
+		// background): after the 2 s lock the records go to the other
+		// member.
+		holder.PauseFetchTopics(topic)
+		other := shareClient(t, srv, group, topic)
+		defer other.Close()
+		got := map[int64]int32{}
+		var redelivered []*kgo.Record
+		for len(got) < n {
+			fs := other.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("redelivered after lock expiry: %v", got)
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				got[r.Offset] = r.DeliveryCount()
+				redelivered = append(redelivered, r)
+			})
+		}
+		for off, c := range got {
+			if c != 2 {
+				t.Errorf("offset %d redelivered with count %d, want 2", off, c)
+			}
+		}
+		other.MarkAcks(kgo.AckAccept, redelivered...)
+		if err := other.FlushAcks(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			st, _ := persister.Get(group, id, 0)
+			if st.StartOffset == n {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("share start offset %d, want %d after the acknowledgements", st.StartOffset, n)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+}

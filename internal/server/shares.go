@@ -1,0 +1,48 @@
+package server
+
+import (
+	"time"
+
+	"github.com/samsa-io/samsa/internal/coordinator/share"
+	"github.com/samsa-io/samsa/internal/replica"
+	"github.com/samsa-io/samsa/internal/sharepartition"
+)
+
+// sharePersister is where share partitions keep their durable state: the
+// share coordinator's share.Persister. MERGE: the share coordinator
+// (internal/coordinator/share) is built on another branch; its persister
+// goes here. Until then a node has none unless a test passes one in
+// Hooks.SharePersister, and share groups stay off (the share APIs answer
+// UNSUPPORTED_VERSION).
+func (s *Server) sharePersister() share.Persister {
+	return s.hooks.SharePersister
+}
+
+// shares is the broker's share-partition manager, or nil without a
+// persister.
+func (s *Server) shares() *sharepartition.Manager {
+	p := s.sharePersister()
+	if p == nil {
+		return nil
+	}
+	cfg := s.cfg
+	ms := func(v int32) time.Duration { return time.Duration(v) * time.Millisecond }
+	return sharepartition.New(sharepartition.Config{
+		Persister: p,
+		// s.broker is built with the manager: look it up at each call.
+		Partition: func(topic string, partition int32) (*replica.Partition, error) {
+			return s.broker.LeaderPartition(topic, partition)
+		},
+		// MERGE/TODO: per-group share.* configs (GROUP config resources)
+		// are not stored yet; every group takes the broker's defaults.
+		Group: func(string) sharepartition.GroupConfig {
+			return sharepartition.GroupConfig{
+				LockDuration:       ms(cfg.GroupShareRecordLockDurationMs),
+				DeliveryCountLimit: int16(cfg.GroupShareDeliveryCountLimit),
+			}
+		},
+		MaxRecordLocks: int(cfg.GroupSharePartitionMaxRecordLocks),
+		MaxSessions:    int(cfg.GroupShareMaxShareSessions),
+		Logger:         s.logger,
+	})
+}
