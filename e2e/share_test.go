@@ -332,3 +332,121 @@ func TestShareGroupRedelivery(t *testing.T) {
 		}
 	})
 }
+
+// TestShareGroupOffsets: kadm's share offset APIs. After a consumer
+// accepted every record the start offsets are at the log end with no lag;
+// an empty group's offsets can be moved back, and the records past the new
+// start are delivered again; deleted offsets are gone from the describe.
+func TestShareGroupOffsets(t *testing.T) {
+	ctx := testContext(t)
+	persister := sharetest.New()
+	srv := servertest.StartShare(t, persister)
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(servertest.Addr(srv)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	const topic, group, n = "share-offsets", "sg-offsets", 20
+	id := shareTopic(ctx, t, adm, topic, 1)
+
+	// consumeAll reads want records with a new member, which then leaves.
+	consumeAll := func(want int) ([]int64, error) {
+		cl := shareClient(t, srv, group, topic)
+		defer cl.Close()
+		var offs []int64
+		for len(offs) < want {
+			fs := pollShort(ctx, cl)
+			if ctx.Err() != nil {
+				return offs, fmt.Errorf("consumed %v, want %d records", offs, want)
+			}
+			cl.MarkAcks(kgo.AckAccept, fs.Records()...) // records left unacknowledged are released on close
+			fs.EachRecord(func(r *kgo.Record) { offs = append(offs, r.Offset) })
+		}
+		return offs, cl.FlushAcks(ctx)
+	}
+	first := make(chan error, 1)
+	go func() {
+		_, err := consumeAll(n)
+		first <- err
+	}()
+	for {
+		if _, ok := persister.Get(group, id, 0); ok || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	produceN(ctx, t, admCl, topic, n)
+	if err := <-first; err != nil { // the client closed: the group is empty
+		t.Fatal(err)
+	}
+
+	describe := func() kadm.ShareOffset {
+		t.Helper()
+		for {
+			ds, err := adm.DescribeShareGroupOffsets(ctx, group)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := ds[group]
+			if d.Err != nil {
+				t.Fatalf("describe offsets: %v", d.Err)
+			}
+			if o, ok := d.Offsets[topic][0]; ok || ctx.Err() != nil {
+				return o
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// The acknowledgements of the last poll go out as the client closes.
+	for {
+		o := describe()
+		if o.Err != nil {
+			t.Fatalf("partition error: %v", o.Err)
+		}
+		if o.StartOffset == n && o.Lag == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("start offset %d lag %d, want %d and 0", o.StartOffset, o.Lag, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// Back to offset 15: the last five records come again.
+	var to kadm.Offsets
+	to.Add(kadm.Offset{Topic: topic, Partition: 0, At: 15})
+	res, err := adm.AlterShareGroupOffsets(ctx, group, to)
+	if err != nil || res.Error() != nil {
+		t.Fatalf("alter: %v %v", err, res.Error())
+	}
+	if o := describe(); o.StartOffset != 15 || o.Lag != 5 {
+		t.Fatalf("after alter: start offset %d lag %d, want 15 and 5", o.StartOffset, o.Lag)
+	}
+	if offs, err := consumeAll(5); err != nil || fmt.Sprint(offs) != "[15 16 17 18 19]" {
+		t.Fatalf("after alter consumed %v (%v)", offs, err)
+	}
+
+	// A group with members cannot be altered.
+	busy := shareClient(t, srv, group, topic)
+	waitInitializedBy(ctx, t, busy, persister, group, id)
+	if res, err := adm.AlterShareGroupOffsets(ctx, group, to); err == nil && res.Error() == nil {
+		t.Fatal("altered the offsets of a group with a member")
+	}
+	busy.Close()
+
+	dres, err := adm.DeleteShareGroupOffsets(ctx, group, topic)
+	if err != nil || dres.Error() != nil {
+		t.Fatalf("delete: %v %v", err, dres.Error())
+	}
+	if _, ok := persister.Get(group, id, 0); ok {
+		t.Fatal("share state still there after DeleteShareGroupOffsets")
+	}
+	ds, err := adm.DescribeShareGroupOffsets(ctx, group)
+	if err != nil || ds[group].Err != nil {
+		t.Fatalf("describe after delete: %v %v", err, ds[group].Err)
+	}
+	if o, ok := ds[group].Offsets[topic][0]; ok {
+		t.Fatalf("after delete the group still has offset %+v", o)
+	}
+}

@@ -91,6 +91,21 @@ func (g timedGroups) ShareGroupDescribe(ctx context.Context, req *kmsg.ShareGrou
 	return g.GroupCoordinator.ShareGroupDescribe(ctx, req)
 }
 
+func (g timedGroups) DescribeShareGroupOffsets(ctx context.Context, req *kmsg.DescribeShareGroupOffsetsRequest) *kmsg.DescribeShareGroupOffsetsResponse {
+	defer away(ctx)()
+	return g.GroupCoordinator.DescribeShareGroupOffsets(ctx, req)
+}
+
+func (g timedGroups) AlterShareGroupOffsets(ctx context.Context, req *kmsg.AlterShareGroupOffsetsRequest) *kmsg.AlterShareGroupOffsetsResponse {
+	defer away(ctx)()
+	return g.GroupCoordinator.AlterShareGroupOffsets(ctx, req)
+}
+
+func (g timedGroups) DeleteShareGroupOffsets(ctx context.Context, req *kmsg.DeleteShareGroupOffsetsRequest) *kmsg.DeleteShareGroupOffsetsResponse {
+	defer away(ctx)()
+	return g.GroupCoordinator.DeleteShareGroupOffsets(ctx, req)
+}
+
 type timedTxns struct{ TxnCoordinator }
 
 func (t timedTxns) InitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {

@@ -382,7 +382,9 @@ func (s *Server) alterPartition(ctx context.Context, r replica.AlterPartitionReq
 // and __transaction_state it leads.
 
 func (s *Server) startGroups(context.Context) error {
-	s.groups = group.New(groupConfig(s.cfg, s.loader, s.logger))
+	gcfg := groupConfig(s.cfg, s.loader, s.logger)
+	s.shareGroupConfig(&gcfg) // shares.go
+	s.groups = group.New(gcfg)
 	return nil
 }
 
@@ -453,7 +455,7 @@ func (s *Server) startBroker(context.Context) error {
 		Fetchers:         s.fetchers,
 		Groups:           s.groups,
 		Txns:             s.txns,
-		Shares:           s.shares(),
+		Shares:           s.shareParts,
 		Quotas:           s.quotas,
 		Authorizer:       s.authorizer,
 		Logger:           s.logger,

@@ -27,6 +27,7 @@ import (
 	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/replica"
 	"github.com/samsa-io/samsa/internal/security"
+	"github.com/samsa-io/samsa/internal/sharepartition"
 	"github.com/samsa-io/samsa/internal/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -82,6 +83,9 @@ type Server struct {
 	// readyBy bounds the waits between bootstrap and unfencing.
 	readyBy time.Time
 	hooks   Hooks
+	// shareParts serves share partitions; nil without a share persister
+	// (shares.go).
+	shareParts *sharepartition.Manager
 	// tls is the material of the SSL listeners and of the clients of
 	// other nodes' SSL listeners (tls.go).
 	tls *nodeTLS

@@ -3,6 +3,7 @@ package server
 import (
 	"time"
 
+	"github.com/samsa-io/samsa/internal/coordinator/group"
 	"github.com/samsa-io/samsa/internal/coordinator/share"
 	"github.com/samsa-io/samsa/internal/replica"
 	"github.com/samsa-io/samsa/internal/sharepartition"
@@ -18,13 +19,27 @@ func (s *Server) sharePersister() share.Persister {
 	return s.hooks.SharePersister
 }
 
-// shares is the broker's share-partition manager, or nil without a
-// persister.
-func (s *Server) shares() *sharepartition.Manager {
+// shareGroupConfig gives the group coordinator the share persister and
+// creates the broker's share-partition manager (s.shareParts), when there
+// is a persister; the broker is created later and found at each call.
+func (s *Server) shareGroupConfig(gcfg *group.Config) {
 	p := s.sharePersister()
 	if p == nil {
-		return nil
+		return
 	}
+	s.shareParts = s.newShareParts(p)
+	gcfg.SharePersister = p
+	gcfg.ShareStateReset = s.shareParts.Forget
+	gcfg.HighWatermark = func(topic string, partition int32) (int64, bool) {
+		rp, err := s.broker.LeaderPartition(topic, partition)
+		if err != nil {
+			return 0, false
+		}
+		return rp.Offsets().HighWatermark, true
+	}
+}
+
+func (s *Server) newShareParts(p share.Persister) *sharepartition.Manager {
 	cfg := s.cfg
 	ms := func(v int32) time.Duration { return time.Duration(v) * time.Millisecond }
 	return sharepartition.New(sharepartition.Config{

@@ -499,6 +499,11 @@ func (m *Manager) writeRequestLocked(p *partition, rp *replica.Partition) *kmsg.
 	t.TopicID = p.key.TopicID
 	wp := kmsg.NewWriteShareGroupStateRequestTopicPartition()
 	wp.Partition, wp.StateEpoch, wp.LeaderEpoch, wp.StartOffset = p.key.Partition, p.mu.stateEpoch, rp.Offsets().LeaderEpoch, p.mu.start
+	for _, r := range p.mu.recs {
+		if r.state == stAcknowledged || r.state == stArchived {
+			wp.DeliveryCompleteCount++
+		}
+	}
 	for _, b := range p.batchesLocked() {
 		sb := kmsg.NewWriteShareGroupStateRequestTopicPartitionStateBatch()
 		sb.FirstOffset, sb.LastOffset, sb.DeliveryState, sb.DeliveryCount = b.first, b.last, int8(b.state), b.deliveries
@@ -700,3 +705,16 @@ func readRanges(rp *replica.Partition, ranges []Range) ([]byte, error) {
 
 // GroupConfig is the share configuration the manager uses for group.
 func (m *Manager) GroupConfig(group string) GroupConfig { return m.cfg.Group(group) }
+
+// Forget drops the in-memory state of a share partition: its durable state
+// was replaced (offsets altered or deleted by an admin), and its next use
+// reads it again.
+func (m *Manager) Forget(group string, topicID [16]byte, partition int32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.mu.parts {
+		if k.Group == group && k.TopicID == topicID && k.Partition == partition {
+			delete(m.mu.parts, k)
+		}
+	}
+}

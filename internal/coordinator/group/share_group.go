@@ -16,6 +16,7 @@ type shareGroup struct {
 	assignmentEpoch int32
 	members         map[string]*smember
 	target          map[string]assignment
+	initialized     initTopics // partitions with share state (StatePartitionMetadata)
 	stateTime       time.Time
 }
 
@@ -74,7 +75,7 @@ func (s *shard) applyAllShareLocked(recs []*sgRecord) {
 
 // applyShareLocked applies one share-group record.
 func (s *shard) applyShareLocked(r *sgRecord) {
-	if r.typ == sgPartitionMetadataType || r.typ == sgStatePartitionMetadataType {
+	if r.typ == sgPartitionMetadataType {
 		return
 	}
 	if s.mu.shares == nil {
@@ -104,6 +105,8 @@ func (s *shard) applyShareLocked(r *sgRecord) {
 			return
 		}
 		g.epoch = r.epoch
+	case sgStatePartitionMetadataType:
+		g.initialized = r.init
 	case sgTargetMetadataType:
 		if !r.del {
 			g.assignmentEpoch = r.epoch

@@ -204,8 +204,44 @@ func (s *shard) shareTargetLocked(g *shareGroup, members []*smember, subsChanged
 		}
 	}
 	recs = append(recs, &sgRecord{typ: sgTargetMetadataType, group: g.id, epoch: epoch})
+	if r := s.shareInitRecordLocked(g, next); r != nil {
+		recs = append(recs, r)
+	}
 	s.c.cfg.Logger.Info("computed share group target assignment", "group", g.id, "epoch", epoch, "members", len(members))
 	return recs, epoch
+}
+
+// shareInitRecordLocked records the partitions of a new target that the
+// group had no share state for: the members' share partitions create it
+// on their first fetch (Kafka's ShareGroupStatePartitionMetadata). The
+// offset admin APIs describe and delete these.
+func (s *shard) shareInitRecordLocked(g *shareGroup, next map[string]assignment) *sgRecord {
+	view := s.c.topics()
+	merged := initTopics{}
+	for id, t := range g.initialized {
+		merged[id] = t
+	}
+	changed := false
+	for _, a := range next {
+		for id, ps := range a {
+			t := merged[id]
+			for _, p := range ps {
+				if !slices.Contains(t.partitions, p) {
+					t.partitions = append(slices.Clone(t.partitions), p)
+					slices.Sort(t.partitions)
+					changed = true
+				}
+			}
+			if t.name == "" {
+				t.name, _ = view.nameOf(id)
+			}
+			merged[id] = t
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return &sgRecord{typ: sgStatePartitionMetadataType, group: g.id, init: merged}
 }
 
 // shareRemoveRecordsLocked removes a member (it left or its session

@@ -19,7 +19,7 @@ const (
 	sgTargetMetadataType         = 12 // ShareGroupTargetAssignmentMetadata: the target assignment epoch
 	sgTargetMemberType           = 13 // ShareGroupTargetAssignmentMember: one member's target
 	sgCurrentMemberType          = 14 // ShareGroupCurrentMemberAssignment: epochs and assigned partitions
-	sgStatePartitionMetadataType = 15 // ShareGroupStatePartitionMetadata: read and ignored (not written yet)
+	sgStatePartitionMetadataType = 15 // ShareGroupStatePartitionMetadata: the partitions with share state
 )
 
 // sgRecord is one decoded share-group record; which value fields are
@@ -34,6 +34,16 @@ type sgRecord struct {
 	meta   *shareMeta // type 10
 	target assignment // type 13
 	cur    *shareCur  // type 14
+	init   initTopics // type 15: InitializedTopics (Initializing and Deleting are not used)
+}
+
+// initTopics are the partitions of each topic a share group has share
+// state for, with the topic's name.
+type initTopics map[[16]byte]initTopic
+
+type initTopic struct {
+	name       string
+	partitions []int32 // sorted
 }
 
 // shareMeta is ShareGroupMemberMetadataValue. Empty strings stand for
@@ -93,6 +103,24 @@ func (r *sgRecord) encode() KV {
 		}
 	case sgTargetMemberType:
 		v = appendTopicPartitions(v, r.target)
+	case sgStatePartitionMetadataType:
+		v = kbin.AppendCompactArrayLen(v, 0) // InitializingTopics
+		ids := make(assignment, len(r.init))
+		for id := range r.init {
+			ids[id] = nil
+		}
+		v = kbin.AppendCompactArrayLen(v, len(ids))
+		for _, id := range ids.topicIDs() {
+			t := r.init[id]
+			v = kbin.AppendUuid(v, id)
+			v = kbin.AppendCompactString(v, t.name)
+			v = kbin.AppendCompactArrayLen(v, len(t.partitions))
+			for _, p := range t.partitions {
+				v = kbin.AppendInt32(v, p)
+			}
+			v = kbin.AppendUvarint(v, 0)
+		}
+		v = kbin.AppendCompactArrayLen(v, 0) // DeletingTopics
 	case sgCurrentMemberType:
 		c := r.cur
 		v = kbin.AppendInt32(v, c.epoch)
@@ -124,8 +152,13 @@ func decodeSGRecord(kv KV) (*sgRecord, error) {
 		return nil, fmt.Errorf("share record type %d: unknown value version %d", r.typ, ver)
 	}
 	switch r.typ {
-	case sgPartitionMetadataType, sgStatePartitionMetadataType:
+	case sgPartitionMetadataType:
 		return r, nil // never applied; no need to parse
+	case sgStatePartitionMetadataType:
+		r.init = initTopics{}
+		readTopicInfos(&b, true, nil) // InitializingTopics: not used
+		readTopicInfos(&b, true, r.init)
+		readTopicInfos(&b, false, nil) // DeletingTopics: not used
 	case sgMetadataType, sgTargetMetadataType:
 		r.epoch = b.Int32()
 	case sgMemberMetadataType:
@@ -159,4 +192,25 @@ func encodeShare(recs []*sgRecord) []KV {
 		kvs[i] = r.encode()
 	}
 	return kvs
+}
+
+// readTopicInfos reads []TopicPartitionsInfo (withPartitions) or
+// []TopicInfo, into into when not nil.
+func readTopicInfos(b *kbin.Reader, withPartitions bool, into initTopics) {
+	n := b.CompactArrayLen()
+	for i := int32(0); i < n && b.Ok(); i++ {
+		id := b.Uuid()
+		t := initTopic{name: b.CompactString()}
+		if withPartitions {
+			np := b.CompactArrayLen()
+			for j := int32(0); j < np && b.Ok(); j++ {
+				t.partitions = append(t.partitions, b.Int32())
+			}
+			slices.Sort(t.partitions)
+		}
+		readTags(b, nil)
+		if into != nil {
+			into[id] = t
+		}
+	}
 }

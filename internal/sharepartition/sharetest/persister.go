@@ -199,6 +199,12 @@ func (p *Persister) ReadStateSummary(_ context.Context, req *kmsg.ReadShareGroup
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
 				rp.StateEpoch, rp.StartOffset = s.StateEpoch, s.StartOffset
+				rp.DeliveryCompleteCount = 0
+				for _, b := range s.Batches {
+					if b.State == 2 || b.State == 4 { // acknowledged, archived
+						rp.DeliveryCompleteCount += int32(b.Last - b.First + 1)
+					}
+				}
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
