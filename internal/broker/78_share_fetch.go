@@ -80,6 +80,9 @@ func handleShareFetch(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg
 	resp.AcquisitionLockTimeoutMillis = int32(b.cfg.Shares.GroupConfig(group).LockDuration / time.Millisecond)
 	topics := map[[16]byte]int{}
 	add := func(id [16]byte, p kmsg.ShareFetchResponseTopicPartition) {
+		if p.Records == nil {
+			p.Records = []byte{} // not nullable: the Java client refuses a null record set
+		}
 		i, ok := topics[id]
 		if !ok {
 			i = len(resp.Topics)
