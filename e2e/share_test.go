@@ -449,4 +449,19 @@ func TestShareGroupOffsets(t *testing.T) {
 	if o, ok := ds[group].Offsets[topic][0]; ok {
 		t.Fatalf("after delete the group still has offset %+v", o)
 	}
+
+	// ListGroups shows the share group by type; DeleteGroups removes it.
+	listed, err := adm.ListGroupsByType(ctx, []string{"share"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := listed[group]; !ok || l.ProtocolType != "share" || l.GroupType != "share" || l.State != "Empty" {
+		t.Fatalf("ListGroups(share): %+v", listed)
+	}
+	if _, err := adm.DeleteGroup(ctx, group); err != nil {
+		t.Fatalf("delete group: %v", err)
+	}
+	if listed, err := adm.ListGroups(ctx); err != nil || len(listed) != 0 {
+		t.Fatalf("groups after delete: %v %v", listed, err)
+	}
 }

@@ -130,6 +130,11 @@ func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRe
 	for _, id := range req.Groups {
 		dg := kmsg.NewDeleteGroupsResponseGroup()
 		dg.Group = id
+		if handled, code := c.deleteShareGroup(ctx, id); handled { // share_offsets.go
+			dg.ErrorCode = code
+			r.Groups = append(r.Groups, dg)
+			continue
+		}
 		s, code := c.shardFor(id)
 		if code == 0 && !s.p.Write(ctx, func() ([]KV, func(error)) { return s.decideDeleteLocked(id, &code) }) {
 			code = kerr.NotCoordinator.Code

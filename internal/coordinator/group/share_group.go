@@ -106,7 +106,7 @@ func (s *shard) applyShareLocked(r *sgRecord) {
 		}
 		g.epoch = r.epoch
 	case sgStatePartitionMetadataType:
-		g.initialized = r.init
+		g.initialized = r.init // nil for a tombstone
 	case sgTargetMetadataType:
 		if !r.del {
 			g.assignmentEpoch = r.epoch

@@ -321,3 +321,84 @@ func (c *Coordinator) dropInitialized(ctx context.Context, group string, topicID
 	}
 	return code
 }
+
+// deleteShareGroup deletes id if it is a share group: it must be empty
+// (NON_EMPTY_GROUP); its share state is deleted from the share coordinator
+// first, then its records are tombstoned. handled is false for any other
+// group.
+func (c *Coordinator) deleteShareGroup(ctx context.Context, id string) (handled bool, code int16) {
+	exists, active, init, code, _ := c.shareGroupSnapshot(id)
+	switch {
+	case !exists:
+		return false, 0
+	case code != 0:
+		return true, code
+	case active:
+		return true, kerr.NonEmptyGroup.Code
+	}
+	if len(init) > 0 {
+		if c.cfg.SharePersister == nil {
+			return true, kerr.CoordinatorNotAvailable.Code
+		}
+		dreq := kmsg.NewPtrDeleteShareGroupStateRequest()
+		dreq.GroupID = id
+		for tid, t := range init {
+			dt := kmsg.NewDeleteShareGroupStateRequestTopic()
+			dt.TopicID = tid
+			for _, p := range t.partitions {
+				dp := kmsg.NewDeleteShareGroupStateRequestTopicPartition()
+				dp.Partition = p
+				dt.Partitions = append(dt.Partitions, dp)
+			}
+			dreq.Topics = append(dreq.Topics, dt)
+		}
+		resp, err := c.cfg.SharePersister.DeleteState(ctx, dreq)
+		if err != nil {
+			return true, kerr.CoordinatorNotAvailable.Code
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 && p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+					return true, p.ErrorCode
+				}
+				if c.cfg.ShareStateReset != nil {
+					c.cfg.ShareStateReset(id, t.TopicID, p.Partition)
+				}
+			}
+		}
+	}
+	s, code := c.shardFor(id)
+	if code != 0 {
+		return true, code
+	}
+	ok := s.p.Write(ctx, func() ([]KV, func(error)) {
+		g := s.mu.shares[id]
+		if g == nil {
+			code = kerr.GroupIDNotFound.Code
+			return nil, nil
+		}
+		if len(g.members) > 0 {
+			code = kerr.NonEmptyGroup.Code
+			return nil, nil
+		}
+		var recs []*sgRecord
+		for m := range g.target {
+			recs = append(recs, &sgRecord{typ: sgTargetMemberType, group: id, member: m, del: true})
+		}
+		recs = append(recs,
+			&sgRecord{typ: sgStatePartitionMetadataType, group: id, del: true},
+			&sgRecord{typ: sgTargetMetadataType, group: id, del: true},
+			&sgRecord{typ: sgMetadataType, group: id, del: true})
+		return encodeShare(recs), func(err error) {
+			if err != nil {
+				code = kerr.CoordinatorNotAvailable.Code
+				return
+			}
+			s.applyAllShareLocked(recs)
+		}
+	})
+	if !ok {
+		return true, kerr.NotCoordinator.Code
+	}
+	return true, code
+}
