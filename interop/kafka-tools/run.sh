@@ -2,7 +2,7 @@
 # Apache Kafka's own command-line tools against Samsa, through `java -cp`:
 # TopicCommand, ConsoleProducer, ConsoleConsumer, GetOffsetShell,
 # ConfigCommand (configs and client quotas), ConsumerGroupCommand,
-# FeatureCommand, and DumpLogSegments
+# FeatureCommand, ShareGroupCommand and DumpLogSegments
 # reading Samsa's segment, offset-index and time-index files directly after
 # a clean stop;
 # then SASL/SCRAM with the Java client (users from ConfigCommand, KIP-368
@@ -126,6 +126,33 @@ out=$(kt FeatureCommand --bootstrap-server "$B" upgrade --feature group.version=
 has "FeatureCommand upgrade --feature group.version=1" "$out" '^Feature: group\.version +SupportedMinVersion: 0 +SupportedMaxVersion: 1 +FinalizedVersionLevel: 1 '
 out=$(kt FeatureCommand --bootstrap-server "$B" upgrade --feature transaction.version=2 2>&1)
 has "FeatureCommand upgrade refused (transaction.version=2 not implemented)" "$out" '^Could not upgrade transaction\.version to 2\. .*Local controller 1 does not support this feature\.$'
+
+# ShareGroupCommand (kafka-share-groups.sh) once share.version is 1: a
+# ConsoleShareConsumer joins tools-share; after its first fetch started the
+# share partition (at the log end), three records come; --describe then
+# shows the start offset past them. Skipped on a node that serves no share
+# groups (no share coordinator).
+kt FeatureCommand --bootstrap-server "$B" upgrade --feature share.version=1 >/dev/null 2>&1
+out=$(kt consumer.group.ShareGroupCommand --bootstrap-server "$B" --describe --group tools-share 2>&1)
+if grep -q 'UnsupportedVersion' <<<"$out"; then
+	record "$C" "ShareGroupCommand --describe (start offsets)" skip "share groups are not served: no share coordinator on this node yet"
+else
+	kt TopicCommand --bootstrap-server "$B" --create --topic shared --partitions 1 --replication-factor 1 >/dev/null 2>&1
+	kt consumer.ConsoleShareConsumer --bootstrap-server "$B" --topic shared --group tools-share --max-messages 3 --timeout-ms 30000 >"$work/share.out" 2>"$work/share.err" &
+	share_pid=$!
+	for _ in $(seq 1 100); do
+		out=$(kt consumer.group.ShareGroupCommand --bootstrap-server "$B" --describe --group tools-share 2>&1)
+		grep -Eq '^tools-share +shared +0 +0 ' <<<"$out" && break
+		sleep 0.2
+	done
+	printf 's1\ns2\ns3\n' | kt ConsoleProducer --bootstrap-server "$B" --topic shared >/dev/null 2>&1
+	wait "$share_pid"
+	expect_eq "$C" "ConsoleShareConsumer (3 records)" $'s1\ns2\ns3' "$(cat "$work/share.out")"
+	out=$(kt consumer.group.ShareGroupCommand --bootstrap-server "$B" --describe --group tools-share 2>&1)
+	has "ShareGroupCommand --describe (start offsets)" "$out" '^tools-share +shared +0 +3 +'
+	out=$(kt consumer.group.ShareGroupCommand --bootstrap-server "$B" --list 2>&1)
+	has "ShareGroupCommand --list" "$out" '^tools-share$'
+fi
 
 # DumpLogSegments reads the files of a cleanly stopped server.
 stop_samsa
