@@ -276,6 +276,61 @@ func TestShareGroupRedelivery(t *testing.T) {
 		}
 	})
 
+	t.Run("connection close", func(t *testing.T) {
+		// A raw share session: the records a connection acquired come
+		// back at once when it closes, well before their 2 s lock.
+		const topic, group = "share-conn", "sg-conn"
+		id := shareTopic(ctx, t, kadm.NewClient(admCl), topic, 1)
+		// fetch opens a share session for member and returns what it
+		// acquired as "first-last@deliveries".
+		fetch := func(cl *kgo.Client, member string) []string {
+			req := kmsg.NewPtrShareFetchRequest()
+			req.GroupID, req.MemberID = kmsg.StringPtr(group), kmsg.StringPtr(member)
+			req.MaxWaitMillis, req.MaxRecords, req.BatchSize = 100, 100, 100
+			rt := kmsg.NewShareFetchRequestTopic()
+			rt.TopicID = id
+			rp := kmsg.NewShareFetchRequestTopicPartition()
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctx, cl.Broker(1))
+			if err != nil || resp.ErrorCode != 0 {
+				t.Fatalf("share fetch: %v %+v", err, resp)
+			}
+			var got []string
+			for _, rt := range resp.Topics {
+				for _, p := range rt.Partitions {
+					for _, a := range p.AcquiredRecords {
+						got = append(got, fmt.Sprintf("%d-%d@%d", a.FirstOffset, a.LastOffset, a.DeliveryCount))
+					}
+				}
+			}
+			return got
+		}
+		a, err := kgo.NewClient(kgo.SeedBrokers(servertest.Addr(srv)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fetch(a, "member-a") // starts the share partition at the log end
+		produceN(ctx, t, admCl, topic, n)
+		if got := fetch(a, "member-a"); fmt.Sprint(got) != "[0-4@1]" {
+			a.Close()
+			t.Fatalf("first member acquired %+v", got)
+		}
+		a.Close()
+		b, err := kgo.NewClient(kgo.SeedBrokers(servertest.Addr(srv)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		var got []string
+		for start := time.Now(); len(got) == 0 && time.Since(start) < time.Second; {
+			got = fetch(b, "member-b")
+		}
+		if fmt.Sprint(got) != "[0-4@2]" {
+			t.Fatalf("after the first connection closed, the other member acquired %+v within 1 s, want offsets 0-4 at delivery 2", got)
+		}
+	})
+
 	t.Run("lock expiry", func(t *testing.T) {
 		const topic, group = "share-expiry", "sg-expiry"
 		id := shareTopic(ctx, t, kadm.NewClient(admCl), topic, 1)

@@ -7,7 +7,8 @@ package broker
 //     then are INVALID_REQUEST), continues with the epoch of its previous
 //     request plus one (else INVALID_SHARE_SESSION_EPOCH, or
 //     SHARE_SESSION_NOT_FOUND without a session) and closes with -1, which
-//     releases the member's acquired records. Topics listed join the
+//     releases the member's acquired records; so does closing the
+//     connection that opened the session. Topics listed join the
 //     session; forgotten ones leave it.
 //   - Acknowledgements are applied first (per partition
 //     AcknowledgeErrorCode; INVALID_RECORD_STATE for a record the member
@@ -51,6 +52,7 @@ func handleShareFetch(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg
 	sr := &sharepartition.FetchRequest{
 		Group: group, Member: *req.MemberID, SessionEpoch: req.ShareSessionEpoch,
 		MaxWait: time.Duration(req.MaxWaitMillis) * time.Millisecond, MaxBytes: int(req.MaxBytes), MaxRecords: int(req.MaxRecords),
+		Conn: ctx, // the connection's context: the session closes with it
 	}
 	refused := map[sharepartition.TopicPartition]int16{}
 	for _, t := range req.Topics {

@@ -135,6 +135,11 @@ type FetchRequest struct {
 	MaxRecords    int
 	Partitions    []PartitionRequest
 	Forgotten     []TopicPartition
+	// Conn ends when the client's connection closes: a share session
+	// opened by this request closes with it and its member's records are
+	// released, as Kafka ties a share session to its connection. Nil:
+	// the session lives until closed or replaced.
+	Conn context.Context
 }
 
 const (
@@ -151,7 +156,7 @@ func nextEpoch(e int32) int32 {
 
 // checkSessionLocked applies Kafka's share-session rules to a request's
 // epoch and returns the session to serve (nil for a final request).
-func (m *Manager) checkSessionLocked(group, member string, epoch int32, parts []PartitionRequest, forgotten []TopicPartition, fetch bool) (*session, error) {
+func (m *Manager) checkSessionLocked(conn context.Context, group, member string, epoch int32, parts []PartitionRequest, forgotten []TopicPartition, fetch bool) (*session, error) {
 	k := sessionKey{group, member}
 	s := m.mu.sessions[k]
 	switch epoch {
@@ -169,6 +174,9 @@ func (m *Manager) checkSessionLocked(group, member string, epoch int32, parts []
 		}
 		s = &session{parts: map[TopicPartition]Key{}}
 		m.mu.sessions[k] = s
+		if conn != nil {
+			context.AfterFunc(conn, func() { m.connClosed(k, s) })
+		}
 	case finalEpoch:
 		if s == nil {
 			return nil, kerr.ShareSessionNotFound
@@ -209,7 +217,7 @@ func (m *Manager) checkSessionLocked(group, member string, epoch int32, parts []
 // for some. The error is the request's top-level error.
 func (m *Manager) Fetch(ctx context.Context, req *FetchRequest) ([]*Result, error) {
 	m.mu.Lock()
-	s, err := m.checkSessionLocked(req.Group, req.Member, req.SessionEpoch, req.Partitions, req.Forgotten, true)
+	s, err := m.checkSessionLocked(req.Conn, req.Group, req.Member, req.SessionEpoch, req.Partitions, req.Forgotten, true)
 	var keys []Key
 	if err == nil && req.SessionEpoch != finalEpoch {
 		if len(s.order) > 1 { // rotate so that no partition starves
@@ -267,7 +275,7 @@ func (m *Manager) Fetch(ctx context.Context, req *FetchRequest) ([]*Result, erro
 // top-level error.
 func (m *Manager) Acknowledge(ctx context.Context, group, member string, epoch int32, parts []PartitionRequest) ([]*Result, error) {
 	m.mu.Lock()
-	s, err := m.checkSessionLocked(group, member, epoch, parts, nil, false)
+	s, err := m.checkSessionLocked(nil, group, member, epoch, parts, nil, false)
 	m.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -282,6 +290,22 @@ func (m *Manager) Acknowledge(ctx context.Context, group, member string, epoch i
 		m.releaseSession(ctx, group, member, s)
 	}
 	return out, nil
+}
+
+// connClosed closes session s of k if it is still the member's: the
+// connection that opened it closed.
+func (m *Manager) connClosed(k sessionKey, s *session) {
+	m.mu.Lock()
+	current := m.mu.sessions[k] == s
+	if current {
+		delete(m.mu.sessions, k)
+	}
+	m.mu.Unlock()
+	if current {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		m.releaseSession(ctx, k.group, k.member, s)
+	}
 }
 
 // wakeup returns a channel closed when a waiting fetch should look again:
