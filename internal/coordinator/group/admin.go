@@ -40,6 +40,16 @@ func (c *Coordinator) describe(id string, version int16) kmsg.DescribeGroupsResp
 		dg.ErrorCode = kerr.NotCoordinator.Code
 		return dg
 	}
+	if s.mu.shares[id] != nil {
+		// Kafka 4.4 describes classic groups only: a share group is Dead,
+		// from v6 GROUP_ID_NOT_FOUND.
+		dg.State = stateDead.String()
+		if version >= 6 {
+			dg.ErrorCode = kerr.GroupIDNotFound.Code
+			dg.ErrorMessage = ptr("Group " + id + " is not a classic group.")
+		}
+		return dg
+	}
 	if g == nil || g.state == stateDead {
 		// Before v6 Kafka reports a group it does not know as Dead.
 		dg.State = stateDead.String()

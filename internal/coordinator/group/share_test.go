@@ -94,6 +94,11 @@ func TestShareGroupHeartbeatAssigns(t *testing.T) {
 		if r := shareHB(e2, "a", 2); r.MemberEpoch != 5 || !slices.Equal(shareParts(r), []int32{0, 1}) {
 			t.Fatalf("a alone: epoch %d parts %v", r.MemberEpoch, shareParts(r))
 		}
+		// DescribeGroups describes classic groups only.
+		dr := e2.c.DescribeGroups(e2.ctx, &kmsg.DescribeGroupsRequest{Version: 6, Groups: []string{testGroup}}).Groups[0]
+		if dr.ErrorCode != 69 || dr.State != "Dead" {
+			t.Fatalf("DescribeGroups of a share group: error %d state %s", dr.ErrorCode, dr.State)
+		}
 		// A consumer group of the same id is refused.
 		if r := e2.c.ConsumerGroupHeartbeat(e2.ctx, &kmsg.ConsumerGroupHeartbeatRequest{Group: testGroup, MemberID: "x", RebalanceTimeoutMillis: 1000, SubscribedTopicNames: []string{"t"}, Topics: []kmsg.ConsumerGroupHeartbeatRequestTopic{}}); r.ErrorCode != 69 { // GROUP_ID_NOT_FOUND
 			t.Fatalf("consumer heartbeat for a share group: error %d", r.ErrorCode)
