@@ -23,8 +23,9 @@ package broker
 //     (GROUP_AUTHORIZATION_FAILED for the request) and on each topic
 //     (TOPIC_AUTHORIZATION_FAILED for its partitions).
 //   - v2's ShareAcquireMode is served as record-limit mode: at most
-//     max_records records are acquired in either mode. IsRenewAck renew
-//     acknowledgements extend the member's locks.
+//     max_records records are acquired in either mode. A request with
+//     IsRenewAck only acknowledges (renew acknowledgements extend the
+//     member's locks) and acquires nothing.
 //   - While share groups are off every request is UNSUPPORTED_VERSION.
 
 import (
@@ -52,7 +53,8 @@ func handleShareFetch(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg
 	sr := &sharepartition.FetchRequest{
 		Group: group, Member: *req.MemberID, SessionEpoch: req.ShareSessionEpoch,
 		MaxWait: time.Duration(req.MaxWaitMillis) * time.Millisecond, MaxBytes: int(req.MaxBytes), MaxRecords: int(req.MaxRecords),
-		Conn: ctx, // the connection's context: the session closes with it
+		Conn:            ctx, // the connection's context: the session closes with it
+		AcknowledgeOnly: req.IsRenewAck,
 	}
 	refused := map[sharepartition.TopicPartition]int16{}
 	for _, t := range req.Topics {

@@ -135,6 +135,9 @@ type FetchRequest struct {
 	MaxRecords    int
 	Partitions    []PartitionRequest
 	Forgotten     []TopicPartition
+	// AcknowledgeOnly (ShareFetch v2's IsRenewAck) applies the
+	// acknowledgements and acquires nothing.
+	AcknowledgeOnly bool
 	// Conn ends when the client's connection closes: a share session
 	// opened by this request closes with it and its member's records are
 	// released, as Kafka ties a share session to its connection. Nil:
@@ -245,6 +248,9 @@ func (m *Manager) Fetch(ctx context.Context, req *FetchRequest) ([]*Result, erro
 	m.acknowledge(ctx, req.Group, req.Member, req.Partitions, result)
 	if req.SessionEpoch == finalEpoch {
 		m.releaseSession(ctx, req.Group, req.Member, s)
+		return out, nil
+	}
+	if req.AcknowledgeOnly {
 		return out, nil
 	}
 	deadline := m.cfg.Now().Add(req.MaxWait)
