@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/samsa-io/samsa/internal/record"
+	"github.com/samsa-io/samsa/internal/replica"
 )
 
 // window returns a loaded partition at start with n available records.
@@ -91,5 +94,43 @@ func TestReleaseMember(t *testing.T) {
 	}
 	if got := p.acquireLocked("b", 3, time.Unix(2000, 0)); fmt.Sprint(got) != "[{0 1 2} {2 2 1}]" {
 		t.Fatalf("b acquired %v", got)
+	}
+}
+
+// The window takes whole batches; a gap between batches, control records
+// and (read_committed) an aborted transaction's records are archived, so
+// only the others are ever acquired.
+func TestExtendArchivesGapsControlAndAborted(t *testing.T) {
+	batch := func(base int64, n int, pid int64, txn, control bool) []byte {
+		var rs []record.Record
+		for i := range n {
+			rs = append(rs, record.Record{Value: []byte{byte(i)}})
+		}
+		opts := record.BuildOptions{BaseOffset: base, Transactional: txn, Control: control}
+		if pid >= 0 {
+			opts.Producer = &record.ProducerInfo{ID: pid}
+		}
+		return record.Build(opts, rs)
+	}
+	var log []byte
+	log = append(log, batch(0, 2, -1, false, false)...) // 0-1
+	log = append(log, batch(3, 2, 7, true, false)...)   // 2 is a gap; 3-4 aborted below
+	log = append(log, batch(5, 1, 7, true, true)...)    // 5: the abort marker
+	log = append(log, batch(6, 2, 8, true, false)...)   // 6-7 committed
+	log = append(log, batch(8, 1, 8, true, true)...)    // 8: the commit marker
+	p := window(0, 0)
+	p.extendLocked(log, []replica.AbortedTxn{{ProducerID: 7, FirstOffset: 3}}, 100)
+	if p.endLocked() != 9 {
+		t.Fatalf("window ends at %d, want 9", p.endLocked())
+	}
+	got := p.acquireLocked("a", 100, time.Unix(2000, 0))
+	if fmt.Sprint(got) != "[{0 1 1} {6 7 1}]" {
+		t.Fatalf("acquired %v, want 0-1 and 6-7", got)
+	}
+	// The room limit stops the window.
+	q := window(0, 0)
+	q.extendLocked(log, nil, 3)
+	if q.endLocked() != 3 {
+		t.Fatalf("window with room 3 ends at %d", q.endLocked())
 	}
 }
