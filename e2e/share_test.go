@@ -520,3 +520,84 @@ func TestShareGroupOffsets(t *testing.T) {
 		t.Fatalf("groups after delete: %v %v", listed, err)
 	}
 }
+
+// TestShareGroupConfigs: the group's share.auto.offset.reset=earliest and
+// share.isolation.level=read_committed (GROUP configs, set with
+// IncrementalAlterConfigs) make a share consumer start at the log start
+// and skip an aborted transaction's records.
+func TestShareGroupConfigs(t *testing.T) {
+	ctx := testContext(t)
+	srv := servertest.StartShare(t, sharetest.New())
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(servertest.Addr(srv)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	const topic, group = "share-configs", "sg-configs"
+	shareTopic(ctx, t, kadm.NewClient(admCl), topic, 1)
+
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	for k, v := range map[string]string{"share.auto.offset.reset": "earliest", "share.isolation.level": "read_committed"} {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = k, kmsg.StringPtr(v)
+		res.Configs = append(res.Configs, c)
+	}
+	alter.Resources = append(alter.Resources, res)
+	aresp, err := alter.RequestWith(ctx, admCl)
+	if err != nil || aresp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("alter group configs: %v %+v", err, aresp)
+	}
+	// A bad value is refused with INVALID_CONFIG.
+	bad := *alter
+	bad.Resources = []kmsg.IncrementalAlterConfigsRequestResource{res}
+	bad.Resources[0].Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "share.delivery.count.limit", Value: kmsg.StringPtr("50")}}
+	if bresp, err := bad.RequestWith(ctx, admCl); err != nil || bresp.Resources[0].ErrorCode != 40 {
+		t.Fatalf("share.delivery.count.limit=50: %v %+v, want INVALID_CONFIG", err, bresp)
+	}
+
+	// Before any member: "a", then an aborted transaction ("x", "y"),
+	// then a committed one ("b").
+	if err := admCl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("a")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	txn, err := kgo.NewClient(kgo.SeedBrokers(servertest.Addr(srv)), kgo.TransactionalID("share-txn"), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	for _, round := range []struct {
+		values []string
+		commit kgo.TransactionEndTry
+	}{{[]string{"x", "y"}, kgo.TryAbort}, {[]string{"b"}, kgo.TryCommit}} {
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range round.values {
+			if err := txn.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := txn.EndTransaction(ctx, round.commit); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	cl := shareClient(t, srv, group, topic)
+	defer cl.Close()
+	var got []string
+	for len(got) < 2 {
+		fs := pollShort(ctx, cl)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %v", got)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	// Nothing else comes: the aborted records are archived.
+	fs := pollShort(ctx, cl)
+	fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	if fmt.Sprint(got) != "[a b]" {
+		t.Fatalf("read_committed from the earliest offset consumed %v, want [a b]", got)
+	}
+}

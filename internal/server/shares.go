@@ -5,6 +5,7 @@ import (
 
 	"github.com/samsa-io/samsa/internal/coordinator/group"
 	"github.com/samsa-io/samsa/internal/coordinator/share"
+	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/replica"
 	"github.com/samsa-io/samsa/internal/sharepartition"
 )
@@ -48,12 +49,15 @@ func (s *Server) newShareParts(p share.Persister) *sharepartition.Manager {
 		Partition: func(topic string, partition int32) (*replica.Partition, error) {
 			return s.broker.LeaderPartition(topic, partition)
 		},
-		// MERGE/TODO: per-group share.* configs (GROUP config resources)
-		// are not stored yet; every group takes the broker's defaults.
-		Group: func(string) sharepartition.GroupConfig {
+		// A group's share.* configs (GROUP config resources) over the
+		// broker's group.share.* defaults.
+		Group: func(group string) sharepartition.GroupConfig {
+			g := cfg.ShareGroupConfig(s.loader.Image().Configs(metadata.ResourceGroup, group))
 			return sharepartition.GroupConfig{
-				LockDuration:       ms(cfg.GroupShareRecordLockDurationMs),
-				DeliveryCountLimit: int16(cfg.GroupShareDeliveryCountLimit),
+				LockDuration:       ms(g.RecordLockDurationMs),
+				DeliveryCountLimit: int16(g.DeliveryCountLimit),
+				ResetEarliest:      g.AutoOffsetReset == "earliest",
+				ReadCommitted:      g.IsolationLevel == "read_committed",
 			}
 		},
 		MaxRecordLocks: int(cfg.GroupSharePartitionMaxRecordLocks),
