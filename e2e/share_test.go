@@ -549,6 +549,22 @@ func TestShareGroupConfigs(t *testing.T) {
 	if err != nil || aresp.Resources[0].ErrorCode != 0 {
 		t.Fatalf("alter group configs: %v %+v", err, aresp)
 	}
+	// DescribeConfigs shows the override and the broker's defaults.
+	dreq := kmsg.NewPtrDescribeConfigsRequest()
+	dr := kmsg.NewDescribeConfigsRequestResource()
+	dr.ResourceType, dr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	dreq.Resources = append(dreq.Resources, dr)
+	dresp, err := dreq.RequestWith(ctx, admCl)
+	if err != nil || dresp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("describe group configs: %v %+v", err, dresp)
+	}
+	described := map[string]string{}
+	for _, c := range dresp.Resources[0].Configs {
+		described[c.Name] = fmt.Sprintf("%s/%s", *c.Value, c.Source)
+	}
+	if want := "earliest/GROUP_CONFIG"; described["share.auto.offset.reset"] != want || described["share.delivery.count.limit"] != "5/DEFAULT_CONFIG" {
+		t.Fatalf("group configs %v", described)
+	}
 	// A bad value is refused with INVALID_CONFIG.
 	bad := *alter
 	bad.Resources = []kmsg.IncrementalAlterConfigsRequestResource{res}

@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Group configs: the keys a GROUP config resource may set
@@ -83,4 +85,31 @@ func (c *Config) ShareGroupConfig(overrides map[string]string) ShareGroupConfig 
 		}
 	}
 	return g
+}
+
+// DescribeGroup lists a group's configs for DescribeConfigs: each share.*
+// key with its override (source GROUP_CONFIG) or the value the group
+// takes from the broker (DEFAULT_CONFIG).
+func (c *Config) DescribeGroup(overrides map[string]string) []Entry {
+	eff := c.ShareGroupConfig(overrides)
+	values := []struct {
+		name, value, doc string
+		typ              kmsg.ConfigType
+	}{
+		{"share.auto.offset.reset", eff.AutoOffsetReset, "Where a share partition of the group starts: latest or earliest.", kmsg.ConfigTypeString},
+		{"share.delivery.count.limit", strconv.Itoa(int(eff.DeliveryCountLimit)), "Deliveries of a record before it is archived.", kmsg.ConfigTypeInt},
+		{"share.isolation.level", eff.IsolationLevel, "read_committed skips aborted transactions' records.", kmsg.ConfigTypeString},
+		{"share.record.lock.duration.ms", strconv.Itoa(int(eff.RecordLockDurationMs)), "How long a member holds the records it acquired.", kmsg.ConfigTypeInt},
+	}
+	var out []Entry
+	for _, v := range values {
+		src := kmsg.ConfigSourceDefaultConfig
+		if _, ok := overrides[v.name]; ok {
+			src = kmsg.ConfigSourceGroupConfig
+		}
+		val := v.value
+		out = append(out, Entry{Name: v.name, Value: &val, Source: src, Type: v.typ, Documentation: v.doc,
+			Synonyms: []Synonym{{Name: v.name, Value: &val, Source: src}}})
+	}
+	return out
 }
