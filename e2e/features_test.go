@@ -71,7 +71,7 @@ func TestFeatureLevelsFranz(t *testing.T) {
 
 	// An upgrade past what Samsa implements is refused whole.
 	res, err = adm.UpdateFeatures(ctx, false, kadm.FeatureUpdate{Feature: "group.version", MaxVersionLevel: 1, UpgradeType: 1},
-		kadm.FeatureUpdate{Feature: "share.version", MaxVersionLevel: 1, UpgradeType: 1})
+		kadm.FeatureUpdate{Feature: "share.version", MaxVersionLevel: 2, UpgradeType: 1})
 	if err == nil {
 		err = res.Error()
 	}

@@ -19,7 +19,7 @@ func TestFeatureDescribeUpgradeDowngrade(t *testing.T) {
 		{"group.version", "0-1", "1"},
 		{"kraft.version", "0-1", "0"},
 		{"metadata.version", "7", "(3.3)-27", "(4.1)", "27", "(4.1)"},
-		{"share.version", "0-0", "0"},
+		{"share.version", "0-1", "1"},
 		{"streams.version", "0-1", "1"},
 		{"transaction.version", "0-0", "0"},
 	}

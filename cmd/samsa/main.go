@@ -26,6 +26,7 @@ func commands() []command {
 		{"produce", "produce lines from stdin to a topic", runProduce},
 		{"consume", "print records of a topic", runConsume},
 		{"group", "list, describe, delete consumer groups and reset their offsets", runGroup},
+		{"share-group", "list, describe, delete share groups (KIP-932) and reset their start offsets", runShareGroup},
 		{"streams-group", "list and describe Kafka Streams applications' streams groups", runStreamsGroup},
 		{"txn", "list and describe transactions", runTxn},
 		{"config", "show and change dynamic topic and broker configs", runConfig},

@@ -14,6 +14,8 @@ package broker
 //     broker's id is INVALID_REQUEST (ask that broker).
 //   - BROKER_LOGGER (type 8) for this node: the "root" logger and its
 //     level, source DYNAMIC_BROKER_LOGGER_CONFIG.
+//   - GROUP (type 32): the share.* group configs, GROUP_CONFIG where the
+//     group sets one, else the broker's default.
 //   - config_names filters; synonyms (v1+) and documentation (v3+) are sent
 //     only when asked for.
 //   - Authorization (Kafka's ConfigHelper): DESCRIBE_CONFIGS on the
@@ -82,6 +84,8 @@ func handleDescribeConfigs(_ context.Context, b *Broker, c *network.Conn, kreq k
 				Source: kmsg.ConfigSourceDynamicBrokerLoggerConfig,
 				Type:   kmsg.ConfigTypeString,
 			}}
+		case kmsg.ConfigResourceTypeGroupConfig:
+			entries = b.config().DescribeGroup(img.Configs(metadata.ResourceGroup, rr.ResourceName))
 		default:
 			sr.ErrorCode = kerr.InvalidRequest.Code
 			sr.ErrorMessage = strPtr("describing resource type " + rr.ResourceType.String() + " is not supported yet")

@@ -18,6 +18,7 @@ import (
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/replica"
 	"github.com/samsa-io/samsa/internal/security"
+	"github.com/samsa-io/samsa/internal/sharepartition"
 	"github.com/samsa-io/samsa/internal/wire"
 )
 
@@ -48,6 +49,9 @@ type Config struct {
 	Replicas *replica.Manager
 	// Groups coordinates consumer groups; nil serves none.
 	Groups GroupCoordinator
+	// ShareParts serves share partitions (KIP-932 ShareFetch and
+	// ShareAcknowledge); nil serves no share groups.
+	ShareParts *sharepartition.Manager
 	// Txns coordinates transactions; nil serves none (transactional
 	// FindCoordinator and InitProducerId get COORDINATOR_NOT_AVAILABLE).
 	Txns TxnCoordinator
@@ -157,6 +161,13 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.ConsumerGroupDescribe:        {0, 1, handleConsumerGroupDescribe},
 		kmsg.StreamsGroupHeartbeat:        {0, 1, handleStreamsGroupHeartbeat},
 		kmsg.StreamsGroupDescribe:         {0, 1, handleStreamsGroupDescribe},
+		kmsg.ShareGroupHeartbeat:          {1, 1, handleShareGroupHeartbeat},
+		kmsg.ShareGroupDescribe:           {1, 1, handleShareGroupDescribe},
+		kmsg.ShareFetch:                   {1, 2, handleShareFetch},
+		kmsg.ShareAcknowledge:             {1, 2, handleShareAcknowledge},
+		kmsg.DescribeShareGroupOffsets:    {0, 1, handleDescribeShareGroupOffsets},
+		kmsg.AlterShareGroupOffsets:       {0, 0, handleAlterShareGroupOffsets},
+		kmsg.DeleteShareGroupOffsets:      {0, 0, handleDeleteShareGroupOffsets},
 		kmsg.AlterConfigs:                 {0, 2, handleAlterConfigs},
 		kmsg.IncrementalAlterConfigs:      {0, 1, handleIncrementalAlterConfigs},
 		kmsg.DeleteRecords:                {0, 2, handleDeleteRecords},

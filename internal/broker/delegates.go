@@ -81,6 +81,31 @@ func (g timedGroups) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCom
 	return g.GroupCoordinator.TxnOffsetCommit(ctx, req)
 }
 
+func (g timedGroups) ShareGroupHeartbeat(ctx context.Context, req *kmsg.ShareGroupHeartbeatRequest) *kmsg.ShareGroupHeartbeatResponse {
+	defer away(ctx)()
+	return g.GroupCoordinator.ShareGroupHeartbeat(ctx, req)
+}
+
+func (g timedGroups) ShareGroupDescribe(ctx context.Context, req *kmsg.ShareGroupDescribeRequest) *kmsg.ShareGroupDescribeResponse {
+	defer away(ctx)()
+	return g.GroupCoordinator.ShareGroupDescribe(ctx, req)
+}
+
+func (g timedGroups) DescribeShareGroupOffsets(ctx context.Context, req *kmsg.DescribeShareGroupOffsetsRequest) *kmsg.DescribeShareGroupOffsetsResponse {
+	defer away(ctx)()
+	return g.GroupCoordinator.DescribeShareGroupOffsets(ctx, req)
+}
+
+func (g timedGroups) AlterShareGroupOffsets(ctx context.Context, req *kmsg.AlterShareGroupOffsetsRequest) *kmsg.AlterShareGroupOffsetsResponse {
+	defer away(ctx)()
+	return g.GroupCoordinator.AlterShareGroupOffsets(ctx, req)
+}
+
+func (g timedGroups) DeleteShareGroupOffsets(ctx context.Context, req *kmsg.DeleteShareGroupOffsetsRequest) *kmsg.DeleteShareGroupOffsetsResponse {
+	defer away(ctx)()
+	return g.GroupCoordinator.DeleteShareGroupOffsets(ctx, req)
+}
+
 type timedTxns struct{ TxnCoordinator }
 
 func (t timedTxns) InitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {

@@ -185,6 +185,13 @@ var brokerKeyList = []*Key{
 	k("group.streams.task.offset.interval.ms", Int, "60000", atLeast(1), Medium, ReadOnly, "How often streams members report their changelog offsets."),
 	k("group.streams.acceptable.recovery.lag", Long, "10000", atLeast(0), Medium, ReadOnly, "Largest changelog lag at which a streams task counts as caught up."),
 	internal(k("group.share.enable", Boolean, "false", nil, Medium, ReadOnly, "Enable share groups (early access).")),
+	k("group.share.session.timeout.ms", Int, "45000", atLeast(1), Medium, ReadOnly, "Session timeout of share group members."),
+	k("group.share.heartbeat.interval.ms", Int, "5000", atLeast(1), Medium, ReadOnly, "Heartbeat interval of share group members."),
+	k("group.share.max.size", Short, "200", between(1, 1000), Medium, ReadOnly, "Most members of one share group."),
+	k("group.share.record.lock.duration.ms", Int, "30000", between(1000, 3600000), Medium, ReadOnly, "How long a share group member holds the records it acquired."),
+	k("group.share.delivery.count.limit", Int, "5", between(2, 10), Medium, ReadOnly, "Deliveries of a record to share group members before it is archived."),
+	k("group.share.partition.max.record.locks", Int, "2000", between(100, 10000), Medium, ReadOnly, "Most records in flight in one share partition."),
+	k("group.share.max.share.sessions", Int, "2000", atLeast(1), Medium, ReadOnly, "Most share sessions a broker keeps."),
 
 	// Share coordinator and __share_group_state.
 	k("share.coordinator.state.topic.replication.factor", Short, "3", atLeast(1), High, ReadOnly, "Replication factor of __share_group_state."),

@@ -177,23 +177,30 @@ type Config struct {
 	LogCleanerDedupeBufferSize         int64
 	LogCleanerBackoffMs                int64
 
-	OffsetsTopicReplicationFactor               int16
-	OffsetsTopicNumPartitions                   int32
-	OffsetsRetentionMinutes                     int
-	GroupInitialRebalanceDelayMs                int64
-	GroupMinSessionTimeoutMs                    int64
-	GroupMaxSessionTimeoutMs                    int64
-	GroupMaxSize                                int32
-	OffsetsRetentionCheckIntervalMs             int64
-	OffsetMetadataMaxBytes                      int32
-	OffsetsTopicSegmentBytes                    int32
-	OffsetsCommitTimeoutMs                      int32
-	GroupConsumerSessionTimeoutMs               int32
-	GroupConsumerHeartbeatIntervalMs            int32
-	GroupConsumerMaxSize                        int32
-	GroupStreams                                GroupStreamsConfig
-	ShareCoordinatorStateTopicReplicationFactor int16
-	ShareCoordinatorStateTopicMinISR            int16
+	OffsetsTopicReplicationFactor    int16
+	OffsetsTopicNumPartitions        int32
+	OffsetsRetentionMinutes          int
+	GroupInitialRebalanceDelayMs     int64
+	GroupMinSessionTimeoutMs         int64
+	GroupMaxSessionTimeoutMs         int64
+	GroupMaxSize                     int32
+	OffsetsRetentionCheckIntervalMs  int64
+	OffsetMetadataMaxBytes           int32
+	OffsetsTopicSegmentBytes         int32
+	OffsetsCommitTimeoutMs           int32
+	GroupConsumerSessionTimeoutMs    int32
+	GroupConsumerHeartbeatIntervalMs int32
+	GroupConsumerMaxSize             int32
+	GroupStreams                     GroupStreamsConfig
+	// Share groups (KIP-932): group.share.*.
+	GroupShareSessionTimeoutMs, GroupShareHeartbeatIntervalMs int32
+	GroupShareMaxSize                                         int16
+	GroupShareRecordLockDurationMs                            int32
+	GroupShareDeliveryCountLimit                              int32
+	GroupSharePartitionMaxRecordLocks                         int32
+	GroupShareMaxShareSessions                                int32
+	ShareCoordinatorStateTopicReplicationFactor               int16
+	ShareCoordinatorStateTopicMinISR                          int16
 	// ShareCoordinatorStateTopicNumPartitions and ...SegmentBytes shape
 	// __share_group_state; ShareCoordinatorSnapshotUpdateRecordsPerSnapshot
 	// is share.coordinator.snapshot.update.records.per.snapshot and
@@ -544,6 +551,13 @@ func (c *Config) fill() error {
 		TaskOffsetIntervalMs:    c.i32("group.streams.task.offset.interval.ms"),
 		AcceptableRecoveryLag:   c.i64("group.streams.acceptable.recovery.lag"),
 	}
+	c.GroupShareSessionTimeoutMs = c.i32("group.share.session.timeout.ms")
+	c.GroupShareHeartbeatIntervalMs = c.i32("group.share.heartbeat.interval.ms")
+	c.GroupShareMaxSize = c.i16("group.share.max.size")
+	c.GroupShareRecordLockDurationMs = c.i32("group.share.record.lock.duration.ms")
+	c.GroupShareDeliveryCountLimit = c.i32("group.share.delivery.count.limit")
+	c.GroupSharePartitionMaxRecordLocks = c.i32("group.share.partition.max.record.locks")
+	c.GroupShareMaxShareSessions = c.i32("group.share.max.share.sessions")
 	c.ShareCoordinatorStateTopicReplicationFactor = c.i16("share.coordinator.state.topic.replication.factor")
 	c.ShareCoordinatorStateTopicMinISR = c.i16("share.coordinator.state.topic.min.isr")
 	c.ShareCoordinatorStateTopicNumPartitions = c.i32("share.coordinator.state.topic.num.partitions")

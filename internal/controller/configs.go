@@ -154,6 +154,14 @@ func (c *Controller) decideConfigChange(img *metadata.Image, ch configChange) ([
 		rtype = metadata.ResourceBroker
 	case kmsg.ConfigResourceTypeBrokerLogger:
 		return nil, wire.Errorf(kerr.InvalidRequest, "BROKER_LOGGER resources are changed by the broker they name, not the controller")
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if c.cfg.ValidateGroupConfig == nil {
+			return nil, wire.Errorf(kerr.InvalidRequest, "Unsupported resource type %s", ch.rtype)
+		}
+		if ch.name == "" {
+			return nil, wire.Errorf(kerr.InvalidRequest, "Group name can't be empty.")
+		}
+		rtype = metadata.ResourceGroup
 	default:
 		return nil, wire.Errorf(kerr.InvalidRequest, "Unsupported resource type %s", ch.rtype)
 	}
@@ -270,6 +278,12 @@ func (c *Controller) validateConfigs(rtype int8, name string, configs map[string
 		}
 		for _, k := range slices.Sorted(maps.Keys(configs)) {
 			if err := c.cfg.ValidateTopicConfig(k, configs[k]); err != nil {
+				return wire.Errorf(kerr.InvalidConfig, "%s", err)
+			}
+		}
+	case metadata.ResourceGroup:
+		for _, k := range slices.Sorted(maps.Keys(configs)) {
+			if err := c.cfg.ValidateGroupConfig(k, configs[k]); err != nil {
 				return wire.Errorf(kerr.InvalidConfig, "%s", err)
 			}
 		}

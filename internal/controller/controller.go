@@ -48,6 +48,9 @@ type Config struct {
 	// ValidateTopicConfig checks one topic config override; nil accepts
 	// everything. Its error text is returned to the client.
 	ValidateTopicConfig func(name, value string) error
+	// ValidateGroupConfig checks one GROUP config (share.*); nil refuses
+	// GROUP resources.
+	ValidateGroupConfig func(name, value string) error
 	// ValidateBrokerConfigs checks the complete set of dynamic configs a
 	// BROKER resource would have (clusterDefault: resource name "");
 	// default config.ValidateDynamicBrokerConfigs. Its error text is
@@ -269,7 +272,7 @@ func (c *Controller) Bootstrap(ctx context.Context) error {
 	}
 	features := c.cfg.InitialFeatures
 	if features == nil {
-		features = map[string]int16{metadata.MetadataVersionFeature: metadata.MetadataVersionLatest, metadata.GroupVersionFeature: 1}
+		features, _ = metadata.InitialFeatures("", nil) // Samsa's default levels
 	}
 	c.cfg.Logger.Info("bootstrapping cluster metadata", "cluster.id", img.ClusterID, "features", features,
 		"records", len(c.cfg.BootstrapRecords))

@@ -26,7 +26,7 @@ func (h *harness) updateFeatures(t *testing.T, version int16, validateOnly bool,
 
 func TestBootstrapFeatureLevels(t *testing.T) {
 	h := start(t, t.TempDir(), 0)
-	want := map[string]int16{"metadata.version": 27, "group.version": 1}
+	want := map[string]int16{"metadata.version": 27, "group.version": 1, "share.version": 1, "streams.version": 1}
 	if got := h.loader.Image().Features(); !maps.Equal(got, want) {
 		t.Fatalf("bootstrapped features %v, want %v", got, want)
 	}
@@ -74,7 +74,7 @@ func TestUpdateFeatures(t *testing.T) {
 		})
 	}
 	// One refused update fails the request whole.
-	refused(h.updateFeatures(t, 1, false, featureUpdate("group.version", 0, 2), featureUpdate("share.version", 1, 1)), "feature share.version")
+	refused(h.updateFeatures(t, 1, false, featureUpdate("group.version", 0, 2), featureUpdate("share.version", 2, 1)), "feature share.version")
 	if levels()["group.version"] != 1 {
 		t.Fatalf("a refused request changed group.version: %v", levels())
 	}

@@ -44,6 +44,7 @@ const (
 const (
 	ResourceTopic  int8 = 2
 	ResourceBroker int8 = 4
+	ResourceGroup  int8 = 32
 )
 
 // MetadataVersionFeature is the feature that versions the metadata log.

@@ -289,6 +289,7 @@ func (s *Server) startController(context.Context) error {
 		DefaultNumPartitions:         cfg.NumPartitions,
 		DefaultReplicationFactor:     cfg.DefaultReplicationFactor,
 		ValidateTopicConfig:          config.ValidateTopicConfig,
+		ValidateGroupConfig:          config.ValidateGroupConfig,
 		SessionTimeout:               time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		AutoLeaderRebalance:          cfg.AutoLeaderRebalanceEnable,
 		UncleanLeaderElectionEnable:  cfg.UncleanLeaderElectionEnable,
@@ -442,7 +443,9 @@ func (s *Server) alterPartition(ctx context.Context, r replica.AlterPartitionReq
 // and __transaction_state it leads.
 
 func (s *Server) startGroups(context.Context) error {
-	s.groups = group.New(groupConfig(s.cfg, s.loader, s.logger))
+	gcfg := groupConfig(s.cfg, s.loader, s.logger)
+	s.shareGroupConfig(&gcfg) // shares.go
+	s.groups = group.New(gcfg)
 	return nil
 }
 
@@ -570,6 +573,7 @@ func (s *Server) startBroker(context.Context) error {
 		Groups:           s.groups,
 		Txns:             s.txns,
 		Shares:           s.shares,
+		ShareParts:       s.shareParts,
 		Quotas:           s.quotas,
 		Authorizer:       s.authorizer,
 		Logger:           s.logger,

@@ -27,6 +27,7 @@ import (
 	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/replica"
 	"github.com/samsa-io/samsa/internal/security"
+	"github.com/samsa-io/samsa/internal/sharepartition"
 	"github.com/samsa-io/samsa/internal/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -91,6 +92,9 @@ type Server struct {
 	// readyBy bounds the waits between bootstrap and unfencing.
 	readyBy time.Time
 	hooks   Hooks
+	// shareParts serves share partitions; nil without a share persister
+	// (shares.go).
+	shareParts *sharepartition.Manager
 	// tls is the material of the SSL listeners and of the clients of
 	// other nodes' SSL listeners (tls.go).
 	tls *nodeTLS
@@ -115,6 +119,9 @@ type Hooks struct {
 	// (storage.LogConfig.Fault, raft.Config.Fault). internal/powerloss
 	// uses it to model a power failure.
 	Fault func(op, path string) error
+	// SharePersister stands in for the share coordinator's persister
+	// (tests of share groups before it is built in); see sharePersister.
+	SharePersister share.Persister
 }
 
 // startupTimeout bounds how long Start waits for the quorum to elect a
@@ -572,6 +579,11 @@ func groupConfig(cfg *config.Config, loader *metadata.Loader, logger *slog.Logge
 			InitialRebalanceDelay: streamsDelay(cfg.GroupStreams.InitialRebalanceDelayMs),
 			TaskOffsetInterval:    ms(int64(cfg.GroupStreams.TaskOffsetIntervalMs)),
 			AcceptableRecoveryLag: cfg.GroupStreams.AcceptableRecoveryLag,
+		},
+		Share: group.ShareConfig{
+			SessionTimeout:    ms(int64(cfg.GroupShareSessionTimeoutMs)),
+			HeartbeatInterval: ms(int64(cfg.GroupShareHeartbeatIntervalMs)),
+			MaxGroupSize:      int(cfg.GroupShareMaxSize),
 		},
 		Topics: func() map[string]group.TopicInfo {
 			topics := loader.Image().Topics()

@@ -3,7 +3,7 @@
 # TopicCommand, ConsoleProducer, ConsoleConsumer, GetOffsetShell,
 # ConfigCommand (configs and client quotas), ConsumerGroupCommand,
 # StreamsGroupCommand (with a Kafka Streams app from KAFKA_STREAMS_DIR),
-# FeatureCommand, ClusterTool, and DumpLogSegments
+# FeatureCommand, ClusterTool, ShareGroupCommand and DumpLogSegments
 # reading Samsa's segment, offset-index and time-index files directly after
 # a clean stop;
 # then SASL/SCRAM with the Java client (users from ConfigCommand, KIP-368
@@ -161,6 +161,30 @@ out=$(kt ClusterTool cluster-id --bootstrap-server "$B" 2>&1)
 has "ClusterTool cluster-id" "$out" '^Cluster ID: [A-Za-z0-9_-]{22}$'
 out=$(kt ClusterTool unregister --bootstrap-server "$B" --id 5 2>&1)
 has "ClusterTool unregister (unknown id)" "$out" 'BrokerIdNotRegisteredException: Broker ID 5 is not currently registered'
+# ShareGroupCommand (kafka-share-groups.sh) once share.version is 1: a
+# ConsoleShareConsumer joins tools-share; after its first fetch started the
+# share partition (at the log end), three records come; --describe then
+# shows the start offset past them. A new cluster starts at share.version 1.
+out=$(kt consumer.group.ShareGroupCommand --bootstrap-server "$B" --describe --group tools-share 2>&1)
+if grep -q 'UnsupportedVersion' <<<"$out"; then
+	record "$C" "ShareGroupCommand --describe (start offsets)" fail "share groups are not served: $(head -c 150 <<<"$out")"
+else
+	kt TopicCommand --bootstrap-server "$B" --create --topic shared --partitions 1 --replication-factor 1 >/dev/null 2>&1
+	kt consumer.ConsoleShareConsumer --bootstrap-server "$B" --topic shared --group tools-share --max-messages 3 --timeout-ms 30000 >"$work/share.out" 2>"$work/share.err" &
+	share_pid=$!
+	for _ in $(seq 1 100); do
+		out=$(kt consumer.group.ShareGroupCommand --bootstrap-server "$B" --describe --group tools-share 2>&1)
+		grep -Eq '^tools-share +shared +0 +0 ' <<<"$out" && break
+		sleep 0.2
+	done
+	printf 's1\ns2\ns3\n' | kt ConsoleProducer --bootstrap-server "$B" --topic shared >/dev/null 2>&1
+	wait "$share_pid"
+	expect_eq "$C" "ConsoleShareConsumer (3 records)" $'s1\ns2\ns3' "$(cat "$work/share.out")"
+	out=$(kt consumer.group.ShareGroupCommand --bootstrap-server "$B" --describe --group tools-share 2>&1)
+	has "ShareGroupCommand --describe (start offsets)" "$out" '^tools-share +shared +0 +3 +'
+	out=$(kt consumer.group.ShareGroupCommand --bootstrap-server "$B" --list 2>&1)
+	has "ShareGroupCommand --list" "$out" '^tools-share$'
+fi
 
 # DumpLogSegments reads the files of a cleanly stopped server.
 stop_samsa

@@ -40,6 +40,16 @@ func (c *Coordinator) describe(id string, version int16) kmsg.DescribeGroupsResp
 		dg.ErrorCode = kerr.NotCoordinator.Code
 		return dg
 	}
+	if s.mu.shares[id] != nil {
+		// Kafka 4.4 describes classic groups only: a share group is Dead,
+		// from v6 GROUP_ID_NOT_FOUND.
+		dg.State = stateDead.String()
+		if version >= 6 {
+			dg.ErrorCode = kerr.GroupIDNotFound.Code
+			dg.ErrorMessage = ptr("Group " + id + " is not a classic group.")
+		}
+		return dg
+	}
 	if g == nil || g.state == stateDead {
 		// Before v6 Kafka reports a group it does not know as Dead.
 		dg.State = stateDead.String()
@@ -112,6 +122,7 @@ func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsReques
 				r.Groups = append(r.Groups, lg)
 			}
 		}
+		s.listSharesLocked(req, r)
 		s.mu.Unlock()
 	}
 	slices.SortFunc(r.Groups, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })
@@ -134,6 +145,11 @@ func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRe
 	for _, id := range req.Groups {
 		dg := kmsg.NewDeleteGroupsResponseGroup()
 		dg.Group = id
+		if handled, code := c.deleteShareGroup(ctx, id); handled { // share_offsets.go
+			dg.ErrorCode = code
+			r.Groups = append(r.Groups, dg)
+			continue
+		}
 		s, code := c.shardFor(id)
 		if code == 0 && !s.p.Write(ctx, func() ([]KV, func(error)) { return s.decideDeleteLocked(id, &code) }) {
 			code = kerr.NotCoordinator.Code

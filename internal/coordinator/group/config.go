@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/samsa-io/samsa/internal/coordinator"
+	"github.com/samsa-io/samsa/internal/coordinator/share"
 )
 
 // Config configures a Coordinator. Zero fields take Kafka's defaults
@@ -49,6 +50,18 @@ type Config struct {
 	// ConsumerAssignors is group.consumer.assignors by name ("uniform",
 	// "range"); the first is the default. Empty means both, uniform first.
 	ConsumerAssignors []string
+	// Share configures KIP-932 share groups (share_group.go).
+	Share ShareConfig
+	// SharePersister is the share coordinator, where share groups'
+	// offsets live (share_offsets.go); nil answers the share offset APIs
+	// COORDINATOR_NOT_AVAILABLE.
+	SharePersister share.Persister
+	// ShareStateReset tells this node's share partitions that the state
+	// of a group's partition was replaced (offsets altered or deleted).
+	// HighWatermark is a partition's high watermark when this node leads
+	// it, for the lag DescribeShareGroupOffsets reports (-1 otherwise).
+	ShareStateReset func(group string, topicID [16]byte, partition int32)
+	HighWatermark   func(topic string, partition int32) (int64, bool)
 	// Topics lists the cluster's topics by name, for KIP-848 subscriptions
 	// (regexes need the full list). Nil falls back to TopicID and
 	// PartitionExists for subscriptions by name, and regexes match nothing.
@@ -102,6 +115,7 @@ func (c Config) withDefaults() Config {
 		c.ConsumerAssignors = []string{"uniform", "range"}
 	}
 	c.Streams = c.Streams.withDefaults()
+	c.Share = c.Share.withDefaults()
 	if c.Now == nil {
 		c.Now = time.Now
 	}

@@ -139,6 +139,9 @@ func (g *group) classicEmpty() bool {
 }
 
 func (s *shard) decideHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest, ci clientInfo) *hbDecision {
+	if s.mu.shares[req.Group] != nil {
+		return hbFail(kerr.GroupIDNotFound.Code, "Group %s is not a consumer group.", req.Group)
+	}
 	g := s.mu.groups[req.Group]
 	var cg *consumerGroup
 	var pre []KV

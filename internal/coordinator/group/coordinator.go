@@ -40,6 +40,8 @@ type shard struct {
 		// producer id -> group -> partition -> offset.
 		pending map[int64]map[string]map[tp]offsetEntry
 		seq     int64 // records replayed, for offsetEntry.seq
+		// shares are the KIP-932 share groups (share_group.go).
+		shares map[string]*shareGroup
 	}
 }
 
@@ -89,6 +91,7 @@ func (s *shard) OnLoadedLocked() {
 	for _, g := range s.mu.groups {
 		s.finishLoadLocked(g)
 	}
+	s.finishShareLoadLocked()
 }
 
 // OnUnloadedLocked answers every waiter NOT_COORDINATOR and stops the
@@ -97,7 +100,11 @@ func (s *shard) OnUnloadedLocked() {
 	for _, g := range s.mu.groups {
 		s.dropGroupLocked(g, kerr.NotCoordinator.Code)
 	}
+	for _, g := range s.mu.shares {
+		g.stopTimers()
+	}
 	s.mu.groups = nil
+	s.mu.shares = nil
 }
 
 // afterFunc runs fn after d on a goroutine Close joins.

@@ -29,6 +29,9 @@ func (s *shard) replayLocked(kv KV, loading bool) error {
 	if isConsumerKey(kv.Key) {
 		return s.replayConsumerLocked(kv)
 	}
+	if isShareKey(kv.Key) {
+		return s.replayShareLocked(kv)
+	}
 	k, ok, err := parseKey(kv.Key)
 	if err != nil || !ok {
 		return err
