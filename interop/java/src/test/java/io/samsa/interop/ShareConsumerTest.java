@@ -16,7 +16,6 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.FeatureUpdate;
 import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
 import org.apache.kafka.clients.admin.SharePartitionOffsetInfo;
 import org.apache.kafka.clients.admin.ShareGroupDescription;
@@ -29,65 +28,20 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.GroupState;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.GroupIdNotFoundException;
-import org.apache.kafka.common.errors.UnsupportedVersionException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * KIP-932 share groups through kafka-clients' KafkaShareConsumer. The
- * cluster is upgraded to share.version 1 first, as kafka-features would. A
- * node without the share coordinator's state store answers the share APIs
- * UNSUPPORTED_VERSION; the tests are then skipped (aborted), not failed.
+ * KIP-932 share groups through kafka-clients' KafkaShareConsumer, against a
+ * new cluster, which starts at share.version 1.
  */
 @ExtendWith(ResultRecorder.class)
 class ShareConsumerTest {
   @RegisterExtension static final SamsaBroker broker = new SamsaBroker();
 
   private static final Duration WAIT = Duration.ofSeconds(30);
-
-  /** Whether the node serves share groups; set by enableShareGroups. */
-  private static boolean served;
-
-  private static void requireShareGroups() {
-    Assumptions.assumeTrue(
-        served, "share groups are not served by this node (no share coordinator yet)");
-  }
-
-  @BeforeAll
-  static void enableShareGroups() throws Exception {
-    try (Admin admin = broker.admin()) {
-      admin
-          .updateFeatures(
-              Map.of("share.version", new FeatureUpdate((short) 1, FeatureUpdate.UpgradeType.UPGRADE)))
-          .all()
-          .get(15, TimeUnit.SECONDS);
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
-      while (true) {
-        try {
-          admin.describeShareGroups(List.of("interop-share-probe")).all().get(15, TimeUnit.SECONDS);
-          served = true;
-          return;
-        } catch (ExecutionException e) {
-          if (e.getCause() instanceof GroupIdNotFoundException) {
-            served = true; // the probe group does not exist
-            return;
-          }
-          if (!(e.getCause() instanceof UnsupportedVersionException)) {
-            throw e;
-          }
-          // The broker may not have seen the new level yet, or serves no share groups.
-          if (System.nanoTime() > deadline) {
-            return;
-          }
-          Thread.sleep(200);
-        }
-      }
-    }
-  }
 
   private static KafkaShareConsumer<byte[], byte[]> member(String group, String... extra) {
     Properties p = props(extra);
@@ -138,7 +92,6 @@ class ShareConsumerTest {
   @Test
   @Feature(value = "share group: 3 KafkaShareConsumers read every record once", issue = "14")
   void threeConsumers() throws Exception {
-    requireShareGroups();
     String topic = "share-three", group = "interop-share-three";
     int n = 300;
     broker.createTopic(topic, 3, Map.of());
@@ -201,7 +154,6 @@ class ShareConsumerTest {
   @Test
   @Feature(value = "share group: release redelivers, reject archives", issue = "14")
   void releaseAndReject() throws Exception {
-    requireShareGroups();
     String topic = "share-release", group = "interop-share-release";
     int n = 5;
     broker.createTopic(topic, 1, Map.of());
