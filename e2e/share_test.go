@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/coordinator/share"
 	"github.com/samsa-io/samsa/internal/server"
 	"github.com/samsa-io/samsa/internal/servertest"
 	"github.com/samsa-io/samsa/internal/sharepartition/sharetest"
@@ -19,8 +20,9 @@ import (
 
 // KIP-932 share groups through franz-go's share consumer (kgo.ShareGroup:
 // ShareGroupHeartbeat, ShareFetch, ShareAcknowledge). The share state is
-// kept by sharetest's in-memory persister until the share coordinator is
-// built in.
+// kept by the node's share coordinator in TestShareGroupThreeConsumers;
+// the tests that look at each batch's delivery count keep it in
+// sharetest's in-memory persister, which they read directly.
 
 // shareTopic creates topic with n partitions and returns its id.
 func shareTopic(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, n int32) [16]byte {
@@ -49,16 +51,32 @@ func shareClient(t *testing.T, srv *server.Server, group, topic string, opts ...
 // waitInitialized waits until every partition of the topic has share
 // state: the group's members fetched from it once, so that records
 // produced from now on are delivered (share.auto.offset.reset is latest).
-func waitInitialized(ctx context.Context, t *testing.T, p *sharetest.Persister, group string, id [16]byte, n int32) {
+// It asks p, the node's persister, for the state's summary.
+func waitInitialized(ctx context.Context, t *testing.T, p share.Persister, group string, id [16]byte, n int32) {
 	t.Helper()
 	for {
-		all := true
+		req := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+		req.GroupID = group
+		rt := kmsg.NewReadShareGroupStateSummaryRequestTopic()
+		rt.TopicID = id
 		for i := range n {
-			if _, ok := p.Get(group, id, i); !ok {
-				all = false
+			rp := kmsg.NewReadShareGroupStateSummaryRequestTopicPartition()
+			rp.Partition = i
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp, err := p.ReadStateSummary(ctx, req)
+		initialized := int32(0)
+		if err == nil {
+			for _, t := range resp.Topics {
+				for _, rp := range t.Partitions {
+					if rp.ErrorCode == 0 && rp.StartOffset >= 0 {
+						initialized++
+					}
+				}
 			}
 		}
-		if all {
+		if initialized == n {
 			return
 		}
 		select {
@@ -114,8 +132,9 @@ func produceN(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, n
 // its old partitions until its next heartbeat, which share groups allow.
 func TestShareGroupThreeConsumers(t *testing.T) {
 	ctx := testContext(t)
-	persister := sharetest.New()
-	srv := servertest.StartShare(t, persister, "group.share.heartbeat.interval.ms=1000")
+	// The node's own share coordinator keeps the state.
+	srv := servertest.StartShare(t, nil, "group.share.heartbeat.interval.ms=1000")
+	persister := srv.SharePersister()
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(servertest.Addr(srv)))
 	if err != nil {
 		t.Fatal(err)
@@ -215,16 +234,38 @@ func TestShareGroupThreeConsumers(t *testing.T) {
 	for p := range int32(3) {
 		end, _ := lw.Lookup(topic, p)
 		for {
-			st, _ := persister.Get(group, id, p)
-			if st.StartOffset == end.Offset {
+			start := shareStartOffset(ctx, t, persister, group, id, p)
+			if start == end.Offset {
 				break
 			}
 			if ctx.Err() != nil {
-				t.Fatalf("partition %d: share start offset %d, want %d (every record acknowledged)", p, st.StartOffset, end.Offset)
+				t.Fatalf("partition %d: share start offset %d, want %d (every record acknowledged)", p, start, end.Offset)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+}
+
+// shareStartOffset reads a share partition's start offset from p (-1 if
+// it has no state).
+func shareStartOffset(ctx context.Context, t *testing.T, p share.Persister, group string, id [16]byte, partition int32) int64 {
+	t.Helper()
+	req := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+	req.GroupID = group
+	rt := kmsg.NewReadShareGroupStateSummaryRequestTopic()
+	rt.TopicID = id
+	rp := kmsg.NewReadShareGroupStateSummaryRequestTopicPartition()
+	rp.Partition = partition
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := p.ReadStateSummary(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		return -1
+	}
+	return resp.Topics[0].Partitions[0].StartOffset
 }
 
 // TestShareGroupRedelivery: a released record comes back with its

@@ -55,9 +55,10 @@ func Logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-// StartShare is Start with share groups on: the cluster is formatted at
-// share.version 1 and share partitions keep their state in persister (a
-// stand-in for the share coordinator's, such as sharetest.Persister).
+// StartShare is Start with share groups on (share.version 1, as a new
+// cluster starts) whose share partitions keep their state in persister,
+// a stand-in a test can look into (sharetest.Persister); nil keeps it in
+// the node's own share coordinator.
 func StartShare(t testing.TB, persister share.Persister, extra ...string) *server.Server {
 	t.Helper()
 	overrides := append([]string{
