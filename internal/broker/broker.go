@@ -170,7 +170,7 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.AddOffsetsToTxn:      {0, 3, handleAddOffsetsToTxn},
 		kmsg.EndTxn:               {0, 3, handleEndTxn},
 		kmsg.TxnOffsetCommit:      {0, 3, handleTxnOffsetCommit},
-		kmsg.WriteTxnMarkers:      {0, 1, handleWriteTxnMarkers},
+		kmsg.WriteTxnMarkers:      {0, 2, handleWriteTxnMarkers},
 		kmsg.DescribeTransactions: {0, 0, handleDescribeTransactions},
 		kmsg.ListTransactions:     {0, 2, handleListTransactions},
 	}

@@ -164,13 +164,20 @@ func (s *producerState) replay(h record.Header, control []byte) (*storage.Aborte
 
 // checkMarker is Kafka's check of a transaction marker against the
 // producer's state: an older producer epoch is INVALID_PRODUCER_EPOCH and
-// an older coordinator epoch means a zombie coordinator wrote it.
-func (s *producerState) checkMarker(id int64, epoch int16, coordinatorEpoch int32) error {
+// an older coordinator epoch means a zombie coordinator wrote it. At
+// transaction version 2 the marker carries the epoch EndTxn bumped to, so
+// one at the producer's current epoch while a transaction is open would end
+// the next transaction, not the one it was written for: refused too.
+// (Kafka refuses any such marker; one at the current epoch with no open
+// transaction is a coordinator's retry of a marker already written, which
+// is written again harmlessly, so that a retried marker on
+// __consumer_offsets still completes the group's pending offsets.)
+func (s *producerState) checkMarker(id int64, epoch int16, coordinatorEpoch int32, transactionVersion int16) error {
 	e := s.producers[id]
 	if e == nil {
 		return nil
 	}
-	if epoch < e.epoch {
+	if epoch < e.epoch || (transactionVersion >= 2 && epoch == e.epoch && e.txnFirstOffset >= 0) {
 		return fmt.Errorf("%w: marker epoch %d is older than producer %d's epoch %d", kerr.InvalidProducerEpoch, epoch, id, e.epoch)
 	}
 	if coordinatorEpoch < e.coordinatorEpoch {

@@ -88,8 +88,9 @@ func checkCoordinatorBatch(h record.Header) error {
 // .txnindex. A marker for a producer without an open transaction is still
 // written, as Kafka does. An epoch older than the producer's is
 // INVALID_PRODUCER_EPOCH, an older coordinator epoch
-// TRANSACTION_COORDINATOR_FENCED. It returns the marker's offset.
-func (p *Partition) WriteTxnMarker(producerID int64, epoch int16, coordinatorEpoch int32, commit bool) (offset int64, err error) {
+// TRANSACTION_COORDINATOR_FENCED; transactionVersion is the client's (see
+// producerState.checkMarker). It returns the marker's offset.
+func (p *Partition) WriteTxnMarker(producerID int64, epoch int16, coordinatorEpoch int32, commit bool, transactionVersion int16) (offset int64, err error) {
 	if producerID < 0 {
 		return -1, fmt.Errorf("%w: marker for producer id %d", kerr.InvalidRecord, producerID)
 	}
@@ -98,7 +99,7 @@ func (p *Partition) WriteTxnMarker(producerID int64, epoch int16, coordinatorEpo
 	if !p.leadingLocked() {
 		return -1, kerr.NotLeaderForPartition
 	}
-	if err := p.mu.producers.checkMarker(producerID, epoch, coordinatorEpoch); err != nil {
+	if err := p.mu.producers.checkMarker(producerID, epoch, coordinatorEpoch, transactionVersion); err != nil {
 		return -1, err
 	}
 	now := p.now().UnixMilli()

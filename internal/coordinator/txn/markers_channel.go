@@ -29,12 +29,16 @@ const offsetsTopic = "__consumer_offsets"
 const WriteTimeout = 30 * time.Second
 
 // Marker is one transaction marker: the end of ProducerID's transaction
-// at Epoch, stamped with the coordinator's epoch.
+// at Epoch, stamped with the coordinator's epoch. TransactionVersion is
+// the client's (WriteTxnMarkers v2): at 2 the marker's epoch is the one
+// EndTxn bumped to, and a partition refuses a marker whose epoch is not
+// above the producer's (KIP-890).
 type Marker struct {
-	ProducerID       int64
-	Epoch            int16
-	CoordinatorEpoch int32
-	Commit           bool
+	ProducerID         int64
+	Epoch              int16
+	CoordinatorEpoch   int32
+	Commit             bool
+	TransactionVersion int16
 }
 
 // TransactionCompleter learns of the markers committed to partitions of
@@ -75,7 +79,7 @@ func WriteLocalMarkers(ctx context.Context, replicas *replica.Manager, groups Tr
 			continue
 		}
 		parts[i] = p
-		offsets[i], errs[i] = p.WriteTxnMarker(m.ProducerID, m.Epoch, m.CoordinatorEpoch, m.Commit)
+		offsets[i], errs[i] = p.WriteTxnMarker(m.ProducerID, m.Epoch, m.CoordinatorEpoch, m.Commit, m.TransactionVersion)
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -188,8 +192,7 @@ func (w *MarkerChannel) Close() {
 // failure — no leader, a leader that does not know it leads yet, a broken
 // connection, a marker not committed in time — fails the call, so the
 // coordinator retries it whole (writing a marker twice is harmless).
-func (w *MarkerChannel) WriteMarkers(ctx context.Context, producerID int64, epoch int16, coordinatorEpoch int32, commit bool, partitions []TopicPartition) error {
-	m := Marker{ProducerID: producerID, Epoch: epoch, CoordinatorEpoch: coordinatorEpoch, Commit: commit}
+func (w *MarkerChannel) WriteMarkers(ctx context.Context, m Marker, partitions []TopicPartition) error {
 	local, remote, errs := w.route(partitions)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -330,6 +333,7 @@ func (w *MarkerChannel) writeRemote(ctx context.Context, leader int32, m Marker,
 func markersRequest(m Marker, tps []TopicPartition) *kmsg.WriteTxnMarkersRequest {
 	rm := kmsg.NewWriteTxnMarkersRequestMarker()
 	rm.ProducerID, rm.ProducerEpoch, rm.Committed, rm.CoordinatorEpoch = m.ProducerID, m.Epoch, m.Commit, m.CoordinatorEpoch
+	rm.TransactionVersion = int8(m.TransactionVersion)
 	topics := make(map[string]int)
 	for _, tp := range tps {
 		i, ok := topics[tp.Topic]
