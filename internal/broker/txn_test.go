@@ -57,9 +57,9 @@ func TestTxnAPIVersions(t *testing.T) {
 	want := map[kmsg.Key][2]int16{
 		kmsg.InitProducerID: {0, 5}, kmsg.AddPartitionsToTxn: {0, 3}, kmsg.AddOffsetsToTxn: {0, 3},
 		kmsg.EndTxn: {0, 3}, kmsg.TxnOffsetCommit: {0, 3}, kmsg.DescribeTransactions: {0, 0}, kmsg.ListTransactions: {0, 2},
-		// Inter-broker, served on every listener as Kafka does (no ACLs
-		// yet); v2 carries transaction version 2.
-		kmsg.WriteTxnMarkers: {0, 1},
+		// Inter-broker, served on every listener as Kafka does; v2
+		// carries the client's transaction version.
+		kmsg.WriteTxnMarkers: {0, 2},
 	}
 	got := map[kmsg.Key][2]int16{}
 	for _, k := range resp.ApiKeys {
