@@ -51,6 +51,10 @@ type Config struct {
 	// Txns coordinates transactions; nil serves none (transactional
 	// FindCoordinator and InitProducerId get COORDINATOR_NOT_AVAILABLE).
 	Txns TxnCoordinator
+	// TxnPartitions asks transaction coordinators to verify or add the
+	// partitions of transactional writes (KIP-890; txn.go); nil writes
+	// unverified.
+	TxnPartitions TxnPartitionAdder
 	// ActiveController returns the node id of the active controller, or
 	// -1 while none is known; Metadata and DescribeCluster report it (a
 	// combined node is also a broker, so clients may send it admin

@@ -62,10 +62,22 @@ type producerState struct {
 	// offset: the last stable offset is the smallest. Transactions open
 	// at once are few, so a scan of it is cheap.
 	ongoing map[int64]int64
+	// verifying holds, per producer, the guard of the transaction
+	// verification in flight (see Partition.StartTxnVerification).
+	verifying map[int64]VerificationGuard
+	lastGuard VerificationGuard
 }
 
 func newProducerState() producerState {
-	return producerState{producers: make(map[int64]*producerEntry), ongoing: make(map[int64]int64)}
+	return producerState{producers: make(map[int64]*producerEntry), ongoing: make(map[int64]int64),
+		verifying: make(map[int64]VerificationGuard)}
+}
+
+// hasOngoingTxn reports whether the producer has a transaction open on
+// the partition at epoch (Kafka's hasOngoingTransaction).
+func (s *producerState) hasOngoingTxn(id int64, epoch int16) bool {
+	e := s.producers[id]
+	return e != nil && e.txnFirstOffset >= 0 && e.epoch == epoch
 }
 
 // check decides whether an idempotent batch may be appended. It returns the
@@ -203,6 +215,7 @@ func (s *producerState) endTxn(id int64, epoch int16, coordinatorEpoch int32, of
 		}
 	}
 	delete(s.ongoing, id)
+	delete(s.verifying, id) // a verification before the marker was of the ended transaction
 	e.txnFirstOffset = -1
 	e.coordinatorEpoch = coordinatorEpoch
 	e.lastTimestamp = timestamp

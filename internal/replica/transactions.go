@@ -36,6 +36,48 @@ const (
 	controlCommit int16 = 1
 )
 
+// VerificationGuard ties a transactional append to the verification
+// that allowed it (Kafka's VerificationGuard, KIP-890 part 1). Zero is no
+// guard.
+type VerificationGuard uint64
+
+// StartTxnVerification is Kafka's maybeStartTransactionVerification: a
+// transactional batch of producerID at epoch that would open a transaction
+// on this partition (none is open at that epoch) may only be appended once
+// the transaction coordinator confirms, or adds, the partition in the
+// producer's transaction. It then returns a fresh guard for
+// AppendParsedVerified, and needed true; a marker of the producer before
+// the append voids the guard, so a write that arrives after its
+// transaction ended cannot open a hanging one.
+func (p *Partition) StartTxnVerification(producerID int64, epoch int16) (guard VerificationGuard, needed bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.producers.hasOngoingTxn(producerID, epoch) {
+		return 0, false
+	}
+	p.mu.producers.lastGuard++
+	guard = p.mu.producers.lastGuard
+	p.mu.producers.verifying[producerID] = guard
+	return guard, true
+}
+
+// EndTxnVerification drops the guard of a verification that failed.
+func (p *Partition) EndTxnVerification(producerID int64, guard VerificationGuard) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.producers.verifying[producerID] == guard {
+		delete(p.mu.producers.verifying, producerID)
+	}
+}
+
+// AppendParsedVerified is AppendParsed with transaction verification on
+// (transaction.partition.verification.enable): a transactional batch that
+// would open a transaction is refused with INVALID_TXN_STATE unless guard
+// is the producer's current one from StartTxnVerification.
+func (p *Partition) AppendParsedVerified(batch []byte, h record.Header, guard VerificationGuard) (AppendResult, error) {
+	return p.appendParsed(batch, h, &guard)
+}
+
 // AppendAsCoordinator appends a batch that a coordinator writes on a
 // producer's behalf (TxnOffsetCommit into __consumer_offsets). Its base
 // sequence is -1, so sequences are not checked, but an epoch older than

@@ -375,3 +375,43 @@ func TestWriteTxnMarkerV2(t *testing.T) {
 	mustAppend(t, p, txnBatch(1, 4, 0, 1, ts)) // 3
 	wantOffsets(t, p, 4, 3)
 }
+
+// KIP-890 part 1: with verification on, a transactional batch that would
+// open a transaction needs a current guard, and the marker of the
+// transaction voids the guards taken before it.
+func TestTxnVerificationGuard(t *testing.T) {
+	p, ts := newTxnPartition(t)
+	appendVerified := func(b []byte, g VerificationGuard) error {
+		h, err := record.ParseHeader(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.AppendParsedVerified(b, h, g)
+		return err
+	}
+	if err := appendVerified(txnBatch(1, 0, 0, 1, ts), 0); !errors.Is(err, kerr.InvalidTxnState) {
+		t.Fatalf("unverified write: %v, want INVALID_TXN_STATE", err)
+	}
+	g, needed := p.StartTxnVerification(1, 0)
+	if !needed {
+		t.Fatal("no verification needed for a new transaction")
+	}
+	if err := appendVerified(txnBatch(1, 0, 0, 1, ts), g); err != nil { // 0
+		t.Fatal(err)
+	}
+	// The transaction is open: further batches need no verification.
+	if _, needed := p.StartTxnVerification(1, 0); needed {
+		t.Fatal("verification asked for an open transaction")
+	}
+	if err := appendVerified(txnBatch(1, 0, 1, 1, ts), 0); err != nil { // 1
+		t.Fatal(err)
+	}
+	mustMarker(t, p, 1, 0, 0, true) // 2
+	// A late write verified before the marker arrived: its guard is void.
+	g, _ = p.StartTxnVerification(1, 0)
+	mustMarker(t, p, 1, 0, 0, true) // 3: a coordinator's retry
+	if err := appendVerified(txnBatch(1, 0, 2, 1, ts), g); !errors.Is(err, kerr.InvalidTxnState) {
+		t.Fatalf("write verified before the marker: %v, want INVALID_TXN_STATE", err)
+	}
+	wantOffsets(t, p, 4, 4)
+}

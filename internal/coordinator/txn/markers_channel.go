@@ -268,34 +268,12 @@ func (w *MarkerChannel) writeLocal(ctx context.Context, m Marker, tps []TopicPar
 // writeRemote sends the markers of tps to their leader in one
 // WriteTxnMarkers request and checks every partition's answer.
 func (w *MarkerChannel) writeRemote(ctx context.Context, leader int32, m Marker, tps []TopicPartition) error {
-	rctx, cancel := context.WithTimeout(ctx, w.cfg.RequestTimeout)
-	defer cancel()
-	conn, err := w.conn(rctx, leader)
+	kresp, err := w.Send(ctx, leader, markersRequest(m, tps))
 	if err != nil {
-		return fmt.Errorf("markers to broker %d: %w", leader, err)
-	}
-	kresp, err := conn.Request(rctx, markersRequest(m, tps))
-	if errors.Is(err, kclient.ErrSessionExpired) {
-		// Not sent: the connection's SASL session ends
-		// (connections.max.reauth.ms). A new one takes it, now; the
-		// retired one closes itself once its answers are in.
-		w.forgetConn(leader, conn)
-		if conn, err = w.conn(rctx, leader); err != nil {
-			return fmt.Errorf("markers to broker %d: %w", leader, err)
-		}
-		kresp, err = conn.Request(rctx, markersRequest(m, tps))
-	}
-	if err != nil {
-		// A caller that gave up says nothing of the connection; a broken
-		// one, or a peer silent past the timeout, is dialed again.
-		if ctx.Err() == nil {
-			w.dropConn(leader, conn)
-		}
 		return fmt.Errorf("markers to broker %d: %w", leader, err)
 	}
 	resp, ok := kresp.(*kmsg.WriteTxnMarkersResponse)
 	if !ok {
-		w.dropConn(leader, conn)
 		return fmt.Errorf("markers to broker %d: unexpected response %T", leader, kresp)
 	}
 	codes := make(map[TopicPartition]int16)
@@ -327,6 +305,44 @@ func (w *MarkerChannel) writeRemote(ctx context.Context, leader int32, m Marker,
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Send sends req to broker id over the kept connection to it, within
+// RequestTimeout, and returns its answer. A connection that breaks, or a
+// peer silent past the timeout, is dialed again on the next call. Besides
+// markers it carries the AddPartitionsToTxn a partition leader sends to a
+// transaction coordinator ([PartitionAdder]).
+func (w *MarkerChannel) Send(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
+	rctx, cancel := context.WithTimeout(ctx, w.cfg.RequestTimeout)
+	defer cancel()
+	conn, err := w.conn(rctx, id)
+	if err != nil {
+		return nil, err
+	}
+	kresp, err := conn.Request(rctx, req)
+	if errors.Is(err, kclient.ErrSessionExpired) {
+		// Not sent: the connection's SASL session ends
+		// (connections.max.reauth.ms). A new one takes it, now; the
+		// retired one closes itself once its answers are in.
+		w.forgetConn(id, conn)
+		if conn, err = w.conn(rctx, id); err != nil {
+			return nil, err
+		}
+		kresp, err = conn.Request(rctx, req)
+	}
+	if err != nil {
+		// A caller that gave up says nothing of the connection; a broken
+		// one, or a peer silent past the timeout, is dialed again.
+		if ctx.Err() == nil {
+			w.dropConn(id, conn)
+		}
+		return nil, err
+	}
+	if kresp.Key() != req.Key() {
+		w.dropConn(id, conn)
+		return nil, fmt.Errorf("unexpected response %T", kresp)
+	}
+	return kresp, nil
 }
 
 // markersRequest is the WriteTxnMarkers request for m on tps.
