@@ -167,13 +167,13 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.DeleteACLs:                   {1, 3, handleDeleteACLs},
 		kmsg.DeleteTopics:                 {1, 6, handleDeleteTopics},
 		kmsg.CreatePartitions:             {0, 3, handleCreatePartitions},
-		// Transactions, version 1 only: the versions that imply KIP-890's
-		// transaction version 2 (AddPartitionsToTxn v4+ is inter-broker,
-		// EndTxn v5, TxnOffsetCommit v5) are not served.
-		kmsg.AddPartitionsToTxn:   {0, 3, handleAddPartitionsToTxn},
-		kmsg.AddOffsetsToTxn:      {0, 3, handleAddOffsetsToTxn},
-		kmsg.EndTxn:               {0, 3, handleEndTxn},
-		kmsg.TxnOffsetCommit:      {0, 3, handleTxnOffsetCommit},
+		// Transactions, versions 1 and 2 (KIP-890): AddPartitionsToTxn v4+
+		// is inter-broker; EndTxn v5 and TxnOffsetCommit v5+ are
+		// transaction version 2.
+		kmsg.AddPartitionsToTxn:   {0, 5, handleAddPartitionsToTxn},
+		kmsg.AddOffsetsToTxn:      {0, 4, handleAddOffsetsToTxn},
+		kmsg.EndTxn:               {0, 5, handleEndTxn},
+		kmsg.TxnOffsetCommit:      {0, 6, handleTxnOffsetCommit},
 		kmsg.WriteTxnMarkers:      {0, 2, handleWriteTxnMarkers},
 		kmsg.DescribeTransactions: {0, 0, handleDescribeTransactions},
 		kmsg.ListTransactions:     {0, 2, handleListTransactions},

@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"fmt"
 	"net"
 	"strconv"
 	"testing"
@@ -55,8 +56,8 @@ func TestTxnAPIVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[kmsg.Key][2]int16{
-		kmsg.InitProducerID: {0, 5}, kmsg.AddPartitionsToTxn: {0, 3}, kmsg.AddOffsetsToTxn: {0, 3},
-		kmsg.EndTxn: {0, 3}, kmsg.TxnOffsetCommit: {0, 3}, kmsg.DescribeTransactions: {0, 0}, kmsg.ListTransactions: {0, 2},
+		kmsg.InitProducerID: {0, 5}, kmsg.AddPartitionsToTxn: {0, 5}, kmsg.AddOffsetsToTxn: {0, 4},
+		kmsg.EndTxn: {0, 5}, kmsg.TxnOffsetCommit: {0, 6}, kmsg.DescribeTransactions: {0, 0}, kmsg.ListTransactions: {0, 2},
 		// Inter-broker, served on every listener as Kafka does; v2
 		// carries the client's transaction version.
 		kmsg.WriteTxnMarkers: {0, 2},
@@ -71,16 +72,20 @@ func TestTxnAPIVersions(t *testing.T) {
 		}
 	}
 	// Clients switch to transaction version 2 (KIP-890) from this
-	// feature: Samsa supports level 0 only and never finalizes another.
+	// feature: a new cluster starts at 2, as Kafka 4.4's do.
+	var supported, finalized string
 	for _, f := range resp.SupportedFeatures {
-		if f.Name == "transaction.version" && f.MaxVersion != 0 {
-			t.Errorf("transaction.version advertised as supported v%d-%d", f.MinVersion, f.MaxVersion)
+		if f.Name == "transaction.version" {
+			supported = fmt.Sprintf("%d-%d", f.MinVersion, f.MaxVersion)
 		}
 	}
 	for _, f := range resp.FinalizedFeatures {
 		if f.Name == "transaction.version" {
-			t.Errorf("transaction.version finalized at %d", f.MaxVersionLevel)
+			finalized = fmt.Sprintf("%d-%d", f.MinVersionLevel, f.MaxVersionLevel)
 		}
+	}
+	if supported != "0-2" || finalized != "2-2" {
+		t.Errorf("transaction.version supported %q, finalized %q; want 0-2, 2-2", supported, finalized)
 	}
 }
 

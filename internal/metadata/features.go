@@ -48,14 +48,16 @@ const MetadataVersionMin int16 = 7
 // implements:
 //   - group.version 1: KIP-848 consumer groups.
 //   - kraft.version 0: a static quorum (no KIP-853 voter changes).
-//   - transaction.version 0: transactions v1 (KIP-890 part 2 is not built).
+//   - transaction.version 0-2: 0 transactions v1; 1 adds the flexible
+//     __transaction_state records; 2 is KIP-890 part 2 (an epoch bump per
+//     transaction, partitions added by their leaders).
 //   - eligible.leader.replicas.version, share.version, streams.version 0:
 //     not built.
 var supportedFeatures = []FeatureRange{
 	{MetadataVersionFeature, MetadataVersionMin, MetadataVersionLatest},
 	{KRaftVersionFeature, 0, 0},
 	{GroupVersionFeature, 0, 1},
-	{TransactionVersionFeature, 0, 0},
+	{TransactionVersionFeature, 0, 2},
 	{ELRVersionFeature, 0, 0},
 	{ShareVersionFeature, 0, 0},
 	{StreamsVersionFeature, 0, 0},
@@ -104,7 +106,7 @@ var releaseFeatures = map[string]map[string]int16{
 // Levels 0 are left out (a missing feature is at 0), and so is
 // kraft.version: it is the quorum's, not a FeatureLevelRecord.
 func InitialFeatures(release string, features []string) (map[string]int16, error) {
-	levels := map[string]int16{MetadataVersionFeature: MetadataVersionLatest, GroupVersionFeature: 1}
+	levels := map[string]int16{MetadataVersionFeature: MetadataVersionLatest, GroupVersionFeature: 1, TransactionVersionFeature: 2}
 	from := "Samsa's default"
 	if release != "" {
 		r, _, _ := strings.Cut(release, "-") // 3.9-IV0: the release's features
