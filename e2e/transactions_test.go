@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -225,10 +226,16 @@ func (f *franzTransformer) kill() {
 }
 
 func TestTxnFranzExactlyOnce(t *testing.T) {
-	for _, mode := range []string{"kill", "restart"} {
+	// A new cluster runs transaction.version 2 (KIP-890: franz-go bumps
+	// the epoch with every EndTxn and lets its produce requests add the
+	// partitions); kill-tv0 runs at the level older clusters have.
+	for _, mode := range []string{"kill", "restart", "kill-tv0"} {
 		t.Run(mode, func(t *testing.T) {
 			ctx := testContext(t)
 			b := startTxnBroker(t)
+			if mode == "kill-tv0" {
+				setTransactionVersion(t, ctx, b.addr(), 0)
+			}
 			const n = 240
 			groupSetup(t, ctx, b.addr(), "eos-in", 3, 7, n)
 			franzCreate(t, ctx, newKadm(t, b.addr()), "eos-out", 3, nil)
@@ -847,4 +854,105 @@ func setVerification(t *testing.T, ctx context.Context, adm *kadm.Client, on boo
 			t.Fatalf("transaction.partition.verification.enable never became %s", v)
 		}
 	}
+}
+
+// setTransactionVersion finalizes transaction.version at level (a
+// downgrade or an upgrade, as kafka-features does) and waits until the
+// broker's ApiVersions reports it, which is what clients go by.
+func setTransactionVersion(t *testing.T, ctx context.Context, addr string, level int16) {
+	t.Helper()
+	cl := newKgo(t, addr)
+	req := kmsg.NewPtrUpdateFeaturesRequest()
+	u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+	u.Feature, u.MaxVersionLevel, u.UpgradeType = "transaction.version", level, 2 // safe downgrade
+	req.FeatureUpdates = append(req.FeatureUpdates, u)
+	resp, err := req.RequestWith(ctx, cl)
+	if err == nil && resp.ErrorCode != 0 {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("UpdateFeatures transaction.version=%d: %v", level, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		av, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+		if err == nil {
+			got := int16(0)
+			for _, f := range av.FinalizedFeatures {
+				if f.Name == "transaction.version" {
+					got = f.MaxVersionLevel
+				}
+			}
+			if got == level {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("transaction.version never finalized at %d", level)
+		}
+	}
+}
+
+// TestTxnFranzTransactionV2 checks that franz-go really runs transaction
+// version 2 against a new cluster: every EndTxn bumps the producer epoch
+// (two transactions after InitProducerId's epoch 0 leave it at 2), and
+// it sends no AddPartitionsToTxn of its own (the produce adds the
+// partition), while read_committed consumers see exactly the committed
+// records.
+func TestTxnFranzTransactionV2(t *testing.T) {
+	ctx := testContext(t)
+	b := startTxnBroker(t)
+	adm := newKadm(t, b.addr())
+	franzCreate(t, ctx, adm, "txn-vis", 1, nil)
+	sent := &keyCounter{}
+	p := txnProducer(t, b.addr(), "franz-v2", kgo.WithHooks(sent))
+	produceTxn(t, ctx, p, true, 0, 1)
+	produceTxn(t, ctx, p, false, 2)
+	produceTxn(t, ctx, p, true, 3)
+	var d kadm.DescribedTransaction
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		dt, err := adm.DescribeTransactions(ctx, "franz-v2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d = dt["franz-v2"]; d.State == "CompleteCommit" || time.Now().After(deadline) {
+			break
+		}
+	}
+	if d.State != "CompleteCommit" || d.ProducerEpoch != 3 {
+		t.Errorf("described %s at epoch %d, want CompleteCommit at 3 (one bump per EndTxn)", d.State, d.ProducerEpoch)
+	}
+	if sent.count(kmsg.Produce) == 0 || sent.count(kmsg.EndTxn) != 3 {
+		t.Errorf("hook counted %d Produce and %d EndTxn requests", sent.count(kmsg.Produce), sent.count(kmsg.EndTxn))
+	}
+	if n := sent.count(kmsg.AddPartitionsToTxn); n != 0 {
+		t.Errorf("franz-go sent %d AddPartitionsToTxn requests, want none at transaction version 2", n)
+	}
+	seen := readOutput(t, ctx, b.addr(), "txn-vis", kgo.ReadCommitted(), 3)
+	if len(seen) != 3 || seen[0] != 1 || seen[1] != 1 || seen[3] != 1 {
+		t.Errorf("read_committed: %v, want records 0, 1 and 3 once", seen)
+	}
+}
+
+// keyCounter is a kgo hook counting the requests written, by API key.
+type keyCounter struct {
+	mu sync.Mutex
+	n  map[int16]int
+}
+
+func (k *keyCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if err != nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.n == nil {
+		k.n = map[int16]int{}
+	}
+	k.n[key]++
+}
+
+func (k *keyCounter) count(key kmsg.Key) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.n[int16(key)]
 }
