@@ -124,7 +124,7 @@ func (p *Partition) appendParsed(batch []byte, h record.Header, guard *Verificat
 	}
 	verified := false
 	if guard != nil && h.Transactional() && !p.mu.producers.hasOngoingTxn(h.ProducerID, h.ProducerEpoch) {
-		if g, ok := p.mu.producers.verifying[h.ProducerID]; !ok || *guard == 0 || g != *guard {
+		if v, ok := p.mu.producers.verifying[h.ProducerID]; !ok || *guard == 0 || v.guard != *guard || v.epoch != h.ProducerEpoch {
 			return AppendResult{}, fmt.Errorf("%w: partition %s-%d was not added to the transaction of producer %d", kerr.InvalidTxnState, p.Topic, p.Index, h.ProducerID)
 		}
 		verified = true

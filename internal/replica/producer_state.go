@@ -64,13 +64,33 @@ type producerState struct {
 	ongoing map[int64]int64
 	// verifying holds, per producer, the guard of the transaction
 	// verification in flight (see Partition.StartTxnVerification).
-	verifying map[int64]VerificationGuard
+	verifying map[int64]verification
 	lastGuard VerificationGuard
 }
 
 func newProducerState() producerState {
 	return producerState{producers: make(map[int64]*producerEntry), ongoing: make(map[int64]int64),
-		verifying: make(map[int64]VerificationGuard)}
+		verifying: make(map[int64]verification)}
+}
+
+// verification is a transaction verification in flight: its guard, and
+// the producer epoch of the write it is for.
+type verification struct {
+	guard VerificationGuard
+	epoch int16
+}
+
+// voidVerification drops a verification that a marker of the producer at
+// epoch, for a client of transactionVersion, overtook: the write it was
+// for belongs to the transaction the marker ended. At transaction version
+// 2 the marker carries the bumped epoch, which the next transaction's
+// writes use, and their verification (which the coordinator answers only
+// once the markers are written) stays valid.
+func (s *producerState) voidVerification(id int64, epoch, transactionVersion int16) {
+	v, ok := s.verifying[id]
+	if ok && (v.epoch < epoch || (v.epoch == epoch && transactionVersion < 2)) {
+		delete(s.verifying, id)
+	}
 }
 
 // hasOngoingTxn reports whether the producer has a transaction open on
@@ -215,7 +235,6 @@ func (s *producerState) endTxn(id int64, epoch int16, coordinatorEpoch int32, of
 		}
 	}
 	delete(s.ongoing, id)
-	delete(s.verifying, id) // a verification before the marker was of the ended transaction
 	e.txnFirstOffset = -1
 	e.coordinatorEpoch = coordinatorEpoch
 	e.lastTimestamp = timestamp

@@ -46,8 +46,9 @@ type VerificationGuard uint64
 // on this partition (none is open at that epoch) may only be appended once
 // the transaction coordinator confirms, or adds, the partition in the
 // producer's transaction. It then returns a fresh guard for
-// AppendParsedVerified, and needed true; a marker of the producer before
-// the append voids the guard, so a write that arrives after its
+// AppendParsedVerified, and needed true; a marker of the producer that
+// ends the transaction before the append voids the guard (see
+// producerState.voidVerification), so a write that arrives after its
 // transaction ended cannot open a hanging one.
 func (p *Partition) StartTxnVerification(producerID int64, epoch int16) (guard VerificationGuard, needed bool) {
 	p.mu.Lock()
@@ -57,7 +58,7 @@ func (p *Partition) StartTxnVerification(producerID int64, epoch int16) (guard V
 	}
 	p.mu.producers.lastGuard++
 	guard = p.mu.producers.lastGuard
-	p.mu.producers.verifying[producerID] = guard
+	p.mu.producers.verifying[producerID] = verification{guard, epoch}
 	return guard, true
 }
 
@@ -65,7 +66,7 @@ func (p *Partition) StartTxnVerification(producerID int64, epoch int16) (guard V
 func (p *Partition) EndTxnVerification(producerID int64, guard VerificationGuard) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.mu.producers.verifying[producerID] == guard {
+	if p.mu.producers.verifying[producerID].guard == guard {
 		delete(p.mu.producers.verifying, producerID)
 	}
 }
@@ -165,6 +166,7 @@ func (p *Partition) WriteTxnMarker(producerID int64, epoch int16, coordinatorEpo
 	}
 	p.afterAppendLocked(base)
 	t := p.mu.producers.endTxn(producerID, epoch, coordinatorEpoch, base, now)
+	p.mu.producers.voidVerification(producerID, epoch, transactionVersion)
 	if !commit {
 		if err := p.log.AppendAbortedTxn(t); err != nil {
 			// The marker is in the log; the entry comes back on the

@@ -415,3 +415,30 @@ func TestTxnVerificationGuard(t *testing.T) {
 	}
 	wantOffsets(t, p, 4, 4)
 }
+
+// At transaction version 2 the next transaction's write may be verified
+// before the previous transaction's marker lands (the coordinator answers
+// once the markers are written): that marker, at the bumped epoch the
+// write uses, leaves the guard valid.
+func TestTxnVerificationGuardV2(t *testing.T) {
+	p, ts := newTxnPartition(t)
+	g, _ := p.StartTxnVerification(1, 0)
+	b := txnBatch(1, 0, 0, 1, ts)
+	h, _ := record.ParseHeader(b)
+	if _, err := p.AppendParsedVerified(b, h, g); err != nil { // 0
+		t.Fatal(err)
+	}
+	g, needed := p.StartTxnVerification(1, 1) // the next transaction, at the bumped epoch
+	if !needed {
+		t.Fatal("no verification for the next transaction")
+	}
+	if _, err := p.WriteTxnMarker(1, 1, 0, true, 2); err != nil { // 1
+		t.Fatal(err)
+	}
+	b = txnBatch(1, 1, 0, 1, ts)
+	h, _ = record.ParseHeader(b)
+	if _, err := p.AppendParsedVerified(b, h, g); err != nil { // 2
+		t.Fatalf("next transaction's write verified before the marker: %v", err)
+	}
+	wantOffsets(t, p, 3, 2)
+}

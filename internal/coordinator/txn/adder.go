@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -60,6 +61,38 @@ func NewPartitionAdder(cfg PartitionAdderConfig) *PartitionAdder {
 // coordinator that does not serve AddPartitionsToTxn v4 (an older broker)
 // cannot verify: the write goes ahead, as in Kafka.
 func (a *PartitionAdder) AddOrVerify(ctx context.Context, transactionalID string, producerID int64, epoch int16, parts []TopicPartition, add bool) map[TopicPartition]int16 {
+	// An add meeting the previous transaction's markers still being
+	// written (CONCURRENT_TRANSACTIONS) is retried here for a moment, as
+	// Kafka does (add.partitions.to.txn.retry.backoff.ms, .max.ms): the
+	// markers take milliseconds, the client's own retry far longer.
+	start := time.Now()
+	for {
+		codes := a.addOrVerifyOnce(ctx, transactionalID, producerID, epoch, parts, add)
+		concurrent := false
+		for _, code := range codes {
+			concurrent = concurrent || code == kerr.ConcurrentTransactions.Code
+		}
+		if !add || !concurrent || time.Since(start)+AddRetryBackoff > AddRetryMax {
+			return codes
+		}
+		t := time.NewTimer(AddRetryBackoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return codes
+		}
+	}
+}
+
+// Kafka's defaults of add.partitions.to.txn.retry.backoff.ms and
+// add.partitions.to.txn.retry.backoff.max.ms (not configurable here).
+const (
+	AddRetryBackoff = 20 * time.Millisecond
+	AddRetryMax     = 100 * time.Millisecond
+)
+
+func (a *PartitionAdder) addOrVerifyOnce(ctx context.Context, transactionalID string, producerID int64, epoch int16, parts []TopicPartition, add bool) map[TopicPartition]int16 {
 	codes := make(map[TopicPartition]int16, len(parts))
 	all := func(code int16) map[TopicPartition]int16 {
 		for _, tp := range parts {
