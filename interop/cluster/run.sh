@@ -281,3 +281,20 @@ else
 	record "python confluent-kafka (3 nodes)" "idempotent acks=all through kill -9 of the leader: no loss, no duplicates" \
 		skip "no venv with confluent_kafka at $venv (run the python suite first)"
 fi
+
+# 10. The Java transactional producer (transaction version 2, KIP-890)
+# through a kill -9 of its transaction coordinator: read_committed sees
+# every committed record once and nothing of the aborted ones.
+J="java kafka-clients $ver (3 nodes)"
+kt TopicCommand --bootstrap-server "$B" --create --topic jtx --partitions 1 --replication-factor 3 \
+	--config min.insync.replicas=2 >/dev/null 2>&1
+wait_for 10 full_isr jtx 1
+procs=""
+for id in 1 2 3; do
+	p=$(node_pid "$id")
+	[ -n "$p" ] && procs="$procs $id=$p"
+done
+out=$(timeout 300 java -cp "$KAFKA_TOOLS_DIR/*" "$here/TxnFailover.java" "$B" jtx 30 $procs 2> >(grep -v '^SLF4J' >&2))
+echo "$out" | tail -5 >&2
+expect_eq "$J" "transactions (transaction.version 2) through kill -9 of the coordinator: no loss, no duplicates, nothing uncommitted visible" \
+	"killed=true tv2=true missing=0 duplicates=0 uncommitted=0 torn=0 stray=0" "$(grep '^killed=' <<<"$out")"
