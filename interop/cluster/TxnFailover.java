@@ -1,7 +1,8 @@
 // The Java transactional producer (kafka-clients, transaction version 2)
 // through a kill -9 of its transaction coordinator.
 //
-//     java -cp "$KAFKA_TOOLS_DIR/*" TxnFailover.java BOOTSTRAP TOPIC TXNS ID=PID...
+//     javac -cp "$KAFKA_TOOLS_DIR/*" -d DIR TxnFailover.java
+//     java -cp "DIR:$KAFKA_TOOLS_DIR/*" TxnFailover BOOTSTRAP TOPIC TXNS ID=PID...
 //
 // Runs TXNS transactions of 20 records each (every fifth one aborted on
 // purpose) on TOPIC with one transactional id. Once a third of them are
