@@ -72,10 +72,10 @@ func (a *PartitionAdder) AddOrVerify(ctx context.Context, transactionalID string
 		for _, code := range codes {
 			concurrent = concurrent || code == kerr.ConcurrentTransactions.Code
 		}
-		if !add || !concurrent || time.Since(start)+AddRetryBackoff > AddRetryMax {
+		if !add || !concurrent || time.Since(start)+addRetryBackoff > addRetryMax {
 			return codes
 		}
-		t := time.NewTimer(AddRetryBackoff)
+		t := time.NewTimer(addRetryBackoff)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
@@ -88,8 +88,8 @@ func (a *PartitionAdder) AddOrVerify(ctx context.Context, transactionalID string
 // Kafka's defaults of add.partitions.to.txn.retry.backoff.ms and
 // add.partitions.to.txn.retry.backoff.max.ms (not configurable here).
 const (
-	AddRetryBackoff = 20 * time.Millisecond
-	AddRetryMax     = 100 * time.Millisecond
+	addRetryBackoff = 20 * time.Millisecond
+	addRetryMax     = 100 * time.Millisecond
 )
 
 func (a *PartitionAdder) addOrVerifyOnce(ctx context.Context, transactionalID string, producerID int64, epoch int16, parts []TopicPartition, add bool) map[TopicPartition]int16 {
