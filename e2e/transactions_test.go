@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -955,4 +956,52 @@ func (k *keyCounter) count(key kmsg.Key) int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.n[int16(key)]
+}
+
+// TestTxnEndTxnV2Answers checks EndTxn v5 (transaction version 2) at its
+// edges, with the codes, producer ids and epochs a Kafka 4.4 broker
+// answered to the same requests: a retry of a commit whose answer was lost
+// gets the bumped epoch again; the other outcome, or a commit with no
+// transaction, is INVALID_TXN_STATE; an abort with no transaction bumps the
+// epoch once more; any other epoch is PRODUCER_FENCED.
+func TestTxnEndTxnV2Answers(t *testing.T) {
+	ctx := testContext(t)
+	b := startTxnBroker(t)
+	franzCreate(t, ctx, newKadm(t, b.addr()), "endtxn-v2", 1, nil)
+	r := newRawTxn(t, ctx, b.addr(), "tx-endtxn-v2", "endtxn-v2", true)
+	if code := r.produce("a"); code != 0 {
+		t.Fatalf("produce: %v", kerr.ErrorForCode(code))
+	}
+	r.end(true) // answered r.pid at r.epoch+1
+	end := func(epoch int16, commit bool) string {
+		req := kmsg.NewPtrEndTxnRequest()
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = r.id, r.pid, epoch, commit
+		resp, err := r.cl.Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := resp.(*kmsg.EndTxnResponse)
+		if x.ProducerID == -1 {
+			return fmt.Sprintf("%d -1/%d", x.ErrorCode, x.ProducerEpoch)
+		}
+		return fmt.Sprintf("%d pid/+%d", x.ErrorCode, x.ProducerEpoch-r.epoch)
+	}
+	e := r.epoch
+	for _, tc := range []struct {
+		what   string
+		epoch  int16
+		commit bool
+		want   string
+	}{
+		{"retried commit", e, true, "0 pid/+1"},
+		{"retried commit as an abort", e, false, "48 -1/-1"},
+		{"commit with no transaction", e + 1, true, "48 -1/-1"},
+		{"abort with no transaction", e + 1, false, "0 pid/+2"},
+		{"stale epoch", e, false, "90 -1/-1"},
+		{"future epoch", e + 5, false, "90 -1/-1"},
+	} {
+		if got := end(tc.epoch, tc.commit); got != tc.want {
+			t.Errorf("%s: EndTxn v5 answered %s, want %s", tc.what, got, tc.want)
+		}
+	}
 }
