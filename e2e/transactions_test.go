@@ -3,7 +3,10 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,7 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/server"
 	"github.com/samsa-io/samsa/internal/servertest"
 )
@@ -222,10 +227,16 @@ func (f *franzTransformer) kill() {
 }
 
 func TestTxnFranzExactlyOnce(t *testing.T) {
-	for _, mode := range []string{"kill", "restart"} {
+	// A new cluster runs transaction.version 2 (KIP-890: franz-go bumps
+	// the epoch with every EndTxn and lets its produce requests add the
+	// partitions); kill-tv0 runs at the level older clusters have.
+	for _, mode := range []string{"kill", "restart", "kill-tv0"} {
 		t.Run(mode, func(t *testing.T) {
 			ctx := testContext(t)
 			b := startTxnBroker(t)
+			if mode == "kill-tv0" {
+				setTransactionVersion(t, ctx, b.addr(), 0)
+			}
 			const n = 240
 			groupSetup(t, ctx, b.addr(), "eos-in", 3, 7, n)
 			franzCreate(t, ctx, newKadm(t, b.addr()), "eos-out", 3, nil)
@@ -554,12 +565,19 @@ func TestTxnZombieFenced(t *testing.T) {
 		t.Error("zombie committed its transaction")
 	}
 
+	// The commit's markers are written after EndTxn is answered: wait
+	// for them (PrepareCommit meanwhile).
 	adm := newKadm(t, b.addr())
-	dt, err := adm.DescribeTransactions(ctx, "zombie")
-	if err != nil {
-		t.Fatal(err)
+	var d kadm.DescribedTransaction
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		dt, err := adm.DescribeTransactions(ctx, "zombie")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d = dt["zombie"]; d.State != "PrepareCommit" || time.Now().After(deadline) {
+			break
+		}
 	}
-	d := dt["zombie"]
 	if d.Err != nil || d.ProducerEpoch < 1 || d.State != "CompleteCommit" {
 		t.Errorf("zombie described: %+v, want CompleteCommit at epoch >= 1", d)
 	}
@@ -630,5 +648,360 @@ func TestTxnTimeoutAborted(t *testing.T) {
 	defer cancel()
 	if fs := rc.PollFetches(pctx); fs.NumRecords() != 0 {
 		t.Errorf("read_committed saw %d records of an aborted transaction", fs.NumRecords())
+	}
+}
+
+// rawTxn drives one transactional id with raw requests, as a client would
+// send them at the versions given, so a test can send what a well-behaved
+// client never sends: a write after its transaction ended.
+type rawTxn struct {
+	t      *testing.T
+	ctx    context.Context
+	cl     *kgo.Client
+	id     string
+	pid    int64
+	epoch  int16
+	seq    int32
+	topic  string
+	tv2    bool // EndTxn v5 and Produce v12 (transaction version 2)
+	offset int64
+}
+
+func newRawTxn(t *testing.T, ctx context.Context, addr, id, topic string, tv2 bool) *rawTxn {
+	t.Helper()
+	// The client sends each request at the highest version both know:
+	// cap those that choose the transaction version.
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(kmsg.AddPartitionsToTxn.Int16(), 3)
+	v.SetMaxKeyVersion(kmsg.Produce.Int16(), 11)
+	v.SetMaxKeyVersion(kmsg.EndTxn.Int16(), 3)
+	if tv2 {
+		v.SetMaxKeyVersion(kmsg.Produce.Int16(), 12)
+		v.SetMaxKeyVersion(kmsg.EndTxn.Int16(), 5)
+	}
+	r := &rawTxn{t: t, ctx: ctx, cl: newKgo(t, addr, kgo.MaxVersions(v)), id: id, topic: topic, tv2: tv2}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID, req.TransactionTimeoutMillis = &id, 60000
+		req.ProducerID, req.ProducerEpoch = -1, -1
+		resp, err := req.RequestWith(ctx, r.cl)
+		if err == nil && resp.ErrorCode == 0 {
+			r.pid, r.epoch = resp.ProducerID, resp.ProducerEpoch
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("InitProducerId: %v %v", err, resp)
+		}
+	}
+}
+
+// add adds the partition with the client's AddPartitionsToTxn v3 (a
+// transaction version 1 client; a version 2 client lets the produce add it).
+func (r *rawTxn) add() {
+	r.t.Helper()
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch = r.id, r.pid, r.epoch
+	req.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: r.topic, Partitions: []int32{0}}}
+	resp, err := r.cl.Request(r.ctx, req)
+	if err != nil || resp.(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode != 0 {
+		r.t.Fatalf("AddPartitionsToTxn: %v %+v", err, resp)
+	}
+}
+
+// produce sends one transactional record at the current epoch and the
+// next sequence, and returns the partition's error code.
+func (r *rawTxn) produce(value string) int16 {
+	r.t.Helper()
+	batch := record.Build(record.BuildOptions{
+		Producer:      &record.ProducerInfo{ID: r.pid, Epoch: r.epoch, BaseSequence: r.seq},
+		Transactional: true,
+	}, []record.Record{{Timestamp: time.Now().UnixMilli(), Value: []byte(value)}})
+	req := kmsg.NewPtrProduceRequest()
+	req.TransactionID, req.Acks, req.TimeoutMillis = &r.id, -1, 10000
+	req.Topics = []kmsg.ProduceRequestTopic{{Topic: r.topic, Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: batch}}}}
+	resp, err := r.cl.Request(r.ctx, req)
+	if err != nil {
+		r.t.Fatalf("produce: %v", err)
+	}
+	p := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	if p.ErrorCode == 0 {
+		r.seq++
+	}
+	return p.ErrorCode
+}
+
+// end ends the transaction and waits until its markers are written (the
+// next AddPartitionsToTxn or EndTxn no longer meets CONCURRENT_TRANSACTIONS).
+func (r *rawTxn) end(commit bool) {
+	r.t.Helper()
+	req := kmsg.NewPtrEndTxnRequest()
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = r.id, r.pid, r.epoch, commit
+	kresp, err := r.cl.Request(r.ctx, req)
+	if err != nil || kresp.(*kmsg.EndTxnResponse).ErrorCode != 0 {
+		r.t.Fatalf("EndTxn: %v %+v", err, kresp)
+	}
+	resp := kresp.(*kmsg.EndTxnResponse)
+	if r.tv2 && (resp.ProducerID != r.pid || resp.ProducerEpoch != r.epoch+1) {
+		r.t.Fatalf("EndTxn v5 answered %d/%d, want the epoch bumped from %d/%d", resp.ProducerID, resp.ProducerEpoch, r.pid, r.epoch)
+	}
+	adm := kadm.NewClient(r.cl)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		dt, err := adm.DescribeTransactions(r.ctx, r.id)
+		if err == nil && strings.HasPrefix(dt[r.id].State, "Complete") {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("transaction never completed: %v %+v", err, dt)
+		}
+	}
+}
+
+// stableOffsets are the partition's high watermark and last stable offset.
+func (r *rawTxn) stableOffsets() (hw, lso int64) {
+	r.t.Helper()
+	adm := kadm.NewClient(r.cl)
+	end, err := adm.ListEndOffsets(r.ctx, r.topic)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	committed, err := adm.ListCommittedOffsets(r.ctx, r.topic)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	e, _ := end.Lookup(r.topic, 0)
+	c, _ := committed.Lookup(r.topic, 0)
+	return e.Offset, c.Offset
+}
+
+// TestTxnLateWriteRefused is KIP-890's hanging transaction: a write of a
+// transaction that arrives at the partition after the transaction's
+// markers must not open a new transaction there, which nobody would ever
+// end and which would hold every read_committed consumer at its first
+// offset. Part 1 refuses it after asking the coordinator (a version 1
+// client, Produce v11: TRANSACTION_ABORTABLE, the partition is not in the
+// transaction), part 2 by the epoch the commit bumped (Produce v12:
+// INVALID_PRODUCER_EPOCH). With transaction.partition.verification.enable
+// off the version 1 write opens the hanging transaction, as in Kafka.
+func TestTxnLateWriteRefused(t *testing.T) {
+	ctx := testContext(t)
+	b := startTxnBroker(t)
+	adm := newKadm(t, b.addr())
+	for _, tc := range []struct {
+		name     string
+		tv2      bool
+		verify   bool
+		wantLate int16
+	}{
+		{"v1", false, true, kerr.TransactionAbortable.Code},
+		{"v2", true, true, kerr.InvalidProducerEpoch.Code},
+		{"v1 unverified", false, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			topic := "late-" + strings.ReplaceAll(tc.name, " ", "-")
+			franzCreate(t, ctx, adm, topic, 1, nil)
+			setVerification(t, ctx, adm, tc.verify)
+			r := newRawTxn(t, ctx, b.addr(), "tx-"+topic, topic, tc.tv2)
+			if !tc.tv2 {
+				r.add()
+			}
+			if code := r.produce("a"); code != 0 {
+				t.Fatalf("produce in the transaction: %v", kerr.ErrorForCode(code))
+			}
+			r.end(true)
+			hw, lso := r.stableOffsets()
+			if hw != 2 || lso != 2 {
+				t.Fatalf("after the commit: high watermark %d, last stable offset %d; want 2, 2", hw, lso)
+			}
+			// The late write: same producer, same epoch as the ended
+			// transaction, next sequence.
+			if code := r.produce("late"); code != tc.wantLate {
+				t.Errorf("late write: %v, want %v", kerr.ErrorForCode(code), kerr.ErrorForCode(tc.wantLate))
+			}
+			hw, lso = r.stableOffsets()
+			if tc.wantLate != 0 && (hw != 2 || lso != 2) {
+				t.Errorf("after the refused late write: high watermark %d, last stable offset %d; want 2, 2", hw, lso)
+			}
+			if tc.wantLate == 0 && (hw != 3 || lso != 2) {
+				t.Errorf("unverified late write: high watermark %d, last stable offset %d; want 3 and a hanging transaction at 2", hw, lso)
+			}
+		})
+	}
+}
+
+// setVerification sets transaction.partition.verification.enable as a
+// cluster default and waits until the broker applies it.
+func setVerification(t *testing.T, ctx context.Context, adm *kadm.Client, on bool) {
+	t.Helper()
+	v := strconv.FormatBool(on)
+	rs, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "transaction.partition.verification.enable", Value: &v}})
+	if err == nil {
+		err = rs[0].Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		rc, err := adm.DescribeBrokerConfigs(ctx)
+		if err == nil {
+			if c, cerr := rc.On("", nil); cerr == nil {
+				for _, kv := range c.Configs {
+					if kv.Key == "transaction.partition.verification.enable" && kv.MaybeValue() == v {
+						return
+					}
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("transaction.partition.verification.enable never became %s", v)
+		}
+	}
+}
+
+// setTransactionVersion finalizes transaction.version at level (a
+// downgrade or an upgrade, as kafka-features does) and waits until the
+// broker's ApiVersions reports it, which is what clients go by.
+func setTransactionVersion(t *testing.T, ctx context.Context, addr string, level int16) {
+	t.Helper()
+	cl := newKgo(t, addr)
+	req := kmsg.NewPtrUpdateFeaturesRequest()
+	u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+	u.Feature, u.MaxVersionLevel, u.UpgradeType = "transaction.version", level, 2 // safe downgrade
+	req.FeatureUpdates = append(req.FeatureUpdates, u)
+	resp, err := req.RequestWith(ctx, cl)
+	if err == nil && resp.ErrorCode != 0 {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("UpdateFeatures transaction.version=%d: %v", level, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		av, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+		if err == nil {
+			got := int16(0)
+			for _, f := range av.FinalizedFeatures {
+				if f.Name == "transaction.version" {
+					got = f.MaxVersionLevel
+				}
+			}
+			if got == level {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("transaction.version never finalized at %d", level)
+		}
+	}
+}
+
+// TestTxnFranzTransactionV2 checks that franz-go really runs transaction
+// version 2 against a new cluster: every EndTxn bumps the producer epoch
+// (two transactions after InitProducerId's epoch 0 leave it at 2), and
+// it sends no AddPartitionsToTxn of its own (the produce adds the
+// partition), while read_committed consumers see exactly the committed
+// records.
+func TestTxnFranzTransactionV2(t *testing.T) {
+	ctx := testContext(t)
+	b := startTxnBroker(t)
+	adm := newKadm(t, b.addr())
+	franzCreate(t, ctx, adm, "txn-vis", 1, nil)
+	sent := &keyCounter{}
+	p := txnProducer(t, b.addr(), "franz-v2", kgo.WithHooks(sent))
+	produceTxn(t, ctx, p, true, 0, 1)
+	produceTxn(t, ctx, p, false, 2)
+	produceTxn(t, ctx, p, true, 3)
+	var d kadm.DescribedTransaction
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		dt, err := adm.DescribeTransactions(ctx, "franz-v2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d = dt["franz-v2"]; d.State == "CompleteCommit" || time.Now().After(deadline) {
+			break
+		}
+	}
+	if d.State != "CompleteCommit" || d.ProducerEpoch != 3 {
+		t.Errorf("described %s at epoch %d, want CompleteCommit at 3 (one bump per EndTxn)", d.State, d.ProducerEpoch)
+	}
+	if sent.count(kmsg.Produce) == 0 || sent.count(kmsg.EndTxn) != 3 {
+		t.Errorf("hook counted %d Produce and %d EndTxn requests", sent.count(kmsg.Produce), sent.count(kmsg.EndTxn))
+	}
+	if n := sent.count(kmsg.AddPartitionsToTxn); n != 0 {
+		t.Errorf("franz-go sent %d AddPartitionsToTxn requests, want none at transaction version 2", n)
+	}
+	seen := readOutput(t, ctx, b.addr(), "txn-vis", kgo.ReadCommitted(), 3)
+	if len(seen) != 3 || seen[0] != 1 || seen[1] != 1 || seen[3] != 1 {
+		t.Errorf("read_committed: %v, want records 0, 1 and 3 once", seen)
+	}
+}
+
+// keyCounter is a kgo hook counting the requests written, by API key.
+type keyCounter struct {
+	mu sync.Mutex
+	n  map[int16]int
+}
+
+func (k *keyCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if err != nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.n == nil {
+		k.n = map[int16]int{}
+	}
+	k.n[key]++
+}
+
+func (k *keyCounter) count(key kmsg.Key) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.n[int16(key)]
+}
+
+// TestTxnEndTxnV2Answers checks EndTxn v5 (transaction version 2) at its
+// edges, with the codes, producer ids and epochs a Kafka 4.4 broker
+// answered to the same requests: a retry of a commit whose answer was lost
+// gets the bumped epoch again; the other outcome, or a commit with no
+// transaction, is INVALID_TXN_STATE; an abort with no transaction bumps the
+// epoch once more; any other epoch is PRODUCER_FENCED.
+func TestTxnEndTxnV2Answers(t *testing.T) {
+	ctx := testContext(t)
+	b := startTxnBroker(t)
+	franzCreate(t, ctx, newKadm(t, b.addr()), "endtxn-v2", 1, nil)
+	r := newRawTxn(t, ctx, b.addr(), "tx-endtxn-v2", "endtxn-v2", true)
+	if code := r.produce("a"); code != 0 {
+		t.Fatalf("produce: %v", kerr.ErrorForCode(code))
+	}
+	r.end(true) // answered r.pid at r.epoch+1
+	end := func(epoch int16, commit bool) string {
+		req := kmsg.NewPtrEndTxnRequest()
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = r.id, r.pid, epoch, commit
+		resp, err := r.cl.Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := resp.(*kmsg.EndTxnResponse)
+		if x.ProducerID == -1 {
+			return fmt.Sprintf("%d -1/%d", x.ErrorCode, x.ProducerEpoch)
+		}
+		return fmt.Sprintf("%d pid/+%d", x.ErrorCode, x.ProducerEpoch-r.epoch)
+	}
+	e := r.epoch
+	for _, tc := range []struct {
+		what   string
+		epoch  int16
+		commit bool
+		want   string
+	}{
+		{"retried commit", e, true, "0 pid/+1"},
+		{"retried commit as an abort", e, false, "48 -1/-1"},
+		{"commit with no transaction", e + 1, true, "48 -1/-1"},
+		{"abort with no transaction", e + 1, false, "0 pid/+2"},
+		{"stale epoch", e, false, "90 -1/-1"},
+		{"future epoch", e + 5, false, "90 -1/-1"},
+	} {
+		if got := end(tc.epoch, tc.commit); got != tc.want {
+			t.Errorf("%s: EndTxn v5 answered %s, want %s", tc.what, got, tc.want)
+		}
 	}
 }

@@ -21,7 +21,7 @@ func TestFeatureDescribeUpgradeDowngrade(t *testing.T) {
 		{"metadata.version", "7", "(3.3)-27", "(4.1)", "27", "(4.1)"},
 		{"share.version", "0-1", "1"},
 		{"streams.version", "0-1", "1"},
-		{"transaction.version", "0-0", "0"},
+		{"transaction.version", "0-2", "2"},
 	}
 	if got := describe(); !equalRows(got, want) {
 		t.Fatalf("describe printed %q, want %q", got, want)
@@ -47,8 +47,14 @@ func TestFeatureDescribeUpgradeDowngrade(t *testing.T) {
 	}
 
 	// The controller's refusals, with Kafka's error name and message.
-	failsWith(t, "INVALID_UPDATE_VERSION: The update failed for all features since the following feature had an error: Invalid update version 2 for feature transaction.version. Local controller 1 does not support this feature",
-		"feature", "upgrade", "--feature", "transaction.version=2", "--bootstrap", b)
+	failsWith(t, "INVALID_UPDATE_VERSION: The update failed for all features since the following feature had an error: Invalid update version 3 for feature transaction.version. Local controller 1 only supports versions [0-2]",
+		"feature", "upgrade", "--feature", "transaction.version=3", "--bootstrap", b)
+	// transaction.version downgrades, as Kafka lets it, and upgrades back.
+	mustRun(t, "", "feature", "downgrade", "--feature", "transaction.version=0", "--bootstrap", b)
+	if got := describe(); got[7][2] != "0" {
+		t.Fatalf("after the transaction.version downgrade: %q", got[7])
+	}
+	mustRun(t, "", "feature", "upgrade", "--feature", "transaction.version=2", "--bootstrap", b)
 	failsWith(t, "Can't downgrade the version of this feature", "feature", "upgrade", "--feature", "group.version=0", "--bootstrap", b)
 	// A static quorum (the embedded single-node config) upgrades to
 	// kraft.version 1 (KIP-853), and never back.

@@ -30,6 +30,19 @@ package broker
 //   - acks=0 sends no response; an error then closes the connection, which
 //     is the only way a fire-and-forget producer can learn of it (Kafka does
 //     the same).
+//   - Transactional writes (KIP-890, transaction.partition.verification.enable,
+//     default true): a transactional batch that would open a transaction
+//     on a partition is appended only once the producer's transaction
+//     coordinator confirms the partition is in the transaction (v3-v11,
+//     AddPartitionsToTxn VerifyOnly) or adds it (v12+, transaction
+//     version 2, whose clients add no partitions themselves). A write
+//     refused answers INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11
+//     when the partition is not in the transaction), INVALID_PRODUCER_EPOCH
+//     for a fenced producer, and NOT_ENOUGH_REPLICAS, which producers
+//     retry, while the coordinator is busy or unreachable. A marker of the
+//     producer between the check and the append voids the check, so a
+//     write arriving after its transaction ended cannot open a hanging
+//     transaction.
 //   - Authorization (KafkaApis): a request with transactional batches
 //     needs WRITE on its transactional id, else every partition answers
 //     TRANSACTIONAL_ID_AUTHORIZATION_FAILED; each topic needs WRITE, else
@@ -47,6 +60,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/coordinator/txn"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/record"
@@ -66,18 +80,33 @@ func handleProduce(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Re
 	writable := z.topics(kmsg.ACLOperationWrite)
 	acksOK := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
 	img := b.cfg.Image()
+	topicName := func(rt kmsg.ProduceRequestTopic) (topic string, idUnknown bool) {
+		if req.Version < 13 {
+			return rt.Topic, false
+		}
+		if t, ok := img.TopicByID(metadata.Uuid(rt.TopicID)); ok {
+			return t.Name, false
+		}
+		return "", true
+	}
+	var txnWrites map[txn.TopicPartition]*txnWrite
+	if !txnDenied && acksOK {
+		txnWrites = b.verifyTxnWrites(ctx, req, func(fn func(string, int32, []byte)) {
+			for _, rt := range req.Topics {
+				if topic, unknown := topicName(rt); !unknown && writable(topic) {
+					for _, rp := range rt.Partitions {
+						fn(topic, rp.Partition, rp.Records)
+					}
+				}
+			}
+		})
+	}
 	var firstErr error
 	var pending []pendingProduce
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		topic, idUnknown := rt.Topic, false
-		if req.Version >= 13 {
-			topic, idUnknown = "", true
-			if t, ok := img.TopicByID(metadata.Uuid(rt.TopicID)); ok {
-				topic, idUnknown = t.Name, false
-			}
-		}
+		topic, idUnknown := topicName(rt)
 		_, topicKnown := img.Topic(topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
@@ -101,7 +130,14 @@ func handleProduce(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Re
 				err = fmt.Errorf("%w: cannot append to internal topic %s", kerr.InvalidTopicException, topic)
 			default:
 				var w pendingProduce
-				w, err = b.produceTo(topic, rp.Records, &sp, req.Version, req.Acks == -1)
+				var tw *txnWrite
+				if txnWrites != nil {
+					tw = txnWrites[txn.TopicPartition{Topic: topic, Partition: rp.Partition}]
+					if tw == nil {
+						tw = &txnWrite{} // verification on, none taken: only an open transaction may go on
+					}
+				}
+				w, err = b.produceTo(topic, rp.Records, &sp, req.Version, req.Acks == -1, tw)
 				if err == nil && w.p != nil {
 					w.topic, w.partition = len(resp.Topics), len(st.Partitions)
 					pending = append(pending, w)
@@ -190,10 +226,15 @@ func setProduceError(b *Broker, sp *kmsg.ProduceResponseTopicPartition, err erro
 
 // produceTo appends one partition's batch and fills in the response. With
 // acksAll it checks the ISR first and returns the append to wait for.
-func (b *Broker) produceTo(topic string, records []byte, sp *kmsg.ProduceResponseTopicPartition, version int16, acksAll bool) (pendingProduce, error) {
+// With tw (transaction verification on) a transactional batch appends
+// under its verification: tw's error, or its guard.
+func (b *Broker) produceTo(topic string, records []byte, sp *kmsg.ProduceResponseTopicPartition, version int16, acksAll bool, tw *txnWrite) (pendingProduce, error) {
 	p, err := b.leaderPartition(topic, sp.Partition)
 	if err != nil {
 		return pendingProduce{}, err
+	}
+	if tw != nil && tw.err != nil {
+		return pendingProduce{}, tw.err
 	}
 	h, err := record.ParseHeader(records)
 	switch {
@@ -215,6 +256,8 @@ func (b *Broker) produceTo(topic string, records []byte, sp *kmsg.ProduceRespons
 		// A header that does not parse: Append refuses the batch as it
 		// refuses any invalid one.
 		res, err = p.Append(records)
+	} else if tw != nil && h.Transactional() {
+		res, err = p.AppendParsedVerified(records, h, tw.guard)
 	} else {
 		// The header goes down with the batch; nothing below parses it
 		// again.

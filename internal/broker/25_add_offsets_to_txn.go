@@ -1,11 +1,12 @@
 package broker
 
-// AddOffsetsToTxn, versions 0-3.
+// AddOffsetsToTxn, versions 0-4.
 //
 // Behavior: the transaction coordinator adds the group's partition of
 // __consumer_offsets to the transaction, so that the TxnOffsetCommit that
-// follows is ended by the same markers as the produced records. v4 (which
-// only adds the TRANSACTION_ABORTABLE code of KIP-890) is not served.
+// follows is ended by the same markers as the produced records. v4 only
+// lets the answer be KIP-890's TRANSACTION_ABORTABLE. (A transaction
+// version 2 client sends none: TxnOffsetCommit v5+ adds the partition.)
 // Authorization (KafkaApis): WRITE on the transactional id
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then READ on the group
 // (GROUP_AUTHORIZATION_FAILED).

@@ -1,14 +1,15 @@
 package broker
 
-// EndTxn, versions 0-3.
+// EndTxn, versions 0-5.
 //
 // Behavior: the transaction coordinator writes PrepareCommit or
 // PrepareAbort and answers; the markers and the Complete state follow in
 // the background, and until then the producer's next request gets
-// CONCURRENT_TRANSACTIONS (clients retry it). v4 adds only KIP-890's
-// TRANSACTION_ABORTABLE and v5 is transaction version 2, so neither is
-// served. Without WRITE on the transactional id:
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+// CONCURRENT_TRANSACTIONS (clients retry it). v4 only lets the answer be
+// KIP-890's TRANSACTION_ABORTABLE. v5 is transaction version 2: every
+// EndTxn bumps the producer epoch and answers the producer id and epoch
+// of the next transaction (see coordinator/txn). Without WRITE on the
+// transactional id: TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 
 import (
 	"context"

@@ -1,6 +1,6 @@
 package broker
 
-// WriteTxnMarkers, versions 0-1.
+// WriteTxnMarkers, versions 0-2.
 //
 // Behavior:
 //   - Sent by a transaction coordinator (txn.MarkerChannel on its broker) to the
@@ -19,8 +19,9 @@ package broker
 //   - A committed marker on a partition of __consumer_offsets is handed to
 //     the local group coordinator, so the producer's pending transactional
 //     offsets commit or drop.
-//   - v2 (KIP-890's TransactionVersion per marker) is not served, as
-//     transaction version 2 is not.
+//   - v2 carries the client's TransactionVersion per marker (KIP-890): at
+//     2 the marker's epoch is the one EndTxn bumped to and must be above
+//     that of an open transaction of the producer (INVALID_PRODUCER_EPOCH).
 
 import (
 	"context"
@@ -46,7 +47,8 @@ func handleWriteTxnMarkers(ctx context.Context, b *Broker, c *network.Conn, kreq
 	ctx, cancel := context.WithTimeout(ctx, txn.WriteTimeout)
 	defer cancel()
 	for _, rm := range req.Markers {
-		m := txn.Marker{ProducerID: rm.ProducerID, Epoch: rm.ProducerEpoch, CoordinatorEpoch: rm.CoordinatorEpoch, Commit: rm.Committed}
+		m := txn.Marker{ProducerID: rm.ProducerID, Epoch: rm.ProducerEpoch, CoordinatorEpoch: rm.CoordinatorEpoch, Commit: rm.Committed,
+			TransactionVersion: int16(rm.TransactionVersion)}
 		var known []txn.TopicPartition
 		codes := make(map[txn.TopicPartition]int16)
 		for _, rt := range rm.Topics {

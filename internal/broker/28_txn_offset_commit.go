@@ -1,13 +1,25 @@
 package broker
 
-// TxnOffsetCommit, versions 0-3.
+// TxnOffsetCommit, versions 0-6.
 //
 // Behavior: the group coordinator writes the offsets as a transactional
 // batch of the producer to __consumer_offsets, fenced by the producer's
 // epoch there (PRODUCER_FENCED; INVALID_PRODUCER_EPOCH before v3). They
 // stay invisible to OffsetFetch until the transaction's COMMIT marker
-// reaches the partition and are dropped by an ABORT. v4 (KIP-890's
-// TRANSACTION_ABORTABLE) and v5 (transaction version 2) are not served.
+// reaches the partition and are dropped by an ABORT. v6 names topics by
+// id (UNKNOWN_TOPIC_ID for one the image does not know).
+//
+// KIP-890: before the write, when the producer has no transaction open on
+// the group's partition of __consumer_offsets, the transaction
+// coordinator is asked to add that partition to the transaction (v5+,
+// transaction version 2, whose clients send no AddOffsetsToTxn) or, with
+// transaction.partition.verification.enable, to confirm it is in it
+// (v0-v4). A refusal answers every partition: INVALID_TXN_STATE
+// (TRANSACTION_ABORTABLE from v4), INVALID_PRODUCER_EPOCH for a fenced
+// producer, COORDINATOR_NOT_AVAILABLE, which clients retry, while the
+// transaction coordinator is busy or unreachable (Kafka's group
+// coordinator maps the leader's NOT_ENOUGH_REPLICAS so). Unlike a produce,
+// the offsets' append is not tied to the check by a guard.
 //
 // Authorization (KafkaApis): every partition answers
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED without WRITE on the
@@ -21,6 +33,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/coordinator/txn"
+	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
 )
 
@@ -40,8 +54,27 @@ func handleTxnOffsetCommit(ctx context.Context, b *Broker, c *network.Conn, kreq
 		resp.Topics = txnOffsetCommitErrors(req.Topics, denied)
 		return resp, nil
 	}
+	if err := b.addOffsetsPartition(ctx, req); err != nil {
+		resp := kmsg.NewPtrTxnOffsetCommitResponse()
+		resp.Version = req.Version
+		resp.Topics = txnOffsetCommitErrors(req.Topics, err)
+		return resp, nil
+	}
 	readable := z.topics(kmsg.ACLOperationRead)
-	name := func(t kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic }
+	img := b.cfg.Image()
+	name := func(t kmsg.TxnOffsetCommitRequestTopic) string {
+		if req.Version < 6 {
+			return t.Topic
+		}
+		if ti, ok := img.TopicByID(metadata.Uuid(t.TopicID)); ok {
+			return ti.Name
+		}
+		return "" // the group coordinator answers UNKNOWN_TOPIC_ID
+	}
+	if req.Version >= 6 {
+		auth := readable
+		readable = func(topic string) bool { return topic == "" || auth(topic) }
+	}
 	sub := *req
 	var cut bool
 	sub.Topics, cut = splitTopics(req.Topics, name, readable)
@@ -63,7 +96,7 @@ func txnOffsetCommitErrors(topics []kmsg.TxnOffsetCommitRequestTopic, err *kerr.
 	var out []kmsg.TxnOffsetCommitResponseTopic
 	for _, t := range topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		for _, p := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			rp.Partition, rp.ErrorCode = p.Partition, err.Code
@@ -72,4 +105,42 @@ func txnOffsetCommitErrors(topics []kmsg.TxnOffsetCommitRequestTopic, err *kerr.
 		out = append(out, rt)
 	}
 	return out
+}
+
+// addOffsetsPartition verifies (v0-v4, when verification is on) or adds
+// (v5+) the group's partition of __consumer_offsets in the producer's
+// transaction, unless the producer has a transaction open there already.
+// Only the partition's leader checks: elsewhere the group coordinator
+// answers NOT_COORDINATOR.
+func (b *Broker) addOffsetsPartition(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kerr.Error {
+	add := req.Version >= 5
+	if b.cfg.TxnPartitions == nil || b.cfg.Groups == nil || (!add && !b.txnVerification()) {
+		return nil
+	}
+	tp := txn.TopicPartition{Topic: "__consumer_offsets", Partition: b.cfg.Groups.PartitionFor(req.Group)}
+	p, err := b.leaderPartition(tp.Topic, tp.Partition)
+	if err != nil {
+		return nil
+	}
+	guard, needed := p.StartTxnVerification(req.ProducerID, req.ProducerEpoch)
+	if !needed {
+		return nil
+	}
+	defer p.EndTxnVerification(req.ProducerID, guard)
+	code := b.cfg.TxnPartitions.AddOrVerify(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp}, add)[tp]
+	switch code {
+	case 0:
+		return nil
+	case kerr.ConcurrentTransactions.Code, kerr.NetworkException.Code, kerr.CoordinatorLoadInProgress.Code,
+		kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code:
+		return kerr.CoordinatorNotAvailable
+	case kerr.TransactionAbortable.Code:
+		if req.Version < 4 {
+			return kerr.InvalidTxnState
+		}
+	}
+	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
+		return e
+	}
+	return kerr.InvalidTxnState
 }

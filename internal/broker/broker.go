@@ -59,6 +59,10 @@ type Config struct {
 	// share_coordinator.go); nil serves none (share keys and the
 	// share-group state RPCs get COORDINATOR_NOT_AVAILABLE).
 	Shares ShareCoordinator
+	// TxnPartitions asks transaction coordinators to verify or add the
+	// partitions of transactional writes (KIP-890; txn.go); nil writes
+	// unverified.
+	TxnPartitions TxnPartitionAdder
 	// ActiveController returns the node id of the active controller, or
 	// -1 while none is known; Metadata and DescribeCluster report it (a
 	// combined node is also a broker, so clients may send it admin
@@ -187,14 +191,14 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.DeleteACLs:                   {1, 3, handleDeleteACLs},
 		kmsg.DeleteTopics:                 {1, 6, handleDeleteTopics},
 		kmsg.CreatePartitions:             {0, 3, handleCreatePartitions},
-		// Transactions, version 1 only: the versions that imply KIP-890's
-		// transaction version 2 (AddPartitionsToTxn v4+ is inter-broker,
-		// EndTxn v5, TxnOffsetCommit v5) are not served.
-		kmsg.AddPartitionsToTxn:   {0, 3, handleAddPartitionsToTxn},
-		kmsg.AddOffsetsToTxn:      {0, 3, handleAddOffsetsToTxn},
-		kmsg.EndTxn:               {0, 3, handleEndTxn},
-		kmsg.TxnOffsetCommit:      {0, 3, handleTxnOffsetCommit},
-		kmsg.WriteTxnMarkers:      {0, 1, handleWriteTxnMarkers},
+		// Transactions, versions 1 and 2 (KIP-890): AddPartitionsToTxn v4+
+		// is inter-broker; EndTxn v5 and TxnOffsetCommit v5+ are
+		// transaction version 2.
+		kmsg.AddPartitionsToTxn:   {0, 5, handleAddPartitionsToTxn},
+		kmsg.AddOffsetsToTxn:      {0, 4, handleAddOffsetsToTxn},
+		kmsg.EndTxn:               {0, 5, handleEndTxn},
+		kmsg.TxnOffsetCommit:      {0, 6, handleTxnOffsetCommit},
+		kmsg.WriteTxnMarkers:      {0, 2, handleWriteTxnMarkers},
 		kmsg.DescribeTransactions: {0, 0, handleDescribeTransactions},
 		kmsg.ListTransactions:     {0, 2, handleListTransactions},
 		// The share coordinator's inter-broker RPCs (KIP-932).

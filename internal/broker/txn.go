@@ -2,13 +2,16 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/coordinator"
 	"github.com/samsa-io/samsa/internal/coordinator/txn"
 	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/replica"
 )
 
@@ -64,4 +67,98 @@ func (b *Broker) publishTxnTopic(img *metadata.Image) {
 		func(partition, epoch int32, p *replica.Partition) {
 			b.cfg.Txns.Load(partition, epoch, &coordinator.ReplicaLog{P: p, Now: b.cfg.Now, CommitTimeout: txn.WriteTimeout})
 		}, b.cfg.Txns.Unload)
+}
+
+// TxnPartitionAdder asks a transaction coordinator, on a transactional
+// producer's behalf, to verify (KIP-890 part 1) or add (part 2) partitions
+// in its transaction; *txn.PartitionAdder implements it.
+type TxnPartitionAdder interface {
+	AddOrVerify(ctx context.Context, transactionalID string, producerID int64, epoch int16, parts []txn.TopicPartition, add bool) map[txn.TopicPartition]int16
+}
+
+// txnVerification reports transaction.partition.verification.enable
+// (default true, dynamic).
+func (b *Broker) txnVerification() bool {
+	v, ok := b.config().Value("transaction.partition.verification.enable")
+	on, isBool := v.(bool)
+	return !ok || !isBool || on
+}
+
+// txnWrite is what the verification of one partition's transactional
+// batch decided: the error to answer, or the guard to append with.
+type txnWrite struct {
+	guard replica.VerificationGuard
+	err   error
+}
+
+// verifyTxnWrites is Kafka's ReplicaManager transaction verification for a
+// produce request: each partition this node leads whose transactional
+// batch would open a transaction there is verified with (before v12) or
+// added to (v12+, transaction version 2) the producer's transaction by its
+// coordinator, before anything is appended. partitions lists the
+// request's partitions by topic name. The result has an entry for each
+// transactional batch appended with verification; nil when verification
+// is off and nothing is added.
+func (b *Broker) verifyTxnWrites(ctx context.Context, req *kmsg.ProduceRequest, partitions func(fn func(topic string, p int32, records []byte))) map[txn.TopicPartition]*txnWrite {
+	add := req.Version >= 12
+	verify := b.txnVerification()
+	if req.TransactionID == nil || b.cfg.TxnPartitions == nil || (!add && !verify) {
+		return nil
+	}
+	type producer struct {
+		id    int64
+		epoch int16
+	}
+	writes := map[txn.TopicPartition]*txnWrite{}
+	pending := map[producer][]txn.TopicPartition{}
+	parts := map[txn.TopicPartition]*replica.Partition{}
+	partitions(func(topic string, i int32, records []byte) {
+		h, err := record.ParseHeader(records)
+		if err != nil || !h.Transactional() || isInternalTopic(topic) {
+			return
+		}
+		p, err := b.leaderPartition(topic, i)
+		if err != nil {
+			return // answered by the append
+		}
+		tp := txn.TopicPartition{Topic: topic, Partition: i}
+		w := &txnWrite{}
+		writes[tp] = w
+		guard, needed := p.StartTxnVerification(h.ProducerID, h.ProducerEpoch)
+		if needed {
+			w.guard, parts[tp] = guard, p
+			k := producer{h.ProducerID, h.ProducerEpoch}
+			pending[k] = append(pending[k], tp)
+		}
+	})
+	for pr, tps := range pending {
+		codes := b.cfg.TxnPartitions.AddOrVerify(ctx, *req.TransactionID, pr.id, pr.epoch, tps, add)
+		for _, tp := range tps {
+			if code := produceVerificationCode(codes[tp], req.Version); code != 0 {
+				writes[tp].err = fmt.Errorf("%w: verifying the partition is in the transaction: %v", kerr.ErrorForCode(code), kerr.ErrorForCode(codes[tp]))
+				parts[tp].EndTxnVerification(pr.id, writes[tp].guard)
+			}
+		}
+	}
+	return writes
+}
+
+// produceVerificationCode is the code a produce of version v answers for
+// the coordinator's code of a partition's verification (Kafka's
+// ReplicaManager and AddPartitionsToTxnManager): retriable coordinator
+// troubles become NOT_ENOUGH_REPLICAS, which every producer retries
+// without refreshing metadata; TRANSACTION_ABORTABLE is known from v11.
+func produceVerificationCode(code, v int16) int16 {
+	switch code {
+	case kerr.ConcurrentTransactions.Code, kerr.NetworkException.Code, kerr.CoordinatorLoadInProgress.Code,
+		kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code:
+		return kerr.NotEnoughReplicas.Code
+	case kerr.UnknownProducerID.Code:
+		return kerr.OutOfOrderSequenceNumber.Code
+	case kerr.TransactionAbortable.Code:
+		if v < 11 {
+			return kerr.InvalidTxnState.Code
+		}
+	}
+	return code
 }

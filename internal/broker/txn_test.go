@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"fmt"
 	"net"
 	"strconv"
 	"testing"
@@ -55,11 +56,11 @@ func TestTxnAPIVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[kmsg.Key][2]int16{
-		kmsg.InitProducerID: {0, 5}, kmsg.AddPartitionsToTxn: {0, 3}, kmsg.AddOffsetsToTxn: {0, 3},
-		kmsg.EndTxn: {0, 3}, kmsg.TxnOffsetCommit: {0, 3}, kmsg.DescribeTransactions: {0, 0}, kmsg.ListTransactions: {0, 2},
-		// Inter-broker, served on every listener as Kafka does (no ACLs
-		// yet); v2 carries transaction version 2.
-		kmsg.WriteTxnMarkers: {0, 1},
+		kmsg.InitProducerID: {0, 5}, kmsg.AddPartitionsToTxn: {0, 5}, kmsg.AddOffsetsToTxn: {0, 4},
+		kmsg.EndTxn: {0, 5}, kmsg.TxnOffsetCommit: {0, 6}, kmsg.DescribeTransactions: {0, 0}, kmsg.ListTransactions: {0, 2},
+		// Inter-broker, served on every listener as Kafka does; v2
+		// carries the client's transaction version.
+		kmsg.WriteTxnMarkers: {0, 2},
 	}
 	got := map[kmsg.Key][2]int16{}
 	for _, k := range resp.ApiKeys {
@@ -71,16 +72,20 @@ func TestTxnAPIVersions(t *testing.T) {
 		}
 	}
 	// Clients switch to transaction version 2 (KIP-890) from this
-	// feature: Samsa supports level 0 only and never finalizes another.
+	// feature: a new cluster starts at 2, as Kafka 4.4's do.
+	var supported, finalized string
 	for _, f := range resp.SupportedFeatures {
-		if f.Name == "transaction.version" && f.MaxVersion != 0 {
-			t.Errorf("transaction.version advertised as supported v%d-%d", f.MinVersion, f.MaxVersion)
+		if f.Name == "transaction.version" {
+			supported = fmt.Sprintf("%d-%d", f.MinVersion, f.MaxVersion)
 		}
 	}
 	for _, f := range resp.FinalizedFeatures {
 		if f.Name == "transaction.version" {
-			t.Errorf("transaction.version finalized at %d", f.MaxVersionLevel)
+			finalized = fmt.Sprintf("%d-%d", f.MinVersionLevel, f.MaxVersionLevel)
 		}
+	}
+	if supported != "0-2" || finalized != "2-2" {
+		t.Errorf("transaction.version supported %q, finalized %q; want 0-2, 2-2", supported, finalized)
 	}
 }
 
@@ -243,5 +248,80 @@ func TestAddOffsetsToTxnUnknownProducer(t *testing.T) {
 	r = retryTxn(t, c.cl, req, func(r *kmsg.AddOffsetsToTxnResponse) int16 { return r.ErrorCode })
 	if r.ErrorCode != kerr.ProducerFenced.Code {
 		t.Errorf("wrong epoch: error %d, want PRODUCER_FENCED", r.ErrorCode)
+	}
+}
+
+// AddPartitionsToTxn v4+ is the partition leaders' batched form (KIP-890):
+// each transaction answers on its own; one naming an unknown partition
+// answers it UNKNOWN_TOPIC_OR_PARTITION and its others
+// OPERATION_NOT_ATTEMPTED without reaching the coordinator; VerifyOnly
+// checks without adding (TRANSACTION_ABORTABLE for a partition not in the
+// transaction) and an entry without it adds the partition.
+func TestAddPartitionsToTxnForBrokers(t *testing.T) {
+	s := servertest.Start(t)
+	c := connect(t, servertest.Addr(s))
+	if _, err := c.adm.CreateTopic(tctx(t), 2, 1, nil, "t"); err != nil {
+		t.Fatal(err)
+	}
+	ir := initTxnID(t, c.cl, "tx-b")
+	if ir.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %v", kerr.ErrorForCode(ir.ErrorCode))
+	}
+	tx := func(id string, verify bool, topic string, parts ...int32) kmsg.AddPartitionsToTxnRequestTransaction {
+		x := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		x.TransactionalID, x.ProducerID, x.ProducerEpoch, x.VerifyOnly = id, ir.ProducerID, ir.ProducerEpoch, verify
+		x.Topics = []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: topic, Partitions: parts}}
+		return x
+	}
+	send := func(txs ...kmsg.AddPartitionsToTxnRequestTransaction) map[string][]int16 {
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.Version = 5
+		req.Transactions = txs
+		resp, err := c.cl.Request(tctx(t), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := resp.(*kmsg.AddPartitionsToTxnResponse)
+		if r.Version != 5 || r.ErrorCode != 0 {
+			t.Fatalf("answer v%d, error %d", r.Version, r.ErrorCode)
+		}
+		got := map[string][]int16{}
+		for _, rt := range r.Transactions {
+			for _, tp := range rt.Topics {
+				for _, p := range tp.Partitions {
+					got[rt.TransactionalID] = append(got[rt.TransactionalID], p.ErrorCode)
+				}
+			}
+		}
+		return got
+	}
+	// The coordinator loads its partition first: verify until it answers.
+	deadline := time.Now().Add(10 * time.Second)
+	var got map[string][]int16
+	for {
+		got = send(tx("tx-b", true, "t", 0))
+		if c := got["tx-b"][0]; (c != kerr.CoordinatorLoadInProgress.Code && c != kerr.NotCoordinator.Code) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	want := map[string][]int16{"tx-b": {kerr.TransactionAbortable.Code}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("verify before any add: %v, want %v", got, want)
+	}
+	got = send(tx("tx-b", false, "t", 0), tx("tx-unknown", false, "nope", 0))
+	want = map[string][]int16{"tx-b": {0}, "tx-unknown": {kerr.UnknownTopicOrPartition.Code}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("add: %v, want %v", got, want)
+	}
+	got = send(tx("tx-b", true, "t", 0, 1, 2))
+	want = map[string][]int16{"tx-b": {kerr.OperationNotAttempted.Code, kerr.OperationNotAttempted.Code, kerr.UnknownTopicOrPartition.Code}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("verify with an unknown partition: %v, want %v", got, want)
+	}
+	got = send(tx("tx-b", true, "t", 0, 1))
+	want = map[string][]int16{"tx-b": {0, kerr.TransactionAbortable.Code}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("verify after the add: %v, want %v", got, want)
 	}
 }

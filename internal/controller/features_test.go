@@ -54,7 +54,7 @@ func TestUpdateFeatures(t *testing.T) {
 	}{
 		{"downgrade as upgrade", featureUpdate("group.version", 0, 1), "Invalid update version 0 for feature group.version. Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade."},
 		{"upgrade as downgrade", featureUpdate("metadata.version", 27, 2), ""},
-		{"unsupported level", featureUpdate("transaction.version", 2, 1), "Invalid update version 2 for feature transaction.version. Local controller 1 does not support this feature."},
+		{"unsupported level", featureUpdate("transaction.version", 3, 1), "Local controller 1 only supports versions [0-2]"},
 		{"unknown feature", featureUpdate("no.such.version", 1, 1), "Local controller 1 does not support this feature."},
 		{"newer metadata.version", featureUpdate("metadata.version", 28, 1), "Local controller 1 only supports versions [7-27]"},
 		{"older metadata.version", featureUpdate("metadata.version", 26, 2), "Invalid metadata.version 26. Refusing to perform the requested downgrade because it might delete metadata information."},

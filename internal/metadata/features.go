@@ -49,7 +49,9 @@ const MetadataVersionMin int16 = 7
 //   - group.version 1: KIP-848 consumer groups.
 //   - kraft.version 1: a dynamic quorum (KIP-853 voter changes); a
 //     static one (controller.quorum.voters) runs at 0.
-//   - transaction.version 0: transactions v1 (KIP-890 part 2 is not built).
+//   - transaction.version 0-2: 0 transactions v1; 1 adds the flexible
+//     __transaction_state records; 2 is KIP-890 part 2 (an epoch bump per
+//     transaction, partitions added by their leaders).
 //   - share.version 1: KIP-932 share groups.
 //   - streams.version 1: KIP-1071 streams groups.
 //   - eligible.leader.replicas.version 0: not built.
@@ -57,7 +59,7 @@ var supportedFeatures = []FeatureRange{
 	{MetadataVersionFeature, MetadataVersionMin, MetadataVersionLatest},
 	{KRaftVersionFeature, 0, 1},
 	{GroupVersionFeature, 0, 1},
-	{TransactionVersionFeature, 0, 0},
+	{TransactionVersionFeature, 0, 2},
 	{ELRVersionFeature, 0, 0},
 	{ShareVersionFeature, 0, 1},
 	{StreamsVersionFeature, 0, 1},
@@ -106,7 +108,7 @@ var releaseFeatures = map[string]map[string]int16{
 // Levels 0 are left out (a missing feature is at 0), and so is
 // kraft.version: it is the quorum's, not a FeatureLevelRecord.
 func InitialFeatures(release string, features []string) (map[string]int16, error) {
-	levels := map[string]int16{MetadataVersionFeature: MetadataVersionLatest, GroupVersionFeature: 1, StreamsVersionFeature: 1, ShareVersionFeature: 1}
+	levels := map[string]int16{MetadataVersionFeature: MetadataVersionLatest, GroupVersionFeature: 1, StreamsVersionFeature: 1, ShareVersionFeature: 1, TransactionVersionFeature: 2}
 	from := "Samsa's default"
 	if release != "" {
 		r, _, _ := strings.Cut(release, "-") // 3.9-IV0: the release's features

@@ -101,6 +101,12 @@ func (p *Partition) Append(batch []byte) (AppendResult, error) {
 // the request, and the header goes down to the log with the batch, kept
 // current as the batch is stamped (timestamps, leader epoch).
 func (p *Partition) AppendParsed(batch []byte, h record.Header) (AppendResult, error) {
+	return p.appendParsed(batch, h, nil)
+}
+
+// appendParsed is AppendParsed; a non-nil guard turns transaction
+// verification on (AppendParsedVerified).
+func (p *Partition) appendParsed(batch []byte, h record.Header, guard *VerificationGuard) (AppendResult, error) {
 	sum, err := record.ValidateParsed(batch, h, p.mgr.cfg.DecompressionBudget)
 	if err == nil {
 		err = record.CheckProduce(h)
@@ -116,7 +122,18 @@ func (p *Partition) AppendParsed(batch []byte, h record.Header) (AppendResult, e
 	if !p.leadingLocked() {
 		return AppendResult{}, kerr.NotLeaderForPartition
 	}
-	return p.appendCheckedLocked(batch, h, sum, true)
+	verified := false
+	if guard != nil && h.Transactional() && !p.mu.producers.hasOngoingTxn(h.ProducerID, h.ProducerEpoch) {
+		if v, ok := p.mu.producers.verifying[h.ProducerID]; !ok || *guard == 0 || v.guard != *guard || v.epoch != h.ProducerEpoch {
+			return AppendResult{}, fmt.Errorf("%w: partition %s-%d was not added to the transaction of producer %d", kerr.InvalidTxnState, p.Topic, p.Index, h.ProducerID)
+		}
+		verified = true
+	}
+	res, err := p.appendCheckedLocked(batch, h, sum, true)
+	if err == nil && verified {
+		delete(p.mu.producers.verifying, h.ProducerID)
+	}
+	return res, err
 }
 
 // appendCheckedLocked appends a validated batch. Only client batches

@@ -62,10 +62,42 @@ type producerState struct {
 	// offset: the last stable offset is the smallest. Transactions open
 	// at once are few, so a scan of it is cheap.
 	ongoing map[int64]int64
+	// verifying holds, per producer, the guard of the transaction
+	// verification in flight (see Partition.StartTxnVerification).
+	verifying map[int64]verification
+	lastGuard VerificationGuard
 }
 
 func newProducerState() producerState {
-	return producerState{producers: make(map[int64]*producerEntry), ongoing: make(map[int64]int64)}
+	return producerState{producers: make(map[int64]*producerEntry), ongoing: make(map[int64]int64),
+		verifying: make(map[int64]verification)}
+}
+
+// verification is a transaction verification in flight: its guard, and
+// the producer epoch of the write it is for.
+type verification struct {
+	guard VerificationGuard
+	epoch int16
+}
+
+// voidVerification drops a verification that a marker of the producer at
+// epoch, for a client of transactionVersion, overtook: the write it was
+// for belongs to the transaction the marker ended. At transaction version
+// 2 the marker carries the bumped epoch, which the next transaction's
+// writes use, and their verification (which the coordinator answers only
+// once the markers are written) stays valid.
+func (s *producerState) voidVerification(id int64, epoch, transactionVersion int16) {
+	v, ok := s.verifying[id]
+	if ok && (v.epoch < epoch || (v.epoch == epoch && transactionVersion < 2)) {
+		delete(s.verifying, id)
+	}
+}
+
+// hasOngoingTxn reports whether the producer has a transaction open on
+// the partition at epoch (Kafka's hasOngoingTransaction).
+func (s *producerState) hasOngoingTxn(id int64, epoch int16) bool {
+	e := s.producers[id]
+	return e != nil && e.txnFirstOffset >= 0 && e.epoch == epoch
 }
 
 // check decides whether an idempotent batch may be appended. It returns the
@@ -164,13 +196,20 @@ func (s *producerState) replay(h record.Header, control []byte) (*storage.Aborte
 
 // checkMarker is Kafka's check of a transaction marker against the
 // producer's state: an older producer epoch is INVALID_PRODUCER_EPOCH and
-// an older coordinator epoch means a zombie coordinator wrote it.
-func (s *producerState) checkMarker(id int64, epoch int16, coordinatorEpoch int32) error {
+// an older coordinator epoch means a zombie coordinator wrote it. At
+// transaction version 2 the marker carries the epoch EndTxn bumped to, so
+// one at the producer's current epoch while a transaction is open would end
+// the next transaction, not the one it was written for: refused too.
+// (Kafka refuses any such marker; one at the current epoch with no open
+// transaction is a coordinator's retry of a marker already written, which
+// is written again harmlessly, so that a retried marker on
+// __consumer_offsets still completes the group's pending offsets.)
+func (s *producerState) checkMarker(id int64, epoch int16, coordinatorEpoch int32, transactionVersion int16) error {
 	e := s.producers[id]
 	if e == nil {
 		return nil
 	}
-	if epoch < e.epoch {
+	if epoch < e.epoch || (transactionVersion >= 2 && epoch == e.epoch && e.txnFirstOffset >= 0) {
 		return fmt.Errorf("%w: marker epoch %d is older than producer %d's epoch %d", kerr.InvalidProducerEpoch, epoch, id, e.epoch)
 	}
 	if coordinatorEpoch < e.coordinatorEpoch {

@@ -267,7 +267,7 @@ func TestWaitCommittedFailsOnLeadershipChange(t *testing.T) {
 	if n.p.IsLeader() {
 		t.Fatal("still leader")
 	}
-	if _, err := n.p.WriteTxnMarker(1, 0, 0, true); !errors.Is(err, kerr.NotLeaderForPartition) {
+	if _, err := n.p.WriteTxnMarker(1, 0, 0, true, 0); !errors.Is(err, kerr.NotLeaderForPartition) {
 		t.Fatalf("WriteTxnMarker on a follower: %v", err)
 	}
 }
@@ -497,7 +497,7 @@ func TestTransactionsReplicate(t *testing.T) {
 	// The follower becomes leader: the coordinator ends 10's transaction
 	// and 9's new epoch is known.
 	n2.ensure(t, state(2, 2, 2, 2), 0)
-	if _, err := n2.p.WriteTxnMarker(9, 0, 5, true); !errors.Is(err, kerr.InvalidProducerEpoch) {
+	if _, err := n2.p.WriteTxnMarker(9, 0, 5, true, 0); !errors.Is(err, kerr.InvalidProducerEpoch) {
 		t.Fatalf("marker with 9's old epoch: %v", err)
 	}
 	mustMarker(t, n2.p, 10, 0, 5, true)

@@ -36,6 +36,49 @@ const (
 	controlCommit int16 = 1
 )
 
+// VerificationGuard ties a transactional append to the verification
+// that allowed it (Kafka's VerificationGuard, KIP-890 part 1). Zero is no
+// guard.
+type VerificationGuard uint64
+
+// StartTxnVerification is Kafka's maybeStartTransactionVerification: a
+// transactional batch of producerID at epoch that would open a transaction
+// on this partition (none is open at that epoch) may only be appended once
+// the transaction coordinator confirms, or adds, the partition in the
+// producer's transaction. It then returns a fresh guard for
+// AppendParsedVerified, and needed true; a marker of the producer that
+// ends the transaction before the append voids the guard (see
+// producerState.voidVerification), so a write that arrives after its
+// transaction ended cannot open a hanging one.
+func (p *Partition) StartTxnVerification(producerID int64, epoch int16) (guard VerificationGuard, needed bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.producers.hasOngoingTxn(producerID, epoch) {
+		return 0, false
+	}
+	p.mu.producers.lastGuard++
+	guard = p.mu.producers.lastGuard
+	p.mu.producers.verifying[producerID] = verification{guard, epoch}
+	return guard, true
+}
+
+// EndTxnVerification drops the guard of a verification that failed.
+func (p *Partition) EndTxnVerification(producerID int64, guard VerificationGuard) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.producers.verifying[producerID].guard == guard {
+		delete(p.mu.producers.verifying, producerID)
+	}
+}
+
+// AppendParsedVerified is AppendParsed with transaction verification on
+// (transaction.partition.verification.enable): a transactional batch that
+// would open a transaction is refused with INVALID_TXN_STATE unless guard
+// is the producer's current one from StartTxnVerification.
+func (p *Partition) AppendParsedVerified(batch []byte, h record.Header, guard VerificationGuard) (AppendResult, error) {
+	return p.appendParsed(batch, h, &guard)
+}
+
 // AppendAsCoordinator appends a batch that a coordinator writes on a
 // producer's behalf (TxnOffsetCommit into __consumer_offsets). Its base
 // sequence is -1, so sequences are not checked, but an epoch older than
@@ -88,8 +131,9 @@ func checkCoordinatorBatch(h record.Header) error {
 // .txnindex. A marker for a producer without an open transaction is still
 // written, as Kafka does. An epoch older than the producer's is
 // INVALID_PRODUCER_EPOCH, an older coordinator epoch
-// TRANSACTION_COORDINATOR_FENCED. It returns the marker's offset.
-func (p *Partition) WriteTxnMarker(producerID int64, epoch int16, coordinatorEpoch int32, commit bool) (offset int64, err error) {
+// TRANSACTION_COORDINATOR_FENCED; transactionVersion is the client's (see
+// producerState.checkMarker). It returns the marker's offset.
+func (p *Partition) WriteTxnMarker(producerID int64, epoch int16, coordinatorEpoch int32, commit bool, transactionVersion int16) (offset int64, err error) {
 	if producerID < 0 {
 		return -1, fmt.Errorf("%w: marker for producer id %d", kerr.InvalidRecord, producerID)
 	}
@@ -98,7 +142,7 @@ func (p *Partition) WriteTxnMarker(producerID int64, epoch int16, coordinatorEpo
 	if !p.leadingLocked() {
 		return -1, kerr.NotLeaderForPartition
 	}
-	if err := p.mu.producers.checkMarker(producerID, epoch, coordinatorEpoch); err != nil {
+	if err := p.mu.producers.checkMarker(producerID, epoch, coordinatorEpoch, transactionVersion); err != nil {
 		return -1, err
 	}
 	now := p.now().UnixMilli()
@@ -122,6 +166,7 @@ func (p *Partition) WriteTxnMarker(producerID int64, epoch int16, coordinatorEpo
 	}
 	p.afterAppendLocked(base)
 	t := p.mu.producers.endTxn(producerID, epoch, coordinatorEpoch, base, now)
+	p.mu.producers.voidVerification(producerID, epoch, transactionVersion)
 	if !commit {
 		if err := p.log.AppendAbortedTxn(t); err != nil {
 			// The marker is in the log; the entry comes back on the

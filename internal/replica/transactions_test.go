@@ -33,7 +33,7 @@ func plainBatch(n int, ts int64) []byte {
 
 func mustMarker(t *testing.T, p *Partition, pid int64, epoch int16, coordinatorEpoch int32, commit bool) int64 {
 	t.Helper()
-	off, err := p.WriteTxnMarker(pid, epoch, coordinatorEpoch, commit)
+	off, err := p.WriteTxnMarker(pid, epoch, coordinatorEpoch, commit, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,11 +178,11 @@ func TestReadIsolated(t *testing.T) {
 func TestWriteTxnMarkerFencing(t *testing.T) {
 	p, ts := newTxnPartition(t)
 	mustAppend(t, p, txnBatch(1, 3, 0, 1, ts)) // 0
-	if _, err := p.WriteTxnMarker(1, 2, 0, true); !errors.Is(err, kerr.InvalidProducerEpoch) {
+	if _, err := p.WriteTxnMarker(1, 2, 0, true, 0); !errors.Is(err, kerr.InvalidProducerEpoch) {
 		t.Fatalf("marker with an old epoch: %v, want INVALID_PRODUCER_EPOCH", err)
 	}
 	mustMarker(t, p, 1, 3, 7, false) // 1
-	if _, err := p.WriteTxnMarker(1, 3, 6, true); !errors.Is(err, kerr.TransactionCoordinatorFenced) {
+	if _, err := p.WriteTxnMarker(1, 3, 6, true, 0); !errors.Is(err, kerr.TransactionCoordinatorFenced) {
 		t.Fatalf("marker from an old coordinator: %v, want TRANSACTION_COORDINATOR_FENCED", err)
 	}
 	// No open transaction: the marker is still written, and an abort is
@@ -348,4 +348,97 @@ func TestOpenTransactionDoesNotExpire(t *testing.T) {
 		t.Fatalf("producers %+v, want only 1 with its transaction", ap)
 	}
 	wantOffsets(t, n.p, 2, 0)
+}
+
+// At transaction version 2 a marker carries the epoch EndTxn bumped to: it
+// must be above the epoch of the transaction it ends, and the bumped
+// epoch then fences late writes of that transaction.
+func TestWriteTxnMarkerV2(t *testing.T) {
+	p, ts := newTxnPartition(t)
+	mustAppend(t, p, txnBatch(1, 3, 0, 1, ts)) // 0: transaction at epoch 3
+	if _, err := p.WriteTxnMarker(1, 3, 0, true, 2); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("v2 marker at the transaction's own epoch: %v, want INVALID_PRODUCER_EPOCH", err)
+	}
+	if _, err := p.WriteTxnMarker(1, 4, 0, true, 2); err != nil { // 1
+		t.Fatalf("v2 marker at the bumped epoch: %v", err)
+	}
+	wantOffsets(t, p, 2, 2)
+	// A coordinator's retry of the same marker is written again.
+	if _, err := p.WriteTxnMarker(1, 4, 0, true, 2); err != nil { // 2
+		t.Fatalf("retried v2 marker: %v", err)
+	}
+	// A late write of the ended transaction is fenced by the bump.
+	if _, err := p.Append(txnBatch(1, 3, 1, 1, ts)); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("late write at the old epoch: %v, want INVALID_PRODUCER_EPOCH", err)
+	}
+	// The next transaction starts at the bumped epoch from sequence 0.
+	mustAppend(t, p, txnBatch(1, 4, 0, 1, ts)) // 3
+	wantOffsets(t, p, 4, 3)
+}
+
+// KIP-890 part 1: with verification on, a transactional batch that would
+// open a transaction needs a current guard, and the marker of the
+// transaction voids the guards taken before it.
+func TestTxnVerificationGuard(t *testing.T) {
+	p, ts := newTxnPartition(t)
+	appendVerified := func(b []byte, g VerificationGuard) error {
+		h, err := record.ParseHeader(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.AppendParsedVerified(b, h, g)
+		return err
+	}
+	if err := appendVerified(txnBatch(1, 0, 0, 1, ts), 0); !errors.Is(err, kerr.InvalidTxnState) {
+		t.Fatalf("unverified write: %v, want INVALID_TXN_STATE", err)
+	}
+	g, needed := p.StartTxnVerification(1, 0)
+	if !needed {
+		t.Fatal("no verification needed for a new transaction")
+	}
+	if err := appendVerified(txnBatch(1, 0, 0, 1, ts), g); err != nil { // 0
+		t.Fatal(err)
+	}
+	// The transaction is open: further batches need no verification.
+	if _, needed := p.StartTxnVerification(1, 0); needed {
+		t.Fatal("verification asked for an open transaction")
+	}
+	if err := appendVerified(txnBatch(1, 0, 1, 1, ts), 0); err != nil { // 1
+		t.Fatal(err)
+	}
+	mustMarker(t, p, 1, 0, 0, true) // 2
+	// A late write verified before the marker arrived: its guard is void.
+	g, _ = p.StartTxnVerification(1, 0)
+	mustMarker(t, p, 1, 0, 0, true) // 3: a coordinator's retry
+	if err := appendVerified(txnBatch(1, 0, 2, 1, ts), g); !errors.Is(err, kerr.InvalidTxnState) {
+		t.Fatalf("write verified before the marker: %v, want INVALID_TXN_STATE", err)
+	}
+	wantOffsets(t, p, 4, 4)
+}
+
+// At transaction version 2 the next transaction's write may be verified
+// before the previous transaction's marker lands (the coordinator answers
+// once the markers are written): that marker, at the bumped epoch the
+// write uses, leaves the guard valid.
+func TestTxnVerificationGuardV2(t *testing.T) {
+	p, ts := newTxnPartition(t)
+	g, _ := p.StartTxnVerification(1, 0)
+	b := txnBatch(1, 0, 0, 1, ts)
+	h, _ := record.ParseHeader(b)
+	if _, err := p.AppendParsedVerified(b, h, g); err != nil { // 0
+		t.Fatal(err)
+	}
+	g, needed := p.StartTxnVerification(1, 1) // the next transaction, at the bumped epoch
+	if !needed {
+		t.Fatal("no verification for the next transaction")
+	}
+	if _, err := p.WriteTxnMarker(1, 1, 0, true, 2); err != nil { // 1
+		t.Fatal(err)
+	}
+	b = txnBatch(1, 1, 0, 1, ts)
+	h, _ = record.ParseHeader(b)
+	if _, err := p.AppendParsedVerified(b, h, g); err != nil { // 2
+		t.Fatalf("next transaction's write verified before the marker: %v", err)
+	}
+	wantOffsets(t, p, 3, 2)
 }

@@ -475,6 +475,7 @@ func (s *Server) startTxns(context.Context) error {
 	tcfg.ProducerIDs = func(ctx context.Context) (int64, error) { return s.broker.NextProducerID(ctx) }
 	tcfg.Markers = s.markers
 	tcfg.GroupPartition = func(groupID string) (string, int32) { return "__consumer_offsets", s.groups.PartitionFor(groupID) }
+	tcfg.TransactionVersion = func() int16 { return s.loader.Image().Features()[metadata.TransactionVersionFeature] }
 	if err := tcfg.Validate(); err != nil {
 		return err
 	}
@@ -564,16 +565,18 @@ func (s *Server) startBroker(context.Context) error {
 	s.fetchers = replica.NewFetcherManager(fcfg)
 	s.quotas = security.NewQuotaManager(s.cfg.QuotaWindowSize, s.cfg.QuotaWindowNum)
 	s.broker = broker.New(broker.Config{
-		NodeID:           s.cfg.NodeID,
-		Static:           s.cfg,
-		Controller:       s.channel,
-		Image:            s.loader.Image,
-		Replicas:         s.replicas,
-		Fetchers:         s.fetchers,
-		Groups:           s.groups,
-		Txns:             s.txns,
-		Shares:           s.shares,
-		ShareParts:       s.shareParts,
+		NodeID:     s.cfg.NodeID,
+		Static:     s.cfg,
+		Controller: s.channel,
+		Image:      s.loader.Image,
+		Replicas:   s.replicas,
+		Fetchers:   s.fetchers,
+		Groups:     s.groups,
+		Txns:       s.txns,
+		Shares:     s.shares,
+		ShareParts: s.shareParts,
+		TxnPartitions: txn.NewPartitionAdder(txn.PartitionAdderConfig{NodeID: s.cfg.NodeID, Image: s.loader.Image,
+			Coordinator: s.txns, Channel: s.markers, Logger: s.logger}),
 		Quotas:           s.quotas,
 		Authorizer:       s.authorizer,
 		Logger:           s.logger,

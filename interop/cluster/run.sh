@@ -4,7 +4,9 @@
 # TopicCommand with replication factor 3, MetadataQuorumCommand,
 # LogDirsCommand, ConsoleProducer/ConsoleConsumer with acks=all, a kill -9
 # of a partition leader and its restart, LeaderElectionCommand (preferred)
-# and ReassignPartitionsCommand. Needs SAMSA_BIN, INTEROP_RESULTS and
+# and ReassignPartitionsCommand; the Java transactional producer
+# (transaction version 2) through a kill -9 of its transaction coordinator
+# (TxnFailover.java). Needs SAMSA_BIN, INTEROP_RESULTS and
 # KAFKA_TOOLS_DIR (see ../run); the Python row runs when the venv of the
 # python suite exists ($INTEROP_VENV, default ~/.cache/samsa-interop/venv).
 set -uo pipefail
@@ -264,7 +266,32 @@ d=$(describe mv)
 expect_eq "$C" "reassigned partition: Replicas 2,3, ISR 2,3, 20 records readable" "2,3 isr 2,3 read 20" \
 	"$(field "$d" 0 Replicas) isr $(field "$d" 0 Isr | tr ',' '\n' | sort -n | paste -sd,) read $(distinct_values mv 20)"
 
-# 9. confluent-kafka (librdkafka), idempotent acks=all through a leader kill.
+# 9. The Java transactional producer (transaction version 2, KIP-890)
+# through a kill -9 of its transaction coordinator: read_committed sees
+# every committed record once and nothing of the aborted ones.
+kt TopicCommand --bootstrap-server "$B" --create --topic jtx --partitions 1 --replication-factor 3 \
+	--config min.insync.replicas=2 >/dev/null 2>&1
+wait_for 10 full_isr jtx 1
+procs=""
+for id in 1 2 3; do
+	p=$(node_pid "$id")
+	[ -n "$p" ] && procs="$procs $id=$p"
+done
+out="javac failed"
+if javac -cp "$KAFKA_TOOLS_DIR/*" -d "$work/jtx" "$here/TxnFailover.java" >&2; then
+	out=$(timeout 300 java -cp "$work/jtx:$KAFKA_TOOLS_DIR/*" TxnFailover "$B" jtx 30 $procs 2> >(grep -v '^SLF4J' >&2))
+fi
+echo "$out" | tail -5 >&2
+expect_eq "$C" "transactions (transaction.version 2) through kill -9 of the coordinator: no loss, no duplicates, nothing uncommitted visible" \
+	"killed=true tv2=true missing=0 duplicates=0 uncommitted=0 torn=0 stray=0" "$(grep '^killed=' <<<"$out")"
+# The killed node comes back for what follows.
+n=$(sed -n 's/^killing transaction coordinator node \([0-9]*\) .*/\1/p' <<<"$out")
+if [ -n "$n" ]; then
+	restart_node "$n"
+	wait_for 30 full_isr jtx 1
+fi
+
+# 10. confluent-kafka (librdkafka), idempotent acks=all through a leader kill.
 venv=${INTEROP_VENV:-$HOME/.cache/samsa-interop/venv}
 if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c 'import confluent_kafka' 2>/dev/null; then
 	py="python confluent-kafka (3 nodes)"

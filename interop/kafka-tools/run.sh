@@ -142,8 +142,7 @@ out=$(kt ConfigCommand --bootstrap-server "$B" --alter --entity-type users --ent
 has "ConfigCommand --delete-config client quota" "$out" "^Quota configs for user-principal 'alice', client-id 'app' are producer_byte_rate=1048576\.0$"
 
 # FeatureCommand (kafka-features.sh): describe reads ApiVersions' features;
-# downgrade and upgrade send UpdateFeatures; a level Samsa does not
-# implement is refused with the controller's reason.
+# downgrade and upgrade send UpdateFeatures.
 out=$(kt FeatureCommand --bootstrap-server "$B" describe 2>&1)
 has "FeatureCommand describe (metadata.version)" "$out" '^Feature: metadata\.version +SupportedMinVersion: 3\.3-IV3 +SupportedMaxVersion: 4\.1-IV1 +FinalizedVersionLevel: 4\.1-IV1 +Epoch: [0-9]+'
 has "FeatureCommand describe (group.version)" "$out" '^Feature: group\.version +SupportedMinVersion: 0 +SupportedMaxVersion: 1 +FinalizedVersionLevel: 1 '
@@ -151,8 +150,14 @@ out=$(kt FeatureCommand --bootstrap-server "$B" downgrade --feature group.versio
 has "FeatureCommand downgrade --feature group.version=0" "$out" '^Feature: group\.version +SupportedMinVersion: 0 +SupportedMaxVersion: 1 +FinalizedVersionLevel: 0 '
 out=$(kt FeatureCommand --bootstrap-server "$B" upgrade --feature group.version=1 2>&1; kt FeatureCommand --bootstrap-server "$B" describe 2>&1)
 has "FeatureCommand upgrade --feature group.version=1" "$out" '^Feature: group\.version +SupportedMinVersion: 0 +SupportedMaxVersion: 1 +FinalizedVersionLevel: 1 '
-out=$(kt FeatureCommand --bootstrap-server "$B" upgrade --feature transaction.version=2 2>&1)
-has "FeatureCommand upgrade refused (transaction.version=2 not implemented)" "$out" '^Could not upgrade transaction\.version to 2\. .*Local controller 1 does not support this feature\.$'
+# transaction.version: a new cluster runs transactions v2 (KIP-890) and
+# may go down to v1 and back, as Kafka allows.
+out=$(kt FeatureCommand --bootstrap-server "$B" describe 2>&1)
+has "FeatureCommand describe (transaction.version)" "$out" '^Feature: transaction\.version +SupportedMinVersion: 0 +SupportedMaxVersion: 2 +FinalizedVersionLevel: 2 '
+out=$(kt FeatureCommand --bootstrap-server "$B" downgrade --feature transaction.version=0 2>&1; kt FeatureCommand --bootstrap-server "$B" describe 2>&1)
+has "FeatureCommand downgrade --feature transaction.version=0" "$out" '^Feature: transaction\.version +SupportedMinVersion: 0 +SupportedMaxVersion: 2 +FinalizedVersionLevel: 0 '
+out=$(kt FeatureCommand --bootstrap-server "$B" upgrade --feature transaction.version=2 2>&1; kt FeatureCommand --bootstrap-server "$B" describe 2>&1)
+has "FeatureCommand upgrade --feature transaction.version=2" "$out" '^Feature: transaction\.version +SupportedMinVersion: 0 +SupportedMaxVersion: 2 +FinalizedVersionLevel: 2 '
 
 # ClusterTool (kafka-cluster.sh): the cluster id from DescribeCluster, and
 # UnregisterBroker forwarded to the controller, refusing an id that is not

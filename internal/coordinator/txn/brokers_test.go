@@ -51,9 +51,10 @@ func (r *router) setCut(addr string, cut bool) {
 }
 
 type routedConn struct {
-	r    *router
-	addr string
-	b    *broker.Broker
+	r      *router
+	addr   string
+	b      *broker.Broker
+	client bool // a test's own requests, as a client sends them
 }
 
 func (c *routedConn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
@@ -65,6 +66,11 @@ func (c *routedConn) Request(ctx context.Context, req kmsg.Request) (kmsg.Respon
 	}
 	vr, _ := c.b.Versions().Range(req.Key())
 	req.SetVersion(min(req.MaxVersion(), vr.Max))
+	if c.client && (req.Key() == kmsg.AddPartitionsToTxn.Int16() || req.Key() == kmsg.EndTxn.Int16()) {
+		// A transaction version 1 client: AddPartitionsToTxn v4+ is the
+		// brokers', EndTxn v5 bumps the epoch.
+		req.SetVersion(3)
+	}
 	resp, err := c.b.Handle(ctx, nil, wire.Request{
 		Header: wire.RequestHeader{APIKey: req.Key(), APIVersion: req.GetVersion()},
 		Body:   req,
@@ -198,7 +204,7 @@ func (c *cluster) start(id int32, cfg broker.Config) {
 
 func (c *cluster) request(id int32, req kmsg.Request) kmsg.Response {
 	c.t.Helper()
-	conn := &routedConn{r: c.router, b: c.nodes[id].b}
+	conn := &routedConn{r: c.router, b: c.nodes[id].b, client: true}
 	resp, err := conn.Request(context.Background(), req)
 	if err != nil {
 		c.t.Fatal(err)

@@ -43,6 +43,10 @@ type Config struct {
 	GroupPartition func(groupID string) (topic string, partition int32)
 	// Markers writes transaction markers to the data partitions.
 	Markers MarkerWriter
+	// TransactionVersion is the cluster's finalized transaction.version
+	// (nil: 0). It picks the TxnMetadataValue version written (v1 from
+	// level 1, so Kafka reads the topic as it would its own).
+	TransactionVersion func() int16
 
 	// Now is the clock for record timestamps, timeouts and expiry
 	// (time.Now). Loops use the runtime clock, so tests use testing/synctest.
@@ -67,6 +71,9 @@ func (c Config) withDefaults() Config {
 	def(&c.MarkerRetryBackoff, 100*time.Millisecond)
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.TransactionVersion == nil {
+		c.TransactionVersion = func() int16 { return 0 }
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -11,15 +11,16 @@ import (
 // MarkerWriter writes transaction markers: [MarkerChannel] on a broker,
 // a fake in tests.
 type MarkerWriter interface {
-	// WriteMarkers appends a COMMIT or ABORT control batch for producerID at
-	// epoch, stamped with coordinatorEpoch, to every listed partition
-	// (Kafka's WriteTxnMarkers), and returns once all are written. It may
-	// skip partitions that no longer exist. An error makes the coordinator
-	// retry the whole call after Config.MarkerRetryBackoff, so writing a
-	// marker twice must be harmless (it is: a second marker for a producer
-	// with no open transaction is a no-op in Kafka's producer state).
+	// WriteMarkers appends a COMMIT or ABORT control batch for
+	// m.ProducerID at m.Epoch, stamped with m.CoordinatorEpoch, to every
+	// listed partition (Kafka's WriteTxnMarkers), and returns once all are
+	// written. It may skip partitions that no longer exist. An error makes
+	// the coordinator retry the whole call after Config.MarkerRetryBackoff,
+	// so writing a marker twice must be harmless (it is: a second marker
+	// for a producer with no open transaction is a no-op in Kafka's
+	// producer state, and at transaction version 2 one refused as stale).
 	// ctx ends when the partition of __transaction_state is unloaded.
-	WriteMarkers(ctx context.Context, producerID int64, epoch int16, coordinatorEpoch int32, commit bool, partitions []TopicPartition) error
+	WriteMarkers(ctx context.Context, m Marker, partitions []TopicPartition) error
 }
 
 // Coordinator is the transaction coordinator of one broker: a shard per
@@ -150,16 +151,18 @@ func (s *shard) persist(ctx context.Context, decide func() (t *txnMeta, code int
 			code = c
 			return nil, nil
 		}
-		kv := txnRecord(t)
+		kv := txnRecord(t, s.c.cfg.TransactionVersion())
 		return []KV{kv}, func(err error) {
 			if err != nil {
 				code = coordinator.AppendErrorCode(err)
 				return
 			}
 			_ = s.replayLocked(kv) // a record we just encoded always parses
-			// Fields the v0 record does not carry stay as decided.
+			// Fields the record does not carry (v0 carries fewer) stay as
+			// decided.
 			nt := s.mu.txns[t.id]
 			nt.lastEpoch, nt.prevProducerID = t.lastEpoch, t.prevProducerID
+			nt.nextProducerID, nt.clientTV = t.nextProducerID, t.clientTV
 			if after != nil {
 				after(nt)
 			}

@@ -2,10 +2,19 @@
 // TransactionCoordinator, TransactionStateManager and
 // TransactionMarkerChannelManager): it maps transactional ids to producer
 // ids and epochs, tracks each transaction's partitions, and ends
-// transactions by writing COMMIT or ABORT markers to them. It implements
-// transaction version 1: clients add partitions explicitly
-// (AddPartitionsToTxn, AddOffsetsToTxn); KIP-890's epoch bump per
-// transaction (version 2) is not offered.
+// transactions by writing COMMIT or ABORT markers to them.
+//
+// It runs both transaction versions of KIP-890. Version 1 clients add
+// partitions explicitly (AddPartitionsToTxn v0-v3, AddOffsetsToTxn) and
+// keep their epoch across transactions. Version 2 clients (EndTxn v5, once
+// the cluster's transaction.version is 2) add none: the partition leaders
+// add them with AddPartitionsToTxn v4+ ([PartitionAdder]), and every
+// EndTxn bumps the producer epoch (rotating to a new producer id when the
+// epoch is exhausted); the markers carry the bumped epoch, which fences
+// the ended transaction's late writes. For both, leaders verify a
+// transactional write that would open a transaction on a partition with
+// the coordinator first (KIP-890 part 1; see [PartitionAdder] and
+// replica.Partition.StartTxnVerification).
 //
 // # Placement
 //
@@ -25,7 +34,9 @@
 //
 //	key   TxnMetadataKey v0 (transactional id)
 //	value TxnMetadataValue v0: producer id, epoch, timeout, state,
-//	      partitions, last update and start timestamps; nil = tombstone
+//	      partitions, last update and start timestamps; nil = tombstone.
+//	      v1 (written from transaction.version 1) adds the tagged
+//	      PreviousProducerId, NextProducerId and ClientTransactionVersion.
 //
 // # States
 //
@@ -39,6 +50,10 @@
 // (transactional.id.expiration.ms) as a tombstone.
 //
 // # Deciding and doing
+//
+// With transaction version 2, EndTxn writes the Prepare state at epoch+1
+// (and NextProducerId at an exhausted epoch); the Complete state moves to
+// the next producer id at epoch 0.
 //
 // As in the group coordinator, a handler decides under the shard lock and
 // returns the new state as a record; the record is appended without the

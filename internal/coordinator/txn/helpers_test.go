@@ -51,6 +51,7 @@ type markerCall struct {
 	epoch      int16
 	coordEpoch int32
 	commit     bool
+	tv         int16
 	parts      []txn.TopicPartition
 }
 
@@ -58,6 +59,9 @@ func (m markerCall) String() string {
 	kind := "abort"
 	if m.commit {
 		kind = "commit"
+	}
+	if m.tv >= 2 {
+		kind += " tv2"
 	}
 	return fmt.Sprintf("%s %d/%d ce%d %v", kind, m.pid, m.epoch, m.coordEpoch, m.parts)
 }
@@ -74,7 +78,8 @@ type fakeMarkers struct {
 	gate chan struct{}
 }
 
-func (f *fakeMarkers) WriteMarkers(ctx context.Context, pid int64, epoch int16, ce int32, commit bool, parts []txn.TopicPartition) error {
+func (f *fakeMarkers) WriteMarkers(ctx context.Context, m txn.Marker, parts []txn.TopicPartition) error {
+	pid, epoch, ce, commit := m.ProducerID, m.Epoch, m.CoordinatorEpoch, m.Commit
 	f.mu.Lock()
 	f.attempts++
 	hang, gate := f.hang, f.gate
@@ -97,7 +102,7 @@ func (f *fakeMarkers) WriteMarkers(ctx context.Context, pid int64, epoch int16, 
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls = append(f.calls, markerCall{pid, epoch, ce, commit, slices.Clone(parts)})
+	f.calls = append(f.calls, markerCall{pid, epoch, ce, commit, m.TransactionVersion, slices.Clone(parts)})
 	return nil
 }
 
@@ -132,6 +137,12 @@ const coordEpoch = 7
 // loaded from log; call it inside synctest.Test.
 func newEnv(t *testing.T, log *memLog, markers *fakeMarkers) *env {
 	t.Helper()
+	return newEnvTV(t, log, markers, 0)
+}
+
+// newEnvTV is newEnv on a cluster finalized at transaction.version tv.
+func newEnvTV(t *testing.T, log *memLog, markers *fakeMarkers, tv int16) *env {
+	t.Helper()
 	if log == nil {
 		log = &memLog{}
 	}
@@ -148,8 +159,9 @@ func newEnv(t *testing.T, log *memLog, markers *fakeMarkers) *env {
 			e.nextPID++
 			return e.nextPID - 1, nil
 		},
-		GroupPartition: func(g string) (string, int32) { return "__consumer_offsets", int32(len(g)) },
-		Markers:        markers,
+		GroupPartition:     func(g string) (string, int32) { return "__consumer_offsets", int32(len(g)) },
+		Markers:            markers,
+		TransactionVersion: func() int16 { return tv },
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)

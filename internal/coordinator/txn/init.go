@@ -140,7 +140,7 @@ func (s *shard) decideInitLocked(id string, t *txnMeta, expected *producerIDAndE
 	now := s.c.cfg.Now().UnixMilli()
 	if t == nil {
 		// A new id starts at epoch -1 and is bumped to 0 below.
-		t = &txnMeta{id: id, producerID: newPID, prevProducerID: -1, epoch: -1, lastEpoch: -1,
+		t = &txnMeta{id: id, producerID: newPID, prevProducerID: -1, nextProducerID: -1, epoch: -1, lastEpoch: -1,
 			state: StateEmpty, partitions: map[TopicPartition]struct{}{}, startMs: -1}
 	}
 	if s.mu.completing[id] {

@@ -15,16 +15,17 @@ func (s *shard) startCompletionLocked(t *txnMeta) {
 		return
 	}
 	s.mu.completing[t.id] = true
-	id, pid, epoch := t.id, t.producerID, t.epoch
-	commit := t.state == StatePrepareCommit
-	parts := t.sortedPartitions()
-	s.c.rt.Go(func() { s.complete(id, pid, epoch, commit, parts) })
+	m := Marker{ProducerID: t.producerID, Epoch: t.epoch, CoordinatorEpoch: s.p.Epoch,
+		Commit: t.state == StatePrepareCommit, TransactionVersion: t.clientTV}
+	id, parts := t.id, t.sortedPartitions()
+	s.c.rt.Go(func() { s.complete(id, m, parts) })
 }
 
 // complete retries the markers until they are written, then persists the
 // Complete state, retrying that too; it gives up only when the partition is
 // unloaded (the next owner completes the transaction on its Load).
-func (s *shard) complete(id string, pid int64, epoch int16, commit bool, parts []TopicPartition) {
+func (s *shard) complete(id string, m Marker, parts []TopicPartition) {
+	pid, epoch, commit := m.ProducerID, m.Epoch, m.Commit
 	defer func() {
 		s.mu.Lock()
 		if !s.unloadedLocked() {
@@ -39,7 +40,7 @@ func (s *shard) complete(id string, pid int64, epoch int16, commit bool, parts [
 		if len(parts) == 0 {
 			break
 		}
-		err := s.c.cfg.Markers.WriteMarkers(s.p.Context(), pid, epoch, s.p.Epoch, commit, parts)
+		err := s.c.cfg.Markers.WriteMarkers(s.p.Context(), m, parts)
 		if err == nil {
 			break
 		}
@@ -71,6 +72,13 @@ func (s *shard) complete(id string, pid int64, epoch int16, commit bool, parts [
 			}
 			nt.partitions = map[TopicPartition]struct{}{}
 			nt.updateMs = s.c.cfg.Now().UnixMilli()
+			if t.nextProducerID >= 0 {
+				// Transaction version 2 at an exhausted epoch: the next
+				// transaction runs under the new producer id (Kafka's
+				// prepareComplete). lastEpoch stays the epoch the client
+				// last had, for a retry of the EndTxn.
+				nt.prevProducerID, nt.producerID, nt.epoch, nt.nextProducerID = t.producerID, t.nextProducerID, 0, -1
+			}
 			return nt, 0
 		}, nil)
 		if stale || code == 0 {
@@ -101,7 +109,10 @@ func (s *shard) fenceLocked(t *txnMeta) *txnMeta {
 	if nt.epoch < math.MaxInt16 {
 		nt.epoch++
 	}
-	nt.lastEpoch = -1
+	nt.lastEpoch, nt.nextProducerID = -1, -1
+	// The abort is the coordinator's, not an EndTxn of the client: a
+	// fenced client's later EndTxn must not pass as the retry of one.
+	nt.clientTV = 0
 	nt.state = StatePrepareAbort
 	nt.updateMs = s.c.cfg.Now().UnixMilli()
 	return nt

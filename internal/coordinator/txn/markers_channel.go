@@ -29,12 +29,16 @@ const offsetsTopic = "__consumer_offsets"
 const WriteTimeout = 30 * time.Second
 
 // Marker is one transaction marker: the end of ProducerID's transaction
-// at Epoch, stamped with the coordinator's epoch.
+// at Epoch, stamped with the coordinator's epoch. TransactionVersion is
+// the client's (WriteTxnMarkers v2): at 2 the marker's epoch is the one
+// EndTxn bumped to, and a partition refuses a marker whose epoch is not
+// above the producer's (KIP-890).
 type Marker struct {
-	ProducerID       int64
-	Epoch            int16
-	CoordinatorEpoch int32
-	Commit           bool
+	ProducerID         int64
+	Epoch              int16
+	CoordinatorEpoch   int32
+	Commit             bool
+	TransactionVersion int16
 }
 
 // TransactionCompleter learns of the markers committed to partitions of
@@ -75,7 +79,7 @@ func WriteLocalMarkers(ctx context.Context, replicas *replica.Manager, groups Tr
 			continue
 		}
 		parts[i] = p
-		offsets[i], errs[i] = p.WriteTxnMarker(m.ProducerID, m.Epoch, m.CoordinatorEpoch, m.Commit)
+		offsets[i], errs[i] = p.WriteTxnMarker(m.ProducerID, m.Epoch, m.CoordinatorEpoch, m.Commit, m.TransactionVersion)
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -188,8 +192,7 @@ func (w *MarkerChannel) Close() {
 // failure — no leader, a leader that does not know it leads yet, a broken
 // connection, a marker not committed in time — fails the call, so the
 // coordinator retries it whole (writing a marker twice is harmless).
-func (w *MarkerChannel) WriteMarkers(ctx context.Context, producerID int64, epoch int16, coordinatorEpoch int32, commit bool, partitions []TopicPartition) error {
-	m := Marker{ProducerID: producerID, Epoch: epoch, CoordinatorEpoch: coordinatorEpoch, Commit: commit}
+func (w *MarkerChannel) WriteMarkers(ctx context.Context, m Marker, partitions []TopicPartition) error {
 	local, remote, errs := w.route(partitions)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -265,34 +268,12 @@ func (w *MarkerChannel) writeLocal(ctx context.Context, m Marker, tps []TopicPar
 // writeRemote sends the markers of tps to their leader in one
 // WriteTxnMarkers request and checks every partition's answer.
 func (w *MarkerChannel) writeRemote(ctx context.Context, leader int32, m Marker, tps []TopicPartition) error {
-	rctx, cancel := context.WithTimeout(ctx, w.cfg.RequestTimeout)
-	defer cancel()
-	conn, err := w.conn(rctx, leader)
+	kresp, err := w.Send(ctx, leader, markersRequest(m, tps))
 	if err != nil {
-		return fmt.Errorf("markers to broker %d: %w", leader, err)
-	}
-	kresp, err := conn.Request(rctx, markersRequest(m, tps))
-	if errors.Is(err, kclient.ErrSessionExpired) {
-		// Not sent: the connection's SASL session ends
-		// (connections.max.reauth.ms). A new one takes it, now; the
-		// retired one closes itself once its answers are in.
-		w.forgetConn(leader, conn)
-		if conn, err = w.conn(rctx, leader); err != nil {
-			return fmt.Errorf("markers to broker %d: %w", leader, err)
-		}
-		kresp, err = conn.Request(rctx, markersRequest(m, tps))
-	}
-	if err != nil {
-		// A caller that gave up says nothing of the connection; a broken
-		// one, or a peer silent past the timeout, is dialed again.
-		if ctx.Err() == nil {
-			w.dropConn(leader, conn)
-		}
 		return fmt.Errorf("markers to broker %d: %w", leader, err)
 	}
 	resp, ok := kresp.(*kmsg.WriteTxnMarkersResponse)
 	if !ok {
-		w.dropConn(leader, conn)
 		return fmt.Errorf("markers to broker %d: unexpected response %T", leader, kresp)
 	}
 	codes := make(map[TopicPartition]int16)
@@ -326,10 +307,49 @@ func (w *MarkerChannel) writeRemote(ctx context.Context, leader int32, m Marker,
 	return errors.Join(errs...)
 }
 
+// Send sends req to broker id over the kept connection to it, within
+// RequestTimeout, and returns its answer. A connection that breaks, or a
+// peer silent past the timeout, is dialed again on the next call. Besides
+// markers it carries the AddPartitionsToTxn a partition leader sends to a
+// transaction coordinator ([PartitionAdder]).
+func (w *MarkerChannel) Send(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
+	rctx, cancel := context.WithTimeout(ctx, w.cfg.RequestTimeout)
+	defer cancel()
+	conn, err := w.conn(rctx, id)
+	if err != nil {
+		return nil, err
+	}
+	kresp, err := conn.Request(rctx, req)
+	if errors.Is(err, kclient.ErrSessionExpired) {
+		// Not sent: the connection's SASL session ends
+		// (connections.max.reauth.ms). A new one takes it, now; the
+		// retired one closes itself once its answers are in.
+		w.forgetConn(id, conn)
+		if conn, err = w.conn(rctx, id); err != nil {
+			return nil, err
+		}
+		kresp, err = conn.Request(rctx, req)
+	}
+	if err != nil {
+		// A caller that gave up says nothing of the connection; a broken
+		// one, or a peer silent past the timeout, is dialed again.
+		if ctx.Err() == nil {
+			w.dropConn(id, conn)
+		}
+		return nil, err
+	}
+	if kresp.Key() != req.Key() {
+		w.dropConn(id, conn)
+		return nil, fmt.Errorf("unexpected response %T", kresp)
+	}
+	return kresp, nil
+}
+
 // markersRequest is the WriteTxnMarkers request for m on tps.
 func markersRequest(m Marker, tps []TopicPartition) *kmsg.WriteTxnMarkersRequest {
 	rm := kmsg.NewWriteTxnMarkersRequestMarker()
 	rm.ProducerID, rm.ProducerEpoch, rm.Committed, rm.CoordinatorEpoch = m.ProducerID, m.Epoch, m.Commit, m.CoordinatorEpoch
+	rm.TransactionVersion = int8(m.TransactionVersion)
 	topics := make(map[string]int)
 	for _, tp := range tps {
 		i, ok := topics[tp.Topic]

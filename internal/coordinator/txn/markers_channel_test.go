@@ -208,7 +208,7 @@ func TestTxnMarkersCommitOnRemoteLeader(t *testing.T) {
 
 	w := c.markerWriter(1, c.router.dial)
 	tps := []txn.TopicPartition{{Topic: "tx", Partition: 0}, {Topic: "t", Partition: 0}, {Topic: offsetsTopic, Partition: 0}}
-	if err := w.WriteMarkers(markerCtx(t), pid, 0, 3, true, tps); err != nil {
+	if err := w.WriteMarkers(markerCtx(t), txn.Marker{ProducerID: pid, Epoch: 0, CoordinatorEpoch: 3, Commit: true}, tps); err != nil {
 		t.Fatalf("WriteMarkers: %v", err)
 	}
 	// Remote partition: two records and the marker, all committed.
@@ -227,7 +227,7 @@ func TestTxnMarkersCommitOnRemoteLeader(t *testing.T) {
 		t.Errorf("broker 2's group coordinator learned %s, want [p0 pid 4000 commit true]", got)
 	}
 	// Writing the markers again (a retried call) is harmless.
-	if err := w.WriteMarkers(markerCtx(t), pid, 0, 3, true, tps); err != nil {
+	if err := w.WriteMarkers(markerCtx(t), txn.Marker{ProducerID: pid, Epoch: 0, CoordinatorEpoch: 3, Commit: true}, tps); err != nil {
 		t.Fatalf("WriteMarkers again: %v", err)
 	}
 	if v := c.readCommitted(2, "tx"); fmt.Sprint(v.values) != "[a b]" || v.lso != 4 {
@@ -241,7 +241,7 @@ func TestTxnMarkersAbortOnRemoteLeader(t *testing.T) {
 	c.produceTxn(2, "tx", pid, 0, 0, "a", "b")
 	w := c.markerWriter(1, c.router.dial)
 	tps := []txn.TopicPartition{{Topic: "tx", Partition: 0}, {Topic: offsetsTopic, Partition: 0}}
-	if err := w.WriteMarkers(markerCtx(t), pid, 0, 0, false, tps); err != nil {
+	if err := w.WriteMarkers(markerCtx(t), txn.Marker{ProducerID: pid, Epoch: 0, CoordinatorEpoch: 0, Commit: false}, tps); err != nil {
 		t.Fatalf("WriteMarkers: %v", err)
 	}
 	v := c.readCommitted(2, "tx")
@@ -301,7 +301,7 @@ func TestTxnMarkersRetriedWhenRemoteLeaderRefuses(t *testing.T) {
 	})
 	tps := []txn.TopicPartition{{Topic: "tx", Partition: 0}}
 
-	err := w.WriteMarkers(markerCtx(t), pid, 0, 0, true, tps)
+	err := w.WriteMarkers(markerCtx(t), txn.Marker{ProducerID: pid, Epoch: 0, CoordinatorEpoch: 0, Commit: true}, tps)
 	if !errors.Is(err, kerr.NotLeaderForPartition) {
 		t.Fatalf("remote leader answering NOT_LEADER_OR_FOLLOWER: err %v, want NOT_LEADER_OR_FOLLOWER", err)
 	}
@@ -312,12 +312,12 @@ func TestTxnMarkersRetriedWhenRemoteLeaderRefuses(t *testing.T) {
 	// A broken connection fails the call too, and is dialed again.
 	c.router.setCut(addr(2), true)
 	refuse.Store(false)
-	if err := w.WriteMarkers(markerCtx(t), pid, 0, 0, true, tps); err == nil {
+	if err := w.WriteMarkers(markerCtx(t), txn.Marker{ProducerID: pid, Epoch: 0, CoordinatorEpoch: 0, Commit: true}, tps); err == nil {
 		t.Fatal("WriteMarkers through a cut connection succeeded")
 	}
 	c.router.setCut(addr(2), false)
 	before := dials.Load()
-	if err := w.WriteMarkers(markerCtx(t), pid, 0, 0, true, tps); err != nil {
+	if err := w.WriteMarkers(markerCtx(t), txn.Marker{ProducerID: pid, Epoch: 0, CoordinatorEpoch: 0, Commit: true}, tps); err != nil {
 		t.Fatalf("retry once the leader is reachable: %v", err)
 	}
 	if dials.Load() != before+1 {
@@ -327,7 +327,7 @@ func TestTxnMarkersRetriedWhenRemoteLeaderRefuses(t *testing.T) {
 		t.Errorf("after the retry: values %v lso %d, want [a] 2", v.values, v.lso)
 	}
 	// The connection is kept for the next transaction.
-	if err := w.WriteMarkers(markerCtx(t), pid, 0, 0, true, tps); err != nil {
+	if err := w.WriteMarkers(markerCtx(t), txn.Marker{ProducerID: pid, Epoch: 0, CoordinatorEpoch: 0, Commit: true}, tps); err != nil {
 		t.Fatal(err)
 	}
 	if dials.Load() != before+1 {
@@ -364,7 +364,7 @@ func TestTxnMarkersOutliveTheSASLSession(t *testing.T) {
 		}
 		return &expiringConn{PeerConn: pc, closed: &closed}, nil
 	})
-	if err := w.WriteMarkers(markerCtx(t), pid, 0, 0, true, []txn.TopicPartition{{Topic: "tx", Partition: 0}}); err != nil {
+	if err := w.WriteMarkers(markerCtx(t), txn.Marker{ProducerID: pid, Epoch: 0, CoordinatorEpoch: 0, Commit: true}, []txn.TopicPartition{{Topic: "tx", Partition: 0}}); err != nil {
 		t.Fatalf("WriteMarkers when the session ends: %v", err)
 	}
 	if d, cl := dials.Load(), closed.Load(); d != 2 || cl != 0 {
@@ -380,12 +380,12 @@ func TestTxnMarkersNoLeaderRetried(t *testing.T) {
 	none := int32(-1)
 	c.apply(&metadata.PartitionChangeRecord{PartitionID: 0, TopicID: txTopicID, Leader: &none})
 	w := c.markerWriter(1, c.router.dial)
-	err := w.WriteMarkers(markerCtx(t), 4003, 0, 0, true, []txn.TopicPartition{{Topic: "tx", Partition: 0}})
+	err := w.WriteMarkers(markerCtx(t), txn.Marker{ProducerID: 4003, Epoch: 0, CoordinatorEpoch: 0, Commit: true}, []txn.TopicPartition{{Topic: "tx", Partition: 0}})
 	if !errors.Is(err, kerr.LeaderNotAvailable) {
 		t.Errorf("partition without a leader: err %v, want LEADER_NOT_AVAILABLE", err)
 	}
 	// A deleted topic is skipped.
-	if err := w.WriteMarkers(markerCtx(t), 4003, 0, 0, true, []txn.TopicPartition{{Topic: "gone", Partition: 0}}); err != nil {
+	if err := w.WriteMarkers(markerCtx(t), txn.Marker{ProducerID: 4003, Epoch: 0, CoordinatorEpoch: 0, Commit: true}, []txn.TopicPartition{{Topic: "gone", Partition: 0}}); err != nil {
 		t.Errorf("partition of a deleted topic: %v, want it skipped", err)
 	}
 }
@@ -406,7 +406,7 @@ func TestTxnMarkersClosedLogRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := c.markerWriter(2, c.router.dial)
-	err := w.WriteMarkers(markerCtx(t), pid, 0, 0, true, []txn.TopicPartition{{Topic: "tx", Partition: 0}})
+	err := w.WriteMarkers(markerCtx(t), txn.Marker{ProducerID: pid, Epoch: 0, CoordinatorEpoch: 0, Commit: true}, []txn.TopicPartition{{Topic: "tx", Partition: 0}})
 	if !errors.Is(err, storage.ErrClosed) {
 		t.Errorf("marker to a closed log of an existing topic: err %v, want it reported (storage.ErrClosed)", err)
 	}
@@ -461,7 +461,7 @@ func TestWriteTxnMarkersHandlerCodes(t *testing.T) {
 		t.Errorf("coordinator epoch 4 after 5: %s, want TRANSACTION_COORDINATOR_FENCED", errName(rp.ErrorCode))
 	}
 	w := c.markerWriter(1, c.router.dial)
-	if err := w.WriteMarkers(markerCtx(t), pid, 1, 4, true, []txn.TopicPartition{{Topic: "tx", Partition: 0}}); err != nil {
+	if err := w.WriteMarkers(markerCtx(t), txn.Marker{ProducerID: pid, Epoch: 1, CoordinatorEpoch: 4, Commit: true}, []txn.TopicPartition{{Topic: "tx", Partition: 0}}); err != nil {
 		t.Errorf("WriteMarkers refused as stale by the remote leader: %v, want nil (not retried)", err)
 	}
 	if leo := partitionOn(t, c, 2, "tx").Offsets().LogEndOffset; leo != 2 {

@@ -11,12 +11,21 @@ import (
 	"github.com/samsa-io/samsa/internal/coordinator"
 )
 
-// Record schema versions as Kafka 4 writes them for transaction version 1
-// clients: TxnMetadataValue v0 (v1 and its tagged fields are KIP-890 only).
-const (
-	keyVersion   = 0
-	valueVersion = 0
-)
+// Record schema versions as Kafka 4 writes them: the key is v0; the value
+// is v0 while the cluster's transaction.version is 0 and v1 (flexible,
+// with the KIP-890 tagged fields PreviousProducerId, NextProducerId and
+// ClientTransactionVersion) from level 1 (Kafka's
+// TransactionVersion.transactionLogValueVersion).
+const keyVersion = 0
+
+// valueVersion is the TxnMetadataValue version written at the cluster's
+// finalized transaction.version.
+func valueVersion(transactionVersion int16) int16 {
+	if transactionVersion >= 1 {
+		return 1
+	}
+	return 0
+}
 
 // KV is one record of __transaction_state (Key and Value only); a nil
 // Value is a tombstone.
@@ -69,11 +78,19 @@ type txnMeta struct {
 	prevProducerID int64 // before the last rotation, for InitProducerId retries
 	epoch          int16
 	lastEpoch      int16 // epoch before the last client-requested bump; -1 after load
-	timeoutMs      int32
-	state          State
-	partitions     map[TopicPartition]struct{}
-	startMs        int64 // -1 when no transaction has started
-	updateMs       int64
+	// nextProducerID is the producer id a transaction version 2 EndTxn
+	// allocated because the epoch is exhausted: the Complete state moves
+	// to it at epoch 0. -1 otherwise.
+	nextProducerID int64
+	// clientTV is the transaction version the client ran the transaction
+	// with: 2 when it started by a broker's implicit add (Produce v12+,
+	// TxnOffsetCommit v5+) or ended with EndTxn v5+; 0 otherwise.
+	clientTV   int16
+	timeoutMs  int32
+	state      State
+	partitions map[TopicPartition]struct{}
+	startMs    int64 // -1 when no transaction has started
+	updateMs   int64
 }
 
 func (t *txnMeta) clone() *txnMeta {
@@ -112,9 +129,10 @@ func txnKey(id string) []byte {
 	return k.AppendTo(nil)
 }
 
-func txnRecord(t *txnMeta) KV {
+func txnRecord(t *txnMeta, transactionVersion int16) KV {
 	v := kmsg.NewTxnMetadataValue()
-	v.Version = valueVersion
+	v.Version = valueVersion(transactionVersion)
+	v.PreviousProducerID, v.NextProducerID, v.ClientTransactionVersion = t.prevProducerID, t.nextProducerID, t.clientTV
 	v.ProducerID, v.ProducerEpoch = t.producerID, t.epoch
 	v.TimeoutMillis = t.timeoutMs
 	v.State = kmsg.TransactionState(t.state)
@@ -145,12 +163,12 @@ func parseRecord(kv KV) (id string, t *txnMeta, err error) {
 		return "", nil, fmt.Errorf("transactional id %q: state %d cannot be in the log", k.TransactionalID, v.State)
 	}
 	t = &txnMeta{
-		id: k.TransactionalID, producerID: v.ProducerID, prevProducerID: -1,
+		id: k.TransactionalID, producerID: v.ProducerID, prevProducerID: -1, nextProducerID: -1,
 		epoch: v.ProducerEpoch, lastEpoch: -1, timeoutMs: v.TimeoutMillis, state: st,
 		partitions: map[TopicPartition]struct{}{}, startMs: v.StartTimestamp, updateMs: v.LastUpdateTimestamp,
 	}
 	if v.Version >= 1 {
-		t.prevProducerID = v.PreviousProducerID
+		t.prevProducerID, t.nextProducerID, t.clientTV = v.PreviousProducerID, v.NextProducerID, v.ClientTransactionVersion
 	}
 	for _, tp := range v.Topics {
 		for _, p := range tp.Partitions {

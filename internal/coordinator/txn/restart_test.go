@@ -144,7 +144,7 @@ func TestVerifyOnlyV4(t *testing.T) {
 			}
 			got = append(got, codes)
 		}
-		e.expect("codes", got, [][]int16{{0, 48}, {90}, {0}})
+		e.expect("codes", got, [][]int16{{0, 120}, {90}, {0}}) // TRANSACTION_ABORTABLE: not in the transaction
 		e.expect("added", e.describe("tx").Topics[0].Partitions, []int32{0, 2})
 	})
 }

@@ -32,11 +32,13 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * Transactions as the Java client drives them against a transaction-version-1
- * broker (Samsa does not advertise the transaction.version feature):
- * InitProducerId with a transactional.id, AddPartitionsToTxn, AddOffsetsToTxn,
- * TxnOffsetCommit, EndTxn and read_committed fetches. Offsets are asserted
- * exactly: each transaction's control marker takes one offset of its own.
+ * Transactions as the Java client drives them against a new Samsa cluster,
+ * which runs transaction.version 2 (KIP-890) as Kafka 4.4's do: the client
+ * sends no AddPartitionsToTxn or AddOffsetsToTxn (Produce v12 and
+ * TxnOffsetCommit v5 add the partitions), every EndTxn (v5) bumps the
+ * producer epoch, and read_committed fetches see only committed records.
+ * Offsets are asserted exactly: each transaction's control marker takes one
+ * offset of its own.
  */
 @ExtendWith(ResultRecorder.class)
 class TransactionsTest {
@@ -102,6 +104,51 @@ class TransactionsTest {
     assertEquals(List.of("committed"), values(got));
     // offset 0 the aborted record, 1 its ABORT marker, 2 the committed record.
     assertEquals(List.of(2L), offsets(got));
+  }
+
+  @Test
+  @Feature(value = "transaction version 2: one epoch bump per transaction (EndTxn v5)", issue = "14")
+  void transactionVersion2() throws Exception {
+    broker.createTopic("txn-v2", 1, Map.of());
+    int first;
+    try (Admin admin = Admin.create(props("bootstrap.servers", broker.bootstrap()));
+        KafkaProducer<byte[], byte[]> p =
+            producer(broker.bootstrap(), props("transactional.id", "interop-v2"))) {
+      p.initTransactions();
+      first = (short) describe(admin, "interop-v2").producerEpoch();
+      for (int i = 0; i < 3; i++) {
+        p.beginTransaction();
+        p.send(new ProducerRecord<>("txn-v2", 0, null, ("v" + i).getBytes(UTF_8)));
+        if (i == 1) {
+          p.flush();
+          p.abortTransaction();
+        } else {
+          p.commitTransaction();
+        }
+      }
+      // Transaction version 1 keeps the epoch InitProducerId gave; version 2
+      // bumps it with every commit and abort.
+      var d = describe(admin, "interop-v2");
+      assertEquals(first + 3, d.producerEpoch(), "producer epoch after three transactions");
+    }
+    var got = readAll("read_committed", new TopicPartition("txn-v2", 0), 2);
+    assertEquals(List.of("v0", "v2"), values(got));
+    // v0, COMMIT, v1, ABORT, v2.
+    assertEquals(List.of(0L, 4L), offsets(got));
+  }
+
+  private static org.apache.kafka.clients.admin.TransactionDescription describe(Admin admin, String id)
+      throws Exception {
+    // The markers, and with them the Complete state, follow the EndTxn answer.
+    long deadline = System.nanoTime() + WAIT.toNanos();
+    while (true) {
+      var d = admin.describeTransactions(List.of(id)).description(id).get(20, TimeUnit.SECONDS);
+      String state = d.state().toString();
+      if (!state.startsWith("PREPARE") || System.nanoTime() > deadline) {
+        return d;
+      }
+      Thread.sleep(20);
+    }
   }
 
   @Test
