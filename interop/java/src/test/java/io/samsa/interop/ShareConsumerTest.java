@@ -16,6 +16,8 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
 import org.apache.kafka.clients.admin.SharePartitionOffsetInfo;
 import org.apache.kafka.clients.admin.ShareGroupDescription;
@@ -27,6 +29,7 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.GroupState;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.GroupIdNotFoundException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.junit.jupiter.api.Test;
@@ -185,6 +188,46 @@ class ShareConsumerTest {
       Map<TopicPartition, SharePartitionOffsetInfo> offsets = awaitInitialized(admin, group, 1);
       assertEquals(n, offsets.get(new TopicPartition(topic, 0)).startOffset());
     }
+  }
+
+  @Test
+  @Feature(value = "share group: released records archived at share.delivery.count.limit", issue = "14")
+  void deliveryLimit() throws Exception {
+    String topic = "share-limit", group = "interop-share-limit";
+    int n = 3;
+    broker.createTopic(topic, 1, Map.of());
+    ConfigResource g = new ConfigResource(ConfigResource.Type.GROUP, group);
+    try (Admin admin = broker.admin()) {
+      admin
+          .incrementalAlterConfigs(
+              Map.of(
+                  g,
+                  List.of(
+                      set("share.delivery.count.limit", "3"),
+                      set("share.auto.offset.reset", "earliest"))))
+          .all()
+          .get(15, TimeUnit.SECONDS);
+    }
+    produce(topic, 1, n);
+    try (KafkaShareConsumer<byte[], byte[]> c =
+        member(group, "share.acknowledgement.mode", "explicit")) {
+      c.subscribe(List.of(topic));
+      // Released every time, each record comes with delivery counts 1, 2,
+      // 3 and is then archived: never delivered again.
+      Map<Long, List<Short>> counts = new ConcurrentHashMap<>();
+      deliverUntil(c, counts, AcknowledgeType.RELEASE, n, 3);
+      counts.forEach(
+          (off, cs) -> assertEquals(List.of((short) 1, (short) 2, (short) 3), cs, "delivery counts of offset " + off));
+      long quiet = System.nanoTime() + Duration.ofSeconds(3).toNanos();
+      while (System.nanoTime() < quiet) {
+        ConsumerRecords<byte[], byte[]> rs = c.poll(Duration.ofMillis(200));
+        assertTrue(rs.isEmpty(), "archived records delivered again: " + rs.count());
+      }
+    }
+  }
+
+  private static AlterConfigOp set(String key, String value) {
+    return new AlterConfigOp(new ConfigEntry(key, value), AlterConfigOp.OpType.SET);
   }
 
   /**
