@@ -15,14 +15,12 @@ import (
 	"github.com/samsa-io/samsa/internal/coordinator/share"
 	"github.com/samsa-io/samsa/internal/server"
 	"github.com/samsa-io/samsa/internal/servertest"
-	"github.com/samsa-io/samsa/internal/sharepartition/sharetest"
 )
 
 // KIP-932 share groups through franz-go's share consumer (kgo.ShareGroup:
 // ShareGroupHeartbeat, ShareFetch, ShareAcknowledge). The share state is
-// kept by the node's share coordinator in TestShareGroupThreeConsumers;
-// the tests that look at each batch's delivery count keep it in
-// sharetest's in-memory persister, which they read directly.
+// kept by the node's own share coordinator, which the tests ask, through
+// the node's persister, where each share partition starts.
 
 // shareTopic creates topic with n partitions and returns its id.
 func shareTopic(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, n int32) [16]byte {
@@ -97,11 +95,11 @@ func pollShort(ctx context.Context, cl *kgo.Client) kgo.Fetches {
 
 // waitInitializedBy polls with cl until its first share fetch initialized
 // the topic's partition 0.
-func waitInitializedBy(ctx context.Context, t *testing.T, cl *kgo.Client, p *sharetest.Persister, group string, id [16]byte) {
+func waitInitializedBy(ctx context.Context, t *testing.T, cl *kgo.Client, p share.Persister, group string, id [16]byte) {
 	t.Helper()
 	for {
 		pollShort(ctx, cl)
-		if _, ok := p.Get(group, id, 0); ok {
+		if shareStartOffset(ctx, t, p, group, id, 0) >= 0 {
 			return
 		}
 		if ctx.Err() != nil {
@@ -274,8 +272,8 @@ func shareStartOffset(ctx context.Context, t *testing.T, p share.Persister, grou
 // is archived and not delivered again.
 func TestShareGroupRedelivery(t *testing.T) {
 	ctx := testContext(t)
-	persister := sharetest.New()
-	srv := servertest.StartShare(t, persister, "group.share.record.lock.duration.ms=2000", "group.share.delivery.count.limit=3")
+	srv := servertest.StartShare(t, nil, "group.share.record.lock.duration.ms=2000", "group.share.delivery.count.limit=3")
+	persister := srv.SharePersister()
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(servertest.Addr(srv)))
 	if err != nil {
 		t.Fatal(err)
@@ -296,7 +294,7 @@ func TestShareGroupRedelivery(t *testing.T) {
 				t.Fatalf("deliveries so far: %v", deliveries)
 			}
 			if !produced {
-				if _, ok := persister.Get(group, id, 0); ok {
+				if shareStartOffset(ctx, t, persister, group, id, 0) >= 0 {
 					produceN(ctx, t, admCl, topic, n)
 					produced = true
 				}
@@ -305,8 +303,8 @@ func TestShareGroupRedelivery(t *testing.T) {
 				deliveries[r.Offset] = append(deliveries[r.Offset], r.DeliveryCount())
 				r.Ack(kgo.AckRelease)
 			})
-			st, _ := persister.Get(group, id, 0)
-			if produced && st.StartOffset == n {
+			start := shareStartOffset(ctx, t, persister, group, id, 0)
+			if produced && start == n {
 				break // all archived
 			}
 		}
@@ -417,12 +415,12 @@ func TestShareGroupRedelivery(t *testing.T) {
 			t.Fatal(err)
 		}
 		for {
-			st, _ := persister.Get(group, id, 0)
-			if st.StartOffset == n {
+			start := shareStartOffset(ctx, t, persister, group, id, 0)
+			if start == n {
 				break
 			}
 			if ctx.Err() != nil {
-				t.Fatalf("share start offset %d, want %d after the acknowledgements", st.StartOffset, n)
+				t.Fatalf("share start offset %d, want %d after the acknowledgements", start, n)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -435,8 +433,8 @@ func TestShareGroupRedelivery(t *testing.T) {
 // start are delivered again; deleted offsets are gone from the describe.
 func TestShareGroupOffsets(t *testing.T) {
 	ctx := testContext(t)
-	persister := sharetest.New()
-	srv := servertest.StartShare(t, persister)
+	srv := servertest.StartShare(t, nil)
+	persister := srv.SharePersister()
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(servertest.Addr(srv)))
 	if err != nil {
 		t.Fatal(err)
@@ -467,7 +465,7 @@ func TestShareGroupOffsets(t *testing.T) {
 		first <- err
 	}()
 	for {
-		if _, ok := persister.Get(group, id, 0); ok || ctx.Err() != nil {
+		if shareStartOffset(ctx, t, persister, group, id, 0) >= 0 || ctx.Err() != nil {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -535,7 +533,7 @@ func TestShareGroupOffsets(t *testing.T) {
 	if err != nil || dres.Error() != nil {
 		t.Fatalf("delete: %v %v", err, dres.Error())
 	}
-	if _, ok := persister.Get(group, id, 0); ok {
+	if shareStartOffset(ctx, t, persister, group, id, 0) >= 0 {
 		t.Fatal("share state still there after DeleteShareGroupOffsets")
 	}
 	ds, err := adm.DescribeShareGroupOffsets(ctx, group)
@@ -568,7 +566,7 @@ func TestShareGroupOffsets(t *testing.T) {
 // and skip an aborted transaction's records.
 func TestShareGroupConfigs(t *testing.T) {
 	ctx := testContext(t)
-	srv := servertest.StartShare(t, sharetest.New())
+	srv := servertest.StartShare(t, nil)
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(servertest.Addr(srv)))
 	if err != nil {
 		t.Fatal(err)
