@@ -131,7 +131,7 @@ func produceN(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, n
 func TestShareGroupThreeConsumers(t *testing.T) {
 	ctx := testContext(t)
 	// The node's own share coordinator keeps the state.
-	srv := servertest.StartShare(t, nil, "group.share.heartbeat.interval.ms=1000")
+	srv := servertest.Start(t, "group.share.heartbeat.interval.ms=1000")
 	persister := srv.SharePersister()
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(servertest.Addr(srv)))
 	if err != nil {
@@ -272,7 +272,7 @@ func shareStartOffset(ctx context.Context, t *testing.T, p share.Persister, grou
 // is archived and not delivered again.
 func TestShareGroupRedelivery(t *testing.T) {
 	ctx := testContext(t)
-	srv := servertest.StartShare(t, nil, "group.share.record.lock.duration.ms=2000", "group.share.delivery.count.limit=3")
+	srv := servertest.Start(t, "group.share.record.lock.duration.ms=2000", "group.share.delivery.count.limit=3")
 	persister := srv.SharePersister()
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(servertest.Addr(srv)))
 	if err != nil {
@@ -433,7 +433,7 @@ func TestShareGroupRedelivery(t *testing.T) {
 // start are delivered again; deleted offsets are gone from the describe.
 func TestShareGroupOffsets(t *testing.T) {
 	ctx := testContext(t)
-	srv := servertest.StartShare(t, nil)
+	srv := servertest.Start(t)
 	persister := srv.SharePersister()
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(servertest.Addr(srv)))
 	if err != nil {
@@ -566,7 +566,7 @@ func TestShareGroupOffsets(t *testing.T) {
 // and skip an aborted transaction's records.
 func TestShareGroupConfigs(t *testing.T) {
 	ctx := testContext(t)
-	srv := servertest.StartShare(t, nil)
+	srv := servertest.Start(t)
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(servertest.Addr(srv)))
 	if err != nil {
 		t.Fatal(err)

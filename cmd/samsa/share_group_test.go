@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/samsa-io/samsa/internal/servertest"
-	"github.com/samsa-io/samsa/internal/sharepartition/sharetest"
 )
 
 // The share-group commands against a share group whose one member read
@@ -18,7 +17,7 @@ import (
 // 0), a reset back to offset 2 once the member left, and delete.
 func TestShareGroupCLI(t *testing.T) {
 	ctx := groupCtx(t)
-	b := servertest.Addr(servertest.StartShare(t, sharetest.New()))
+	b := servertest.Addr(servertest.Start(t))
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(b))
 	if err != nil {
 		t.Fatal(err)

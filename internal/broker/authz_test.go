@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/samsa-io/samsa/internal/servertest"
-	"github.com/samsa-io/samsa/internal/sharepartition/sharetest"
 )
 
 // authzProps run StandardAuthorizer with no ACLs and no super users: a
@@ -40,7 +39,7 @@ var openAPIs = []kmsg.Key{kmsg.ApiVersions, kmsg.DescribeCluster, kmsg.ListGroup
 // forgets to authorize fails here.
 func TestEveryAPIAuthorizes(t *testing.T) {
 	// Share groups on, so that the share APIs get past UNSUPPORTED_VERSION.
-	srv := servertest.StartShare(t, sharetest.New(), authzProps...)
+	srv := servertest.Start(t, authzProps...)
 	// Fetch and Produce by name (v12): an unknown topic id is
 	// UNKNOWN_TOPIC_ID first.
 	vs := kversion.Stable()

@@ -119,9 +119,6 @@ type Hooks struct {
 	// (storage.LogConfig.Fault, raft.Config.Fault). internal/powerloss
 	// uses it to model a power failure.
 	Fault func(op, path string) error
-	// SharePersister stands in for the share coordinator's persister
-	// (tests of share groups before it is built in); see sharePersister.
-	SharePersister share.Persister
 }
 
 // startupTimeout bounds how long Start waits for the quorum to elect a

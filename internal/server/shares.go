@@ -10,21 +10,11 @@ import (
 	"github.com/samsa-io/samsa/internal/sharepartition"
 )
 
-// sharePersisterFor is where share partitions keep their durable state:
-// the share coordinator's persister (startShares), or the stand-in a test
-// passes in Hooks.SharePersister to look at the state directly.
-func (s *Server) sharePersisterFor() share.Persister {
-	if s.hooks.SharePersister != nil {
-		return s.hooks.SharePersister
-	}
-	return s.SharePersister()
-}
-
 // shareGroupConfig gives the group coordinator the share persister and
 // creates the broker's share-partition manager (s.shareParts), when there
 // is a persister; the broker is created later and found at each call.
 func (s *Server) shareGroupConfig(gcfg *group.Config) {
-	p := s.sharePersisterFor()
+	p := s.SharePersister()
 	if p == nil {
 		return
 	}

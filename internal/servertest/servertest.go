@@ -3,14 +3,12 @@
 package servertest
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"os"
 	"testing"
 
 	"github.com/samsa-io/samsa/internal/config"
-	"github.com/samsa-io/samsa/internal/coordinator/share"
 	"github.com/samsa-io/samsa/internal/server"
 )
 
@@ -53,30 +51,4 @@ func Logger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
-// StartShare is Start with share groups on (share.version 1, as a new
-// cluster starts) whose share partitions keep their state in persister,
-// a stand-in a test can look into (sharetest.Persister); nil keeps it in
-// the node's own share coordinator.
-func StartShare(t testing.TB, persister share.Persister, extra ...string) *server.Server {
-	t.Helper()
-	overrides := append([]string{
-		"log.dirs=" + t.TempDir(),
-		"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-	}, extra...)
-	cfg, warnings, err := config.Load("", overrides)
-	if err != nil {
-		t.Fatalf("servertest: %v", err)
-	}
-	if len(warnings) > 0 {
-		t.Fatalf("servertest: config warnings: %v", warnings)
-	}
-	cfg.Features = append(cfg.Features, "share.version=1")
-	s, err := server.StartWithHooks(context.Background(), cfg, Logger(), nil, server.Hooks{SharePersister: persister})
-	if err != nil {
-		t.Fatalf("servertest: start: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
 }
