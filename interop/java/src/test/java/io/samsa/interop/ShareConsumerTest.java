@@ -226,6 +226,58 @@ class ShareConsumerTest {
     }
   }
 
+  @Test
+  @Feature(value = "share group: a lock-expired record goes to another member", issue = "14")
+  void lockExpiry() throws Exception {
+    String topic = "share-lock", group = "interop-share-lock";
+    int n = 3;
+    broker.createTopic(topic, 1, Map.of());
+    ConfigResource g = new ConfigResource(ConfigResource.Type.GROUP, group);
+    try (Admin admin = broker.admin()) {
+      admin
+          .incrementalAlterConfigs(
+              Map.of(
+                  g,
+                  List.of(
+                      set("share.record.lock.duration.ms", "2000"),
+                      set("share.auto.offset.reset", "earliest"))))
+          .all()
+          .get(15, TimeUnit.SECONDS);
+    }
+    produce(topic, 1, n);
+    try (KafkaShareConsumer<byte[], byte[]> holder =
+            member(group, "share.acknowledgement.mode", "explicit");
+        KafkaShareConsumer<byte[], byte[]> other =
+            member(group, "share.acknowledgement.mode", "explicit")) {
+      holder.subscribe(List.of(topic));
+      // The holder acquires records once and then neither acknowledges
+      // nor polls again; it stays in the group (heartbeats run in the
+      // background).
+      Map<Long, Short> held = new ConcurrentHashMap<>();
+      long deadline = System.nanoTime() + WAIT.toNanos();
+      while (held.isEmpty()) {
+        assertTrue(System.nanoTime() < deadline, "the holder got nothing");
+        for (ConsumerRecord<byte[], byte[]> r : holder.poll(Duration.ofMillis(200))) {
+          held.put(r.offset(), r.deliveryCount().orElseThrow());
+        }
+      }
+      held.forEach((off, c) -> assertEquals((short) 1, c, "first delivery of offset " + off));
+      // After the 2 s lock the other member gets them as second deliveries.
+      other.subscribe(List.of(topic));
+      Map<Long, Short> redelivered = new ConcurrentHashMap<>();
+      while (!redelivered.keySet().containsAll(held.keySet())) {
+        assertTrue(System.nanoTime() < deadline, "redelivered so far: " + redelivered + ", held " + held);
+        for (ConsumerRecord<byte[], byte[]> r : other.poll(Duration.ofMillis(200))) {
+          redelivered.putIfAbsent(r.offset(), r.deliveryCount().orElseThrow());
+          other.acknowledge(r, AcknowledgeType.ACCEPT);
+        }
+        other.commitSync();
+      }
+      held.keySet()
+          .forEach(off -> assertEquals((short) 2, redelivered.get(off), "redelivery of offset " + off));
+    }
+  }
+
   private static AlterConfigOp set(String key, String value) {
     return new AlterConfigOp(new ConfigEntry(key, value), AlterConfigOp.OpType.SET);
   }
