@@ -26,7 +26,7 @@ func (h *harness) updateFeatures(t *testing.T, version int16, validateOnly bool,
 
 func TestBootstrapFeatureLevels(t *testing.T) {
 	h := start(t, t.TempDir(), 0)
-	want := map[string]int16{"metadata.version": 27, "group.version": 1, "share.version": 1, "streams.version": 1}
+	want := map[string]int16{"metadata.version": 27, "group.version": 1, "share.version": 1, "streams.version": 1, "transaction.version": 2}
 	if got := h.loader.Image().Features(); !maps.Equal(got, want) {
 		t.Fatalf("bootstrapped features %v, want %v", got, want)
 	}
