@@ -97,6 +97,11 @@ func describeGroup(adm *kadm.Client, cf *clientFlags, name string, w io.Writer) 
 	if !ok {
 		return fmt.Errorf("describe group %q: the broker did not answer for it", name)
 	}
+	if errors.Is(l.DescribeErr, kerr.GroupIDNotFound) || errors.Is(l.FetchErr, kerr.GroupIDNotFound) {
+		if cmd := otherGroupCommand(ctx, adm, name); cmd != "" {
+			return fmt.Errorf("group %q is a %s group: use samsa %s describe %s", name, strings.TrimSuffix(cmd, "-group"), cmd, name)
+		}
+	}
 	if l.DescribeErr != nil {
 		return groupError(name, l.DescribeErr)
 	}
@@ -236,6 +241,24 @@ func groupDelete(args []string, stdout, stderr io.Writer) int {
 
 // groupError turns a per-group broker error into a sentence that names the
 // group and, where there is one, what to do about it.
+// otherGroupCommand names the samsa command for a group that exists but is
+// not a consumer group (DescribeGroups answers GROUP_ID_NOT_FOUND for a
+// share or streams group, as Kafka's does): "share-group" or
+// "streams-group", or "" if it is neither.
+func otherGroupCommand(ctx context.Context, adm *kadm.Client, name string) string {
+	groups, err := adm.ListGroups(ctx)
+	if err != nil {
+		return ""
+	}
+	switch groups[name].GroupType {
+	case "share":
+		return "share-group"
+	case "streams":
+		return "streams-group"
+	}
+	return ""
+}
+
 func groupError(group string, err error) error {
 	switch {
 	case errors.Is(err, kerr.GroupIDNotFound):

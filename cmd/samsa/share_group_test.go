@@ -70,6 +70,12 @@ func TestShareGroupCLI(t *testing.T) {
 		}
 	}
 
+	// samsa group describe, for consumer groups, points to share-group.
+	if r := samsa(t, "", "group", "describe", "workers", "--bootstrap", b); r.code == 0 ||
+		r.stderr != "samsa: group \"workers\" is a share group: use samsa share-group describe workers\n" {
+		t.Fatalf("group describe of a share group: exit %d\n%s", r.code, r.stderr)
+	}
+
 	// A group with a member is neither reset nor deleted.
 	if r := samsa(t, "", "share-group", "reset-offsets", "workers", "--topic", "jobs", "--to-offset", "2", "--execute", "--bootstrap", b); r.code == 0 || !strings.Contains(r.stderr, "active members") {
 		t.Fatalf("reset of an active group: exit %d\n%s", r.code, r.stderr)
