@@ -15,7 +15,8 @@ import (
 
 // TestShareGroupSurvivesNodeKill: three franz-go share consumers of one
 // share group read a replicated topic on three nodes while the leader of
-// partition 0 is killed with SIGKILL halfway through producing. Every
+// partition 0 is killed with SIGKILL halfway through producing, once they
+// are consuming. Every
 // acknowledged record is delivered (at least once: records acquired on the
 // killed node may come again) and accepted.
 func TestShareGroupSurvivesNodeKill(t *testing.T) {
@@ -85,6 +86,14 @@ func TestShareGroupSurvivesNodeKill(t *testing.T) {
 		}
 	}
 	produce(0, records/2)
+	// The kill comes once the group is consuming: its state lives in
+	// __share_group_state (replication factor 3), which cannot be created
+	// while one of three brokers is down.
+	waitFor(t, 60*time.Second, "first records delivered", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) >= records/8, fmt.Sprintf("%d of %d", len(seen), records/2)
+	})
 	md, err := adm.Metadata(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
