@@ -153,11 +153,26 @@ func handleProduce(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Re
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	b.awaitAppends(ctx, resp, pending, req.Acks == -1, time.Duration(req.TimeoutMillis)*time.Millisecond)
 	if req.Acks == 0 {
+		if firstErr == nil {
+			firstErr = produceError(resp)
+		}
 		return nil, firstErr
 	}
-	b.awaitCommitted(ctx, resp, pending, time.Duration(req.TimeoutMillis)*time.Millisecond)
 	return resp, nil
+}
+
+// produceError is the first partition error of resp, for acks=0.
+func produceError(resp *kmsg.ProduceResponse) error {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return fmt.Errorf("produce to %s-%d: %w", t.Topic, p.Partition, err)
+			}
+		}
+	}
+	return nil
 }
 
 // topicOrID names a produced-to topic for an error: by name, or by id
@@ -182,33 +197,46 @@ func hasTransactionalBatches(req *kmsg.ProduceRequest) bool {
 	return false
 }
 
-// pendingProduce is an acks=all append waiting to commit, and where its
-// answer is in the response.
+// pendingProduce is an append not final yet — its fsync is due (the
+// flush policy), or it waits to commit (acks=all) — and where its answer
+// is in the response.
 type pendingProduce struct {
 	p                *replica.Partition
-	lastOffset       int64
+	res              replica.AppendResult
 	topic, partition int
 }
 
-// awaitCommitted waits, in parallel and against one deadline, until every
-// pending append is committed, and sets the error of those that are not.
-func (b *Broker) awaitCommitted(ctx context.Context, resp *kmsg.ProduceResponse, pending []pendingProduce, timeout time.Duration) {
+// awaitAppends waits, in parallel, until every pending append is final:
+// fsynced when its log's flush policy says so (replica.WaitSynced; the
+// appends of one log share fsyncs) and, with acksAll, committed within
+// timeout. It sets the error of those that are not.
+func (b *Broker) awaitAppends(ctx context.Context, resp *kmsg.ProduceResponse, pending []pendingProduce, acksAll bool, timeout time.Duration) {
 	if len(pending) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, max(timeout, 0))
 	defer cancel()
 	errs := make([]error, len(pending))
-	var wg sync.WaitGroup
-	for i, w := range pending {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = w.p.WaitCommitted(ctx, w.lastOffset)
-		}()
+	wait := func(i int, w pendingProduce) {
+		errs[i] = w.p.WaitSynced(w.res)
+		if errs[i] == nil && acksAll {
+			errs[i] = w.p.WaitCommitted(ctx, w.res.LastOffset)
+		}
 	}
-	back := away(ctx) // waiting for followers is not handling (quota.go)
-	wg.Wait()
+	back := away(ctx) // waiting for the disk and followers is not handling (quota.go)
+	if len(pending) == 1 {
+		wait(0, pending[0])
+	} else {
+		var wg sync.WaitGroup
+		for i, w := range pending {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				wait(i, w)
+			}()
+		}
+		wg.Wait()
+	}
 	back()
 	for i, w := range pending {
 		if errs[i] != nil {
@@ -225,9 +253,9 @@ func setProduceError(b *Broker, sp *kmsg.ProduceResponseTopicPartition, err erro
 }
 
 // produceTo appends one partition's batch and fills in the response. With
-// acksAll it checks the ISR first and returns the append to wait for.
-// With tw (transaction verification on) a transactional batch appends
-// under its verification: tw's error, or its guard.
+// acksAll it checks the ISR first. It returns the append to wait for
+// (awaitAppends). With tw (transaction verification on) a transactional
+// batch appends under its verification: tw's error, or its guard.
 func (b *Broker) produceTo(topic string, records []byte, sp *kmsg.ProduceResponseTopicPartition, version int16, acksAll bool, tw *txnWrite) (pendingProduce, error) {
 	p, err := b.leaderPartition(topic, sp.Partition)
 	if err != nil {
@@ -256,12 +284,14 @@ func (b *Broker) produceTo(topic string, records []byte, sp *kmsg.ProduceRespons
 		// A header that does not parse: Append refuses the batch as it
 		// refuses any invalid one.
 		res, err = p.Append(records)
-	} else if tw != nil && h.Transactional() {
-		res, err = p.AppendParsedVerified(records, h, tw.guard)
 	} else {
 		// The header goes down with the batch; nothing below parses it
 		// again.
-		res, err = p.AppendParsed(records, h)
+		var guard *replica.VerificationGuard
+		if tw != nil && h.Transactional() {
+			guard = &tw.guard
+		}
+		res, err = p.AppendParsedUnsynced(records, h, guard)
 	}
 	if err != nil {
 		return pendingProduce{}, err
@@ -269,12 +299,12 @@ func (b *Broker) produceTo(topic string, records []byte, sp *kmsg.ProduceRespons
 	sp.BaseOffset = res.BaseOffset
 	sp.LogAppendTime = res.LogAppendTime
 	sp.LogStartOffset = res.LogStartOffset
-	if !acksAll {
+	if !acksAll && !res.NeedsSync() {
 		return pendingProduce{}, nil
 	}
-	// Append succeeded, so the header parsed; a duplicate batch answers
-	// the offsets of the original, which must be committed too.
-	return pendingProduce{p: p, lastOffset: res.BaseOffset + int64(h.LastOffsetDelta)}, nil
+	// A duplicate batch answers the offsets of the original, which must
+	// be fsynced and committed too.
+	return pendingProduce{p: p, res: res}, nil
 }
 
 func strPtr(s string) *string { return &s }

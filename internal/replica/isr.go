@@ -71,7 +71,7 @@ func (p *Partition) maybeIncrementHWLocked() bool {
 	if !p.mu.leader {
 		return false
 	}
-	hw := p.log.LogEndOffset()
+	hw := p.log.SyncedEnd()
 	for _, id := range p.maximalISRLocked() {
 		if id == p.mgr.cfg.NodeID {
 			continue

@@ -81,6 +81,9 @@ type AppendResult struct {
 	LastOffset     int64
 	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
 	LogStartOffset int64
+	// syncUpTo > 0: the append is final once the log is fsynced up to it
+	// (AppendParsedUnsynced, WaitSynced).
+	syncUpTo int64
 }
 
 // Append validates one produced record batch and appends it. A batch an
@@ -107,6 +110,20 @@ func (p *Partition) AppendParsed(batch []byte, h record.Header) (AppendResult, e
 // appendParsed is AppendParsed; a non-nil guard turns transaction
 // verification on (AppendParsedVerified).
 func (p *Partition) appendParsed(batch []byte, h record.Header, guard *VerificationGuard) (AppendResult, error) {
+	res, err := p.AppendParsedUnsynced(batch, h, guard)
+	if err != nil {
+		return res, err
+	}
+	return res, p.WaitSynced(res)
+}
+
+// AppendParsedUnsynced is AppendParsed, or AppendParsedVerified with a
+// non-nil guard, without the wait for an fsync the log's flush policy
+// (flush.messages, flush.ms) makes due: the append is final, and the
+// high watermark passes it, only once WaitSynced returns nil. The broker
+// appends every partition of a produce request so and then waits for
+// their fsyncs together.
+func (p *Partition) AppendParsedUnsynced(batch []byte, h record.Header, guard *VerificationGuard) (AppendResult, error) {
 	sum, err := record.ValidateParsed(batch, h, p.mgr.cfg.DecompressionBudget)
 	if err == nil {
 		err = record.CheckProduce(h)
@@ -118,33 +135,67 @@ func (p *Partition) appendParsed(batch []byte, h record.Header, guard *Verificat
 		return AppendResult{}, batchError(err)
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	res, syncUpTo, err := p.appendVerifiedLocked(batch, h, sum, guard)
+	p.mu.Unlock()
+	res.syncUpTo = syncUpTo
+	return res, err
+}
+
+// NeedsSync reports whether the append is final only after WaitSynced.
+func (r AppendResult) NeedsSync() bool { return r.syncUpTo > 0 }
+
+// WaitSynced waits for the fsync that makes an AppendParsedUnsynced
+// result final; nil at once when none was due.
+func (p *Partition) WaitSynced(res AppendResult) error {
+	_, err := p.synced(res, res.syncUpTo, nil)
+	return err
+}
+
+func (p *Partition) appendVerifiedLocked(batch []byte, h record.Header, sum record.Summary, guard *VerificationGuard) (AppendResult, int64, error) {
 	if !p.leadingLocked() {
-		return AppendResult{}, kerr.NotLeaderForPartition
+		return AppendResult{}, 0, kerr.NotLeaderForPartition
 	}
 	verified := false
 	if guard != nil && h.Transactional() && !p.mu.producers.hasOngoingTxn(h.ProducerID, h.ProducerEpoch) {
 		if v, ok := p.mu.producers.verifying[h.ProducerID]; !ok || *guard == 0 || v.guard != *guard || v.epoch != h.ProducerEpoch {
-			return AppendResult{}, fmt.Errorf("%w: partition %s-%d was not added to the transaction of producer %d", kerr.InvalidTxnState, p.Topic, p.Index, h.ProducerID)
+			return AppendResult{}, 0, fmt.Errorf("%w: partition %s-%d was not added to the transaction of producer %d", kerr.InvalidTxnState, p.Topic, p.Index, h.ProducerID)
 		}
 		verified = true
 	}
-	res, err := p.appendCheckedLocked(batch, h, sum, true)
+	res, syncUpTo, err := p.appendCheckedLocked(batch, h, sum, true)
 	if err == nil && verified {
 		delete(p.mu.producers.verifying, h.ProducerID)
 	}
-	return res, err
+	return res, syncUpTo, err
+}
+
+// synced finishes an append after the partition lock is released: when
+// the log's flush policy made an fsync due (syncUpTo > 0), it waits for
+// it — concurrent appends share one (storage.Log.SyncTo) — and then lets
+// the high watermark pass the batch (storage.Log.SyncedEnd).
+func (p *Partition) synced(res AppendResult, syncUpTo int64, err error) (AppendResult, error) {
+	if err != nil || syncUpTo == 0 {
+		return res, err
+	}
+	if err := p.log.SyncTo(syncUpTo); err != nil {
+		return AppendResult{}, fmt.Errorf("append to %s-%d: %w", p.Topic, p.Index, err)
+	}
+	p.mu.Lock()
+	p.advanceLocked()
+	p.mu.Unlock()
+	return res, nil
 }
 
 // appendCheckedLocked appends a validated batch. Only client batches
-// (checkSequence) go through duplicate detection and sequence checks.
-func (p *Partition) appendCheckedLocked(batch []byte, h record.Header, sum record.Summary, checkSequence bool) (AppendResult, error) {
+// (checkSequence) go through duplicate detection and sequence checks. A
+// result with syncUpTo > 0 is final only after synced.
+func (p *Partition) appendCheckedLocked(batch []byte, h record.Header, sum record.Summary, checkSequence bool) (res AppendResult, syncUpTo int64, err error) {
 	cfg := p.mu.cfg
 	if int64(len(batch)) > int64(cfg.MaxMessageBytes) {
-		return AppendResult{}, kerr.MessageTooLarge
+		return AppendResult{}, 0, kerr.MessageTooLarge
 	}
 	if sum.NullKeys > 0 && cfg.Log.CleanupPolicy.Compact() {
-		return AppendResult{}, fmt.Errorf("%w: compacted topic cannot accept message without key in topic partition %s-%d", kerr.InvalidRecord, p.Topic, p.Index)
+		return AppendResult{}, 0, fmt.Errorf("%w: compacted topic cannot accept message without key in topic partition %s-%d", kerr.InvalidRecord, p.Topic, p.Index)
 	}
 	now := p.now().UnixMilli()
 	p.maybeExpireProducersLocked(now)
@@ -152,15 +203,20 @@ func (p *Partition) appendCheckedLocked(batch []byte, h record.Header, sum recor
 	if cfg.LogAppendTime {
 		appendTime = now
 	} else if now-sum.MinTimestamp > cfg.TimestampBeforeMaxMs || sum.MaxTimestamp-now > cfg.TimestampAfterMaxMs {
-		return AppendResult{}, kerr.InvalidTimestamp
+		return AppendResult{}, 0, kerr.InvalidTimestamp
 	}
 	if checkSequence && h.Idempotent() {
 		dup, err := p.mu.producers.check(h)
 		if err != nil {
-			return AppendResult{}, err
+			return AppendResult{}, 0, err
 		}
 		if dup != nil {
-			return AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: appendTime, LogStartOffset: p.log.LogStartOffset()}, nil
+			res := AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: appendTime, LogStartOffset: p.log.LogStartOffset()}
+			if p.log.SyncedEnd() <= dup.lastOffset {
+				// The original's fsync is still running.
+				syncUpTo = dup.lastOffset + 1
+			}
+			return res, syncUpTo, nil
 		}
 	}
 	switch {
@@ -172,9 +228,9 @@ func (p *Partition) appendCheckedLocked(batch []byte, h record.Header, sum recor
 		h.SetMaxTimestamp(batch, sum.MaxTimestamp)
 	}
 	h.SetPartitionLeaderEpoch(batch, p.mu.leaderEpoch)
-	base, err := p.log.AppendParsed(batch, h)
+	base, syncUpTo, err := p.log.AppendParsedUnsynced(batch, h)
 	if err != nil {
-		return AppendResult{}, fmt.Errorf("append to %s-%d: %w", p.Topic, p.Index, err)
+		return AppendResult{}, 0, fmt.Errorf("append to %s-%d: %w", p.Topic, p.Index, err)
 	}
 	p.afterAppendLocked(base)
 	if h.Idempotent() {
@@ -186,7 +242,7 @@ func (p *Partition) appendCheckedLocked(batch []byte, h record.Header, sum recor
 	}
 	p.advanceLocked()
 	return AppendResult{BaseOffset: base, LastOffset: base + int64(h.LastOffsetDelta), LogAppendTime: appendTime,
-		LogStartOffset: p.log.LogStartOffset()}, nil
+		LogStartOffset: p.log.LogStartOffset()}, syncUpTo, nil
 }
 
 // advanceLocked runs after a leader's append: the high watermark moves if

@@ -93,17 +93,22 @@ func (p *Partition) AppendAsCoordinator(batch []byte) (AppendResult, error) {
 		return AppendResult{}, batchError(err)
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	res, syncUpTo, err := p.appendAsCoordinatorLocked(batch, h, sum)
+	p.mu.Unlock()
+	return p.synced(res, syncUpTo, err)
+}
+
+func (p *Partition) appendAsCoordinatorLocked(batch []byte, h record.Header, sum record.Summary) (AppendResult, int64, error) {
 	if !p.leadingLocked() {
-		return AppendResult{}, kerr.NotLeaderForPartition
+		return AppendResult{}, 0, kerr.NotLeaderForPartition
 	}
 	if h.Idempotent() {
 		if e := p.mu.producers.producers[h.ProducerID]; e != nil {
 			if h.ProducerEpoch < e.epoch {
-				return AppendResult{}, fmt.Errorf("%w: epoch %d is older than producer %d's epoch %d", kerr.InvalidProducerEpoch, h.ProducerEpoch, h.ProducerID, e.epoch)
+				return AppendResult{}, 0, fmt.Errorf("%w: epoch %d is older than producer %d's epoch %d", kerr.InvalidProducerEpoch, h.ProducerEpoch, h.ProducerID, e.epoch)
 			}
 			if e.txnFirstOffset >= 0 && !h.Transactional() {
-				return AppendResult{}, kerr.InvalidTxnState
+				return AppendResult{}, 0, kerr.InvalidTxnState
 			}
 		}
 	}

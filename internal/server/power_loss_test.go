@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,10 +109,6 @@ func produceAcked(t *testing.T, addr, topic string, acks kgo.Acks, n int) {
 	}
 }
 
-// readAll reads partition 0 of topic up to its high watermark and checks
-// that it is records "v0:...", "v1:...", ... at offsets 0, 1, ...: a prefix of
-// what was produced, nothing corrupt, nothing out of place. It returns the
-// high watermark.
 // awaitEndOffset waits up to 30 s for partition 0's high watermark to
 // reach want and returns the last one seen. A new leader's high watermark
 // may start below what the old leader acknowledged (it learned the old
@@ -141,6 +138,10 @@ func awaitEndOffset(t *testing.T, addr, topic string, want int64) int64 {
 	return hw
 }
 
+// readAll reads partition 0 of topic up to its high watermark and checks
+// that it is records "v0:...", "v1:...", ... at offsets 0, 1, ...: a prefix of
+// what was produced, nothing corrupt, nothing out of place. It returns the
+// high watermark.
 func readAll(t *testing.T, addr, topic string) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -466,4 +467,95 @@ func TestPowerLossOneOfThreeReplicas(t *testing.T) {
 	if hw := readAll(t, bootstrap()[0], topic); hw != n+10 {
 		t.Fatalf("high watermark %d at the end, want %d", hw, n+10)
 	}
+}
+
+// TestPowerLossConcurrentProducersFsyncEach: with
+// log.flush.interval.messages=1, three producers (acks=all idempotent,
+// acks=all, acks=1) write to four partitions at once, so produce
+// requests carry several partitions and appends to one partition share
+// fsyncs (group commit). After a power cut every acknowledged record is
+// on the node that comes back.
+func TestPowerLossConcurrentProducersFsyncEach(t *testing.T) {
+	const (
+		topic      = "durable"
+		partitions = 4
+		perClient  = 600
+	)
+	node := &poweredNode{dir: t.TempDir(), props: []string{"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"log.flush.interval.messages=1"}}
+	node.start(t, 11)
+	defer func() { node.close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(node.s.Addr("PLAINTEXT")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kadm.NewClient(admCl).CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	admCl.Close()
+
+	var (
+		mu    sync.Mutex
+		acked = map[string]bool{}
+		wg    sync.WaitGroup
+	)
+	for c, opts := range [][]kgo.Opt{
+		{kgo.RequiredAcks(kgo.AllISRAcks())},
+		{kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite()},
+		{kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite()},
+	} {
+		cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(node.s.Addr("PLAINTEXT")), kgo.DefaultProduceTopic(topic),
+			kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(time.Millisecond))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cl.Close()
+			for i := range perClient {
+				v := fmt.Sprintf("c%d-%d", c, i)
+				cl.Produce(ctx, &kgo.Record{Value: []byte(v)}, func(_ *kgo.Record, err error) {
+					if err != nil {
+						t.Errorf("produce %s: %v", v, err)
+						return
+					}
+					mu.Lock()
+					acked[v] = true
+					mu.Unlock()
+				})
+			}
+			if err := cl.Flush(ctx); err != nil {
+				t.Errorf("flush: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+
+	node.powerCycle(t, 11)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(node.s.Addr("PLAINTEXT")), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	seen := map[string]bool{}
+	for missing := len(acked); missing > 0; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("after power loss %d of %d acknowledged records are missing", missing, len(acked))
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if v := string(r.Value); acked[v] && !seen[v] {
+				seen[v] = true
+				missing--
+			}
+		})
+	}
+	t.Logf("%d acknowledged records, all read back after power loss", len(acked))
 }

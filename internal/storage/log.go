@@ -82,16 +82,31 @@ type Log struct {
 
 	mu struct {
 		sync.Mutex
-		cfg           LogConfig
+		cfg LogConfig
+		// recoveryPoint: below it every segment is fsynced with its
+		// indexes, so a restart after a crash recovers from there on.
 		recoveryPoint int64
-		lastFlush     time.Time
-		generation    int64 // bumped by truncation: invalidates background flushes
-		metas         []batchMeta
-		topicID       [16]byte
-		hasTopicID    bool
-		closeHook     func() // SetCloseHook: final producer snapshot
+		// syncedTo (>= recoveryPoint): below it the records are fsynced
+		// (SyncTo); the active segment's indexes may not be, as a restart
+		// after a crash rebuilds them.
+		syncedTo   int64
+		mustSync   int64 // the end of the last append whose fsync was due (SyncedEnd)
+		lastFlush  time.Time
+		generation int64 // bumped by truncation: invalidates background flushes
+		metas      []batchMeta
+		topicID    [16]byte
+		hasTopicID bool
+		closeHook  func() // SetCloseHook: final producer snapshot
 	}
 	flushes sync.WaitGroup // background flushes started by roll
+	// dirDirty: a file was created in the log's directory since SyncTo
+	// last fsynced it.
+	dirDirty atomic.Bool
+
+	// syncing is closed when the running group-commit flush (SyncTo)
+	// ends; nil while none runs. Guarded by syncMu, taken before mu.
+	syncMu  sync.Mutex
+	syncing chan struct{}
 
 	// snapMu serialises producer snapshot writes with the truncations that
 	// invalidate them (producer_state_snapshot.go). Taken before mu.
@@ -292,6 +307,36 @@ func (l *Log) AppendParsed(batch []byte, h record.Header) (baseOffset int64, err
 	return first, err
 }
 
+// AppendParsedUnsynced is AppendParsed without the wait for an fsync the
+// flush policy makes due: it returns syncUpTo > 0 when one is, and the
+// caller must then call SyncTo(syncUpTo) before it tells anyone the batch
+// is written. A leader appends so under its partition lock and syncs
+// after releasing it, so that concurrent producers share fsyncs.
+func (l *Log) AppendParsedUnsynced(batch []byte, h record.Header) (baseOffset, syncUpTo int64, err error) {
+	l.mu.Lock()
+	first, last, sync, err := l.appendLocked(batch, true, &h)
+	l.mu.Unlock()
+	if err != nil || !sync {
+		return first, 0, err
+	}
+	return first, last + 1, nil
+}
+
+// SyncedEnd is the log end offset, less what appends wait to fsync
+// (those the flush policy made due): a leader's high watermark does not
+// pass it, so that with flush.messages=1 no consumer reads a record a
+// power loss could take, as Kafka's leader fsyncs before it moves the
+// high watermark. Without a due fsync it is the log end offset.
+func (l *Log) SyncedEnd() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	leo := l.leo.Load()
+	if l.mu.syncedTo < min(l.mu.mustSync, leo) {
+		return l.mu.syncedTo
+	}
+	return leo
+}
+
 // AppendBatches is Append for several batches back to back. The batches get
 // consecutive offsets and go into one segment. It returns the first and last
 // offsets assigned.
@@ -307,19 +352,30 @@ func (l *Log) AppendAsFollower(batches []byte) (first, last int64, err error) {
 }
 
 // append appends batches; parsed, when not nil, is the first batch's
-// header, parsed by the caller.
+// header, parsed by the caller. When flush.messages or flush.ms make an
+// fsync due, it returns once the batches are fsynced.
 func (l *Log) append(batches []byte, assign bool, parsed *record.Header) (first, last int64, err error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	first, last, sync, err := l.appendLocked(batches, assign, parsed)
+	l.mu.Unlock()
+	if err != nil || !sync {
+		return first, last, err
+	}
+	// The fsync runs without mu, so that appends to this log go on
+	// meanwhile and the next fsync makes all of them durable at once.
+	return first, last, l.SyncTo(last + 1)
+}
+
+func (l *Log) appendLocked(batches []byte, assign bool, parsed *record.Header) (first, last int64, sync bool, err error) {
 	if l.closed.Load() {
-		return 0, 0, ErrClosed
+		return 0, 0, false, ErrClosed
 	}
 	if err := l.failure(); err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	metas, maxTs, err := l.scanLocked(batches, assign, parsed)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	first = metas[0].baseOffset
 	last = metas[len(metas)-1].lastOffset
@@ -329,23 +385,24 @@ func (l *Log) append(batches []byte, assign bool, parsed *record.Header) (first,
 	if active.shouldRoll(cfg, len(batches), last, maxTs) ||
 		active.size.Load() == 0 && last-active.baseOffset > math.MaxInt32 {
 		if active, err = l.rollLocked(first); err != nil {
-			return 0, 0, l.fail("roll", err)
+			return 0, 0, false, l.fail("roll", err)
 		}
 	}
 	if err := l.injectFault("write", active.path); err != nil {
-		return 0, 0, l.fail("append", err)
+		return 0, 0, false, l.fail("append", err)
 	}
 	if err := active.append(batches, metas, cfg.IndexIntervalBytes); err != nil {
-		return 0, 0, l.fail("append", err)
+		return 0, 0, false, l.fail("append", err)
 	}
 	l.leo.Store(last + 1)
 	if err := l.assignBatchEpochsLocked(metas); err != nil {
-		return first, last, l.fail("leader epoch cache", err)
+		return first, last, false, l.fail("leader epoch cache", err)
 	}
-	if err := l.maybeFlushLocked(); err != nil {
-		return first, last, l.fail("flush", err)
+	if !l.flushDueLocked() {
+		return first, last, false, nil
 	}
-	return first, last, nil
+	l.mu.mustSync = last + 1
+	return first, last, true, nil
 }
 
 // fail takes the log offline after a failed write or fsync of op and
@@ -462,6 +519,7 @@ func (l *Log) rollLocked(newBase int64) (*segment, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.dirDirty.Store(true)
 	next := append(slices.Clone(kept), s)
 	l.segs.Store(&next)
 	if len(kept) == len(segs) {
@@ -510,36 +568,137 @@ func (l *Log) flushUpTo(upTo int64) error {
 	l.mu.Lock()
 	if l.mu.generation == gen && l.mu.recoveryPoint < upTo {
 		l.mu.recoveryPoint = upTo
+		l.mu.syncedTo = max(l.mu.syncedTo, upTo)
 	}
 	l.mu.Unlock()
 	return nil
 }
 
-// maybeFlushLocked applies flush.messages and flush.ms.
-func (l *Log) maybeFlushLocked() error {
-	cfg := l.mu.cfg
-	unflushed := l.leo.Load() - l.mu.recoveryPoint
-	if unflushed <= 0 {
+// syncData fsyncs the records below upTo that are not yet (the log files
+// and transaction indexes of the segments past syncedTo, and the
+// directory if a file was created in it), then moves syncedTo. The offset
+// and time indexes are left to the roll's flush (flushUpTo), which moves
+// the recovery point: a restart after a crash rebuilds them for every
+// segment from the recovery point on. One fsync of the active segment
+// is all a group commit costs.
+func (l *Log) syncData(upTo int64) error {
+	l.mu.Lock()
+	from, gen := l.mu.syncedTo, l.mu.generation
+	hook := l.mu.cfg.Fault
+	l.mu.Unlock()
+	if from >= upTo {
 		return nil
 	}
-	if unflushed >= cfg.FlushMessages || cfg.Now().Sub(l.mu.lastFlush).Milliseconds() >= cfg.FlushMs {
-		return l.flushLocked()
+	l.structMu.RLock()
+	if l.closed.Load() || l.failure() != nil {
+		l.structMu.RUnlock()
+		return nil
 	}
+	var err error
+	for _, s := range l.segments() {
+		if s.baseOffset < upTo && s.nextOffset.Load() > from {
+			if hook != nil {
+				err = errors.Join(err, hook("sync", s.path))
+			}
+			err = errors.Join(err, s.syncData())
+		}
+	}
+	if l.dirDirty.Swap(false) {
+		if hook != nil {
+			err = errors.Join(err, hook("sync", l.dir))
+		}
+		err = errors.Join(err, syncDir(l.dir))
+	}
+	l.structMu.RUnlock()
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	if l.mu.generation == gen && l.mu.syncedTo < upTo {
+		l.mu.syncedTo = upTo
+	}
+	l.mu.Unlock()
 	return nil
+}
+
+// flushDueLocked applies flush.messages and flush.ms: whether what is
+// appended but not fsynced should be fsynced now.
+func (l *Log) flushDueLocked() bool {
+	cfg := l.mu.cfg
+	unflushed := l.leo.Load() - l.mu.syncedTo
+	if unflushed <= 0 {
+		return false
+	}
+	return unflushed >= cfg.FlushMessages || cfg.Now().Sub(l.mu.lastFlush).Milliseconds() >= cfg.FlushMs
+}
+
+// SyncTo returns once every offset below upTo is fsynced (the recovery
+// point is at least upTo), fsyncing if needed: a group commit. One fsync
+// runs at a time, without mu; it covers everything appended when it
+// starts, so appenders that wait for it meanwhile need no fsync of their
+// own, and the appends that arrive during it share the next one. A
+// truncation below upTo ends the wait at the new log end. A failed fsync
+// takes the log offline (fail) and every waiter answers its error.
+func (l *Log) SyncTo(upTo int64) error {
+	for {
+		l.syncMu.Lock()
+		if err := l.failure(); err != nil {
+			l.syncMu.Unlock()
+			return err
+		}
+		if l.closed.Load() {
+			l.syncMu.Unlock()
+			return ErrClosed
+		}
+		l.mu.Lock()
+		done := l.mu.syncedTo >= min(upTo, l.leo.Load())
+		l.mu.Unlock()
+		if done {
+			l.syncMu.Unlock()
+			return nil
+		}
+		if running := l.syncing; running != nil {
+			l.syncMu.Unlock()
+			<-running
+			continue
+		}
+		running := make(chan struct{})
+		l.syncing = running
+		l.syncMu.Unlock()
+
+		err := l.syncData(l.leo.Load())
+		if err == nil {
+			l.mu.Lock()
+			l.mu.lastFlush = l.mu.cfg.Now()
+			l.mu.Unlock()
+		} else {
+			l.fail("flush", err)
+		}
+		l.syncMu.Lock()
+		l.syncing = nil
+		close(running)
+		l.syncMu.Unlock()
+	}
 }
 
 // flushIfDue is the periodic flush.ms check (Kafka's flush scheduler).
 func (l *Log) flushIfDue() error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.closed.Load() {
+		l.mu.Unlock()
 		return nil
 	}
 	if err := l.failure(); err != nil {
+		l.mu.Unlock()
 		return err
 	}
-	if err := l.maybeFlushLocked(); err != nil {
-		return l.fail("flush", err)
+	due, leo := l.flushDueLocked(), l.leo.Load()
+	l.mu.Unlock()
+	if !due {
+		return nil
+	}
+	if err := l.SyncTo(leo); err != nil && !errors.Is(err, ErrClosed) {
+		return err
 	}
 	return nil
 }
@@ -572,6 +731,7 @@ func (l *Log) flushLocked() error {
 		return fmt.Errorf("flush %s: %w", l.dir, err)
 	}
 	l.mu.recoveryPoint = leo
+	l.mu.syncedTo = leo
 	l.mu.lastFlush = l.mu.cfg.Now()
 	return nil
 }
@@ -768,6 +928,9 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.leo.Store(offset)
 	l.logStart.Store(offset)
 	l.mu.recoveryPoint = offset
+	l.mu.syncedTo = offset
+	l.mu.mustSync = min(l.mu.mustSync, offset)
+	l.dirDirty.Store(true)
 	return l.epochs.clear()
 }
 
@@ -775,6 +938,8 @@ func (l *Log) resetOffsetsLocked(leo int64) {
 	l.leo.Store(leo)
 	l.logStart.Store(min(l.logStart.Load(), leo))
 	l.mu.recoveryPoint = min(l.mu.recoveryPoint, leo)
+	l.mu.syncedTo = min(l.mu.syncedTo, leo)
+	l.mu.mustSync = min(l.mu.mustSync, leo)
 }
 
 // Close flushes the log and closes its files. The active segment's indexes

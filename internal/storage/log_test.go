@@ -337,17 +337,29 @@ func TestConcurrentReadsDuringAppends(t *testing.T) {
 func TestFlushPolicy(t *testing.T) {
 	clock := &fakeClock{t: time.UnixMilli(0)}
 	l := openLog(t, t.TempDir(), LogConfig{FlushMessages: 5, FlushMs: 1000, Now: clock.Now})
+	synced := func() int64 {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.mu.syncedTo
+	}
 	mustAppend(t, l, makeBatch(t, 3, 1, 10))
-	if rp := l.RecoveryPoint(); rp != 0 {
-		t.Fatalf("recovery point %d after 3 messages, want 0", rp)
+	if s := synced(); s != 0 {
+		t.Fatalf("fsynced up to %d after 3 messages, want 0", s)
 	}
 	mustAppend(t, l, makeBatch(t, 2, 1, 10))
-	if rp := l.RecoveryPoint(); rp != 5 {
-		t.Fatalf("recovery point %d after flush.messages, want 5", rp)
+	if s := synced(); s != 5 {
+		t.Fatalf("fsynced up to %d after flush.messages, want 5", s)
 	}
 	mustAppend(t, l, makeBatch(t, 1, 1, 10))
 	clock.Advance(time.Second)
-	if err := l.flushIfDue(); err != nil || l.RecoveryPoint() != 6 {
-		t.Fatalf("flush.ms: recovery point %d (%v), want 6", l.RecoveryPoint(), err)
+	if err := l.flushIfDue(); err != nil || synced() != 6 {
+		t.Fatalf("flush.ms: fsynced up to %d (%v), want 6", synced(), err)
+	}
+	// The recovery point (fsynced with indexes) moves on a full flush.
+	if rp := l.RecoveryPoint(); rp != 0 {
+		t.Fatalf("recovery point %d before a full flush, want 0", rp)
+	}
+	if err := l.Flush(); err != nil || l.RecoveryPoint() != 6 {
+		t.Fatalf("Flush: recovery point %d (%v), want 6", l.RecoveryPoint(), err)
 	}
 }

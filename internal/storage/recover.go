@@ -349,6 +349,7 @@ func (l *Log) load(opts OpenOptions) error {
 	l.leo.Store(leo)
 	l.logStart.Store(min(max(opts.LogStartOffset, segs[0].baseOffset), leo))
 	l.mu.recoveryPoint = leo
+	l.mu.syncedTo = leo
 	return nil
 }
 

@@ -427,6 +427,12 @@ func (s *segment) flush() error {
 	return errors.Join(s.log.Sync(), s.index.sync(), s.timeIndex.sync(), s.txnIndex.sync())
 }
 
+// syncData fsyncs what a restart cannot rebuild: the records and the
+// transaction index (Log.syncData).
+func (s *segment) syncData() error {
+	return errors.Join(s.log.Sync(), s.txnIndex.sync())
+}
+
 func (s *segment) close() error {
 	return errors.Join(s.log.Close(), s.index.close(), s.timeIndex.close(), s.txnIndex.close())
 }

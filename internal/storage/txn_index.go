@@ -244,6 +244,7 @@ func (l *Log) AppendAbortedTxn(e AbortedTxn) error {
 		// written: there is nothing to index.
 		return nil
 	}
+	l.dirDirty.Store(true) // the first entry creates the file
 	return segs[i].txnIndex.add(e)
 }
 
