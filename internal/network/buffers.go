@@ -2,6 +2,7 @@ package network
 
 import (
 	"math/bits"
+	"net"
 	"sync"
 )
 
@@ -18,6 +19,31 @@ const (
 )
 
 var bufPools [maxBufClass + 1]sync.Pool
+
+// vectoredWrites lets fetch answers on plain TCP sockets go out with
+// writev (outFrame.bufs); benchmarks turn it off to compare.
+var vectoredWrites = true
+
+// outFrame is a response frame on its way to the socket: buf, a pooled
+// buffer returned once written, and for a fetch answer written without
+// copying its records (wire.AppendFetchFrame) the buffers to write,
+// slices of buf and of the record batches, with one writev.
+type outFrame struct {
+	buf  []byte
+	bufs net.Buffers // nil: write buf
+}
+
+// writeTo writes f to w and returns its buffer to the pool.
+func (f outFrame) writeTo(w net.Conn) error {
+	var err error
+	if f.bufs != nil {
+		_, err = f.bufs.WriteTo(w)
+	} else {
+		_, err = w.Write(f.buf)
+	}
+	putBuf(f.buf)
+	return err
+}
 
 // getBuf returns an empty buffer with room for at least n bytes.
 func getBuf(n int) []byte {

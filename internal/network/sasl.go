@@ -245,7 +245,7 @@ func (x *exchange) rawToken(token []byte) error {
 	}
 	b := getBuf(4 + len(challenge))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(challenge)))
-	x.c.out <- append(b, challenge...)
+	x.c.out <- outFrame{buf: append(b, challenge...)}
 	return nil
 }
 
@@ -355,5 +355,5 @@ func (c *Conn) now() time.Time {
 
 // send queues a response for the writer.
 func (c *Conn) send(correlationID int32, resp kmsg.Response) {
-	c.out <- wire.AppendResponse(getBuf(wire.SizeHint(resp)), correlationID, resp)
+	c.out <- outFrame{buf: wire.AppendResponse(getBuf(wire.SizeHint(resp)), correlationID, resp)}
 }

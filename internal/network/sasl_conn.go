@@ -29,15 +29,16 @@ func AuthenticateConn(ctx context.Context, nc net.Conn, listener string, cfg *SA
 		Versions: wire.NewVersionTable(
 			wire.VersionRange{Key: kmsg.SASLHandshake, Min: 0, Max: 1},
 			wire.VersionRange{Key: kmsg.SASLAuthenticate, Min: 0, Max: 2})}}
-	c := &Conn{srv: srv, nc: nc, raw: nc, out: make(chan []byte, 4), principal: security.Anonymous}
+	c := &Conn{srv: srv, nc: nc, raw: nc, out: make(chan outFrame, 4), principal: security.Anonymous}
 	written := make(chan error, 1)
 	go func() {
 		var err error
-		for b := range c.out {
+		for f := range c.out {
 			if err == nil {
-				_, err = nc.Write(b)
+				err = f.writeTo(nc)
+			} else {
+				putBuf(f.buf)
 			}
-			putBuf(b)
 		}
 		written <- err
 	}()

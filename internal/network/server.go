@@ -91,7 +91,10 @@ type Conn struct {
 	srv *Server
 	nc  net.Conn // a *tls.Conn on an SSL listener
 	raw net.Conn // the socket under nc, closed to stop the connection at once
-	out chan []byte
+	out chan outFrame
+	// vectored: nc is a plain TCP socket, so a fetch answer's record
+	// batches are written from where they are, with writev.
+	vectored bool
 	// principal is who the client authenticated as, and sasl its SASL
 	// session; only the reader goroutine, which runs the handshakes and
 	// the handlers, touches them.
@@ -179,7 +182,9 @@ func (s *Server) accept() {
 			}
 			continue
 		}
-		c := &Conn{srv: s, nc: nc, raw: nc, out: make(chan []byte, 64), principal: security.Anonymous, addr: addr}
+		c := &Conn{srv: s, nc: nc, raw: nc, out: make(chan outFrame, 64), principal: security.Anonymous, addr: addr}
+		_, tcp := nc.(*net.TCPConn)
+		c.vectored = tcp && vectoredWrites
 		if s.cfg.TLS != nil {
 			c.nc = tls.Server(nc, s.cfg.TLS) // no I/O until the reader's handshake
 		}
@@ -332,9 +337,8 @@ func (c *Conn) serveOne(ctx context.Context) bool {
 	}
 	if resp != nil {
 		encoding := time.Now()
-		b := wire.AppendResponse(getBuf(wire.SizeHint(resp)), req.Header.CorrelationID, resp)
+		c.out <- c.encode(req.Header.CorrelationID, resp)
 		c.netTime = time.Since(encoding) // counted with the next request
-		c.out <- b
 	}
 	if d := c.mute; d > 0 {
 		// Throttled for a quota: as Kafka mutes the channel, read
@@ -382,17 +386,28 @@ func (c *Conn) logClose(ctx context.Context, err error) {
 	c.srv.cfg.Logger.Info("closing connection", "remote", c.nc.RemoteAddr(), "err", err)
 }
 
+// encode makes the frame of a response. A fetch answer on a plain TCP
+// socket keeps its record batches where they are (wire.AppendFetchFrame):
+// only the bytes around them are copied into the frame buffer.
+func (c *Conn) encode(correlationID int32, resp kmsg.Response) outFrame {
+	if f, ok := resp.(*kmsg.FetchResponse); ok && c.vectored {
+		if buf, bufs, ok := wire.AppendFetchFrame(getBuf(wire.FetchHeadSizeHint(f)), correlationID, f); ok {
+			return outFrame{buf: buf, bufs: bufs}
+		}
+	}
+	return outFrame{buf: wire.AppendResponse(getBuf(wire.SizeHint(resp)), correlationID, resp)}
+}
+
 // write owns the socket's write side. On a write error it closes the socket,
 // which ends the reader, and drains the queue so the reader never blocks.
 func (c *Conn) write() {
 	defer c.srv.wg.Done()
 	defer c.nc.Close()
-	for b := range c.out {
-		_, err := c.nc.Write(b)
-		putBuf(b)
-		if err != nil {
+	for f := range c.out {
+		if err := f.writeTo(c.nc); err != nil {
 			c.nc.Close()
-			for range c.out {
+			for f := range c.out {
+				putBuf(f.buf)
 			}
 			return
 		}

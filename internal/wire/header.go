@@ -77,12 +77,28 @@ func skipTags(r *kbin.Reader) {
 func SizeHint(resp kmsg.Response) int {
 	n := 256
 	if f, ok := resp.(*kmsg.FetchResponse); ok {
+		n = FetchHeadSizeHint(f)
 		for _, t := range f.Topics {
-			n += len(t.Topic) + 32
 			for _, p := range t.Partitions {
-				n += len(p.RecordBatches) + 64 + 16*len(p.AbortedTransactions)
+				n += len(p.RecordBatches)
 			}
 		}
+	}
+	return n
+}
+
+// FetchHeadSizeHint estimates the bytes AppendFetchFrame appends: the
+// frame without its record batches.
+func FetchHeadSizeHint(f *kmsg.FetchResponse) int {
+	n := 256
+	for _, t := range f.Topics {
+		n += len(t.Topic) + 32
+		for _, p := range t.Partitions {
+			n += 64 + 16*len(p.AbortedTransactions)
+		}
+	}
+	for _, b := range f.Brokers {
+		n += len(b.Host) + 32
 	}
 	return n
 }
