@@ -18,8 +18,12 @@ package broker
 // (TRANSACTION_ABORTABLE from v4), INVALID_PRODUCER_EPOCH for a fenced
 // producer, COORDINATOR_NOT_AVAILABLE, which clients retry, while the
 // transaction coordinator is busy or unreachable (Kafka's group
-// coordinator maps the leader's NOT_ENOUGH_REPLICAS so). Unlike a produce,
-// the offsets' append is not tied to the check by a guard.
+// coordinator maps the leader's NOT_ENOUGH_REPLICAS so). As a produce's,
+// the offsets' append is tied to the check by its verification guard
+// (Kafka's group coordinator passes it to the append): a marker of the
+// producer that lands between them voids the check and the append is
+// refused (COORDINATOR_NOT_AVAILABLE; the client's retry is checked
+// again), so a late commit cannot open a transaction nobody ends.
 //
 // Authorization (KafkaApis): every partition answers
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED without WRITE on the
@@ -36,6 +40,7 @@ import (
 	"github.com/samsa-io/samsa/internal/coordinator/txn"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
+	"github.com/samsa-io/samsa/internal/replica"
 )
 
 func handleTxnOffsetCommit(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
@@ -54,12 +59,14 @@ func handleTxnOffsetCommit(ctx context.Context, b *Broker, c *network.Conn, kreq
 		resp.Topics = txnOffsetCommitErrors(req.Topics, denied)
 		return resp, nil
 	}
-	if err := b.addOffsetsPartition(ctx, req); err != nil {
+	ctx, verified, err := b.addOffsetsPartition(ctx, req)
+	if err != nil {
 		resp := kmsg.NewPtrTxnOffsetCommitResponse()
 		resp.Version = req.Version
 		resp.Topics = txnOffsetCommitErrors(req.Topics, err)
 		return resp, nil
 	}
+	defer verified()
 	readable := z.topics(kmsg.ACLOperationRead)
 	img := b.cfg.Image()
 	name := func(t kmsg.TxnOffsetCommitRequestTopic) string {
@@ -111,36 +118,44 @@ func txnOffsetCommitErrors(topics []kmsg.TxnOffsetCommitRequestTopic, err *kerr.
 // (v5+) the group's partition of __consumer_offsets in the producer's
 // transaction, unless the producer has a transaction open there already.
 // Only the partition's leader checks: elsewhere the group coordinator
-// answers NOT_COORDINATOR.
-func (b *Broker) addOffsetsPartition(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kerr.Error {
+// answers NOT_COORDINATOR. After a check it returns ctx carrying the
+// verification guard for the offsets' append, and done, to call once the
+// write is over.
+func (b *Broker) addOffsetsPartition(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) (_ context.Context, done func(), _ *kerr.Error) {
+	none := func() {}
 	add := req.Version >= 5
 	if b.cfg.TxnPartitions == nil || b.cfg.Groups == nil || (!add && !b.txnVerification()) {
-		return nil
+		return ctx, none, nil
 	}
 	tp := txn.TopicPartition{Topic: "__consumer_offsets", Partition: b.cfg.Groups.PartitionFor(req.Group)}
 	p, err := b.leaderPartition(tp.Topic, tp.Partition)
 	if err != nil {
-		return nil
+		return ctx, none, nil
 	}
 	guard, needed := p.StartTxnVerification(req.ProducerID, req.ProducerEpoch)
 	if !needed {
-		return nil
+		return ctx, none, nil
 	}
-	defer p.EndTxnVerification(req.ProducerID, guard)
+	end := func() { p.EndTxnVerification(req.ProducerID, guard) }
 	code := b.cfg.TxnPartitions.AddOrVerify(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp}, add)[tp]
 	switch code {
 	case 0:
-		return nil
+		// The append (replica.AppendAsCoordinator) goes on under the
+		// guard; end drops it if the append never used it.
+		return replica.WithVerificationGuard(ctx, guard), end, nil
 	case kerr.ConcurrentTransactions.Code, kerr.NetworkException.Code, kerr.CoordinatorLoadInProgress.Code,
 		kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code:
-		return kerr.CoordinatorNotAvailable
+		end()
+		return ctx, none, kerr.CoordinatorNotAvailable
 	case kerr.TransactionAbortable.Code:
 		if req.Version < 4 {
-			return kerr.InvalidTxnState
+			end()
+			return ctx, none, kerr.InvalidTxnState
 		}
 	}
+	end()
 	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
-		return e
+		return ctx, none, e
 	}
-	return kerr.InvalidTxnState
+	return ctx, none, kerr.InvalidTxnState
 }

@@ -49,7 +49,7 @@ func (l *ReplicaLog) AppendTransactional(ctx context.Context, producerID int64, 
 		return logError(err)
 	}
 	prod := &record.ProducerInfo{ID: producerID, Epoch: epoch, BaseSequence: -1}
-	res, err := l.P.AppendAsCoordinator(buildBatch(l.Now(), prod, kvs))
+	res, err := l.P.AppendAsCoordinator(ctx, buildBatch(l.Now(), prod, kvs))
 	if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) {
 		return fmt.Errorf("%w: %v", ErrProducerFenced, err)
 	}

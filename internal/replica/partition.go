@@ -155,12 +155,9 @@ func (p *Partition) appendVerifiedLocked(batch []byte, h record.Header, sum reco
 	if !p.leadingLocked() {
 		return AppendResult{}, 0, kerr.NotLeaderForPartition
 	}
-	verified := false
-	if guard != nil && h.Transactional() && !p.mu.producers.hasOngoingTxn(h.ProducerID, h.ProducerEpoch) {
-		if v, ok := p.mu.producers.verifying[h.ProducerID]; !ok || *guard == 0 || v.guard != *guard || v.epoch != h.ProducerEpoch {
-			return AppendResult{}, 0, fmt.Errorf("%w: partition %s-%d was not added to the transaction of producer %d", kerr.InvalidTxnState, p.Topic, p.Index, h.ProducerID)
-		}
-		verified = true
+	verified, err := p.checkVerificationLocked(h, guard)
+	if err != nil {
+		return AppendResult{}, 0, err
 	}
 	res, syncUpTo, err := p.appendCheckedLocked(batch, h, sum, true)
 	if err == nil && verified {

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -83,8 +84,11 @@ func (p *Partition) AppendParsedVerified(batch []byte, h record.Header, guard Ve
 // producer's behalf (TxnOffsetCommit into __consumer_offsets). Its base
 // sequence is -1, so sequences are not checked, but an epoch older than
 // the producer's is refused with INVALID_PRODUCER_EPOCH; a transactional
-// batch opens or extends the producer's transaction as Append does.
-func (p *Partition) AppendAsCoordinator(batch []byte) (AppendResult, error) {
+// batch opens or extends the producer's transaction as Append does. When
+// ctx carries a verification guard (WithVerificationGuard), a
+// transactional batch that would open a transaction is appended only
+// under it, as AppendParsedVerified.
+func (p *Partition) AppendAsCoordinator(ctx context.Context, batch []byte) (AppendResult, error) {
 	h, sum, err := record.ValidateSummary(batch)
 	if err == nil {
 		err = checkCoordinatorBatch(h)
@@ -92,15 +96,33 @@ func (p *Partition) AppendAsCoordinator(batch []byte) (AppendResult, error) {
 	if err != nil {
 		return AppendResult{}, batchError(err)
 	}
+	var guard *VerificationGuard
+	if g, ok := ctx.Value(verificationKey{}).(VerificationGuard); ok {
+		guard = &g
+	}
 	p.mu.Lock()
-	res, syncUpTo, err := p.appendAsCoordinatorLocked(batch, h, sum)
+	res, syncUpTo, err := p.appendAsCoordinatorLocked(batch, h, sum, guard)
 	p.mu.Unlock()
 	return p.synced(res, syncUpTo, err)
 }
 
-func (p *Partition) appendAsCoordinatorLocked(batch []byte, h record.Header, sum record.Summary) (AppendResult, int64, error) {
+type verificationKey struct{}
+
+// WithVerificationGuard returns ctx carrying guard, from
+// StartTxnVerification, for the AppendAsCoordinator of the write it
+// verified: a group coordinator's TxnOffsetCommit append, which is made
+// several calls below the broker that verified it.
+func WithVerificationGuard(ctx context.Context, guard VerificationGuard) context.Context {
+	return context.WithValue(ctx, verificationKey{}, guard)
+}
+
+func (p *Partition) appendAsCoordinatorLocked(batch []byte, h record.Header, sum record.Summary, guard *VerificationGuard) (AppendResult, int64, error) {
 	if !p.leadingLocked() {
 		return AppendResult{}, 0, kerr.NotLeaderForPartition
+	}
+	verified, err := p.checkVerificationLocked(h, guard)
+	if err != nil {
+		return AppendResult{}, 0, err
 	}
 	if h.Idempotent() {
 		if e := p.mu.producers.producers[h.ProducerID]; e != nil {
@@ -112,7 +134,25 @@ func (p *Partition) appendAsCoordinatorLocked(batch []byte, h record.Header, sum
 			}
 		}
 	}
-	return p.appendCheckedLocked(batch, h, sum, false)
+	res, syncUpTo, err := p.appendCheckedLocked(batch, h, sum, false)
+	if err == nil && verified {
+		delete(p.mu.producers.verifying, h.ProducerID)
+	}
+	return res, syncUpTo, err
+}
+
+// checkVerificationLocked checks a transactional batch that would open a
+// transaction against guard (nil: verification off): it may go on only
+// under the producer's current verification (verified), else
+// INVALID_TXN_STATE.
+func (p *Partition) checkVerificationLocked(h record.Header, guard *VerificationGuard) (verified bool, err error) {
+	if guard == nil || !h.Transactional() || p.mu.producers.hasOngoingTxn(h.ProducerID, h.ProducerEpoch) {
+		return false, nil
+	}
+	if v, ok := p.mu.producers.verifying[h.ProducerID]; !ok || *guard == 0 || v.guard != *guard || v.epoch != h.ProducerEpoch {
+		return false, fmt.Errorf("%w: partition %s-%d was not added to the transaction of producer %d", kerr.InvalidTxnState, p.Topic, p.Index, h.ProducerID)
+	}
+	return true, nil
 }
 
 // checkCoordinatorBatch is record.CheckProduce without the sequence rule.

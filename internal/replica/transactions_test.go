@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -212,18 +213,18 @@ func TestAppendAsCoordinator(t *testing.T) {
 		t.Fatalf("client batch with sequence -1: %v, want INVALID_RECORD", err)
 	}
 	mustAppend(t, p, plainBatch(1, ts)) // 0
-	r, err := p.AppendAsCoordinator(coord(3, true))
+	r, err := p.AppendAsCoordinator(context.Background(), coord(3, true))
 	if err != nil || r.BaseOffset != 1 {
 		t.Fatalf("coordinator append: %+v, %v", r, err)
 	}
-	if r, err = p.AppendAsCoordinator(coord(3, true)); err != nil || r.BaseOffset != 2 {
+	if r, err = p.AppendAsCoordinator(context.Background(), coord(3, true)); err != nil || r.BaseOffset != 2 {
 		t.Fatalf("second coordinator append (no sequence, no dedup): %+v, %v", r, err)
 	}
 	wantOffsets(t, p, 3, 1)
-	if _, err := p.AppendAsCoordinator(coord(2, true)); !errors.Is(err, kerr.InvalidProducerEpoch) {
+	if _, err := p.AppendAsCoordinator(context.Background(), coord(2, true)); !errors.Is(err, kerr.InvalidProducerEpoch) {
 		t.Fatalf("older epoch: %v, want INVALID_PRODUCER_EPOCH", err)
 	}
-	if _, err := p.AppendAsCoordinator(coord(3, false)); !errors.Is(err, kerr.InvalidTxnState) {
+	if _, err := p.AppendAsCoordinator(context.Background(), coord(3, false)); !errors.Is(err, kerr.InvalidTxnState) {
 		t.Fatalf("non-transactional in a transaction: %v, want INVALID_TXN_STATE", err)
 	}
 	ap := p.ActiveProducers()
@@ -232,6 +233,37 @@ func TestAppendAsCoordinator(t *testing.T) {
 	}
 	mustMarker(t, p, 5, 3, 0, true) // 3
 	wantOffsets(t, p, 4, 4)
+}
+
+// TestAppendAsCoordinatorVerified: a coordinator's transactional write
+// (TxnOffsetCommit) carrying a verification guard opens a transaction only
+// under that guard; one voided by a marker that landed after the
+// verification is refused with INVALID_TXN_STATE and writes nothing.
+func TestAppendAsCoordinatorVerified(t *testing.T) {
+	p, ts := newTxnPartition(t)
+	coord := func() []byte {
+		return record.Build(record.BuildOptions{Producer: &record.ProducerInfo{ID: 5, Epoch: 3, BaseSequence: -1}, Transactional: true},
+			[]record.Record{{Timestamp: ts, Key: []byte("k"), Value: []byte("offset")}})
+	}
+	g, needed := p.StartTxnVerification(5, 3)
+	if !needed {
+		t.Fatal("no verification needed for a new transaction")
+	}
+	if _, err := p.AppendAsCoordinator(WithVerificationGuard(context.Background(), g+1), coord()); !errors.Is(err, kerr.InvalidTxnState) {
+		t.Fatalf("write under another guard: %v, want INVALID_TXN_STATE", err)
+	}
+	if r, err := p.AppendAsCoordinator(WithVerificationGuard(context.Background(), g), coord()); err != nil || r.BaseOffset != 0 {
+		t.Fatalf("verified write: %+v, %v", r, err)
+	}
+	mustMarker(t, p, 5, 3, 0, true) // 1
+	// Verified for the next transaction, then a retried marker lands
+	// before the write: the write would open a transaction nobody ends.
+	g, _ = p.StartTxnVerification(5, 3)
+	mustMarker(t, p, 5, 3, 0, true) // 2
+	if _, err := p.AppendAsCoordinator(WithVerificationGuard(context.Background(), g), coord()); !errors.Is(err, kerr.InvalidTxnState) {
+		t.Fatalf("write verified before the marker: %v, want INVALID_TXN_STATE", err)
+	}
+	wantOffsets(t, p, 3, 3)
 }
 
 // TestTransactionsAfterRestart leaves producer 1's transaction open across
