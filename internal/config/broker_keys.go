@@ -218,6 +218,8 @@ var brokerKeyList = []*Key{
 	k("transaction.abort.timed.out.transaction.cleanup.interval.ms", Int, "10000", atLeast(1), Low, ReadOnly, "How often timed-out transactions are rolled back."),
 	k("transaction.remove.expired.transaction.cleanup.interval.ms", Int, "3600000", atLeast(1), Low, ReadOnly, "How often expired transactional ids are removed."),
 	k("transaction.partition.verification.enable", Boolean, "true", nil, Low, ClusterWide, "Verify that a partition was added to the transaction before a transactional write."),
+	k("add.partitions.to.txn.retry.backoff.ms", Int, "20", atLeast(1), High, ReadOnly, "Pause before a partition leader asks the transaction coordinator again to add a partition (KIP-890) while the previous transaction's markers are written."),
+	k("add.partitions.to.txn.retry.backoff.max.ms", Int, "100", atLeast(0), High, ReadOnly, "How long a partition leader keeps retrying to add a partition to a transaction before it answers the client."),
 	k("producer.id.expiration.ms", Int, "86400000", atLeast(1), Low, ClusterWide, "Time without writes after which a producer id's state is dropped."),
 	k("producer.id.expiration.check.interval.ms", Int, "600000", atLeast(1), Low, ReadOnly, "How often expired producer ids are removed."),
 

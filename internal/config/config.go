@@ -226,6 +226,10 @@ type Config struct {
 	TransactionMaxTimeoutMs                   int64
 	TransactionalIDExpirationMs               int64
 	ProducerIDExpirationMs                    int64
+	// AddPartitionsToTxnRetryBackoffMs and ...MaxMs are
+	// add.partitions.to.txn.retry.backoff.ms and .max.ms.
+	AddPartitionsToTxnRetryBackoffMs    int32
+	AddPartitionsToTxnRetryBackoffMaxMs int32
 
 	// values holds the parsed value of every known key that has one:
 	// dynamic, explicitly set, or Kafka's non-null default.
@@ -575,6 +579,8 @@ func (c *Config) fill() error {
 	c.TransactionMaxTimeoutMs = int64(c.i32("transaction.max.timeout.ms"))
 	c.TransactionalIDExpirationMs = int64(c.i32("transactional.id.expiration.ms"))
 	c.ProducerIDExpirationMs = int64(c.i32("producer.id.expiration.ms"))
+	c.AddPartitionsToTxnRetryBackoffMs = c.i32("add.partitions.to.txn.retry.backoff.ms")
+	c.AddPartitionsToTxnRetryBackoffMaxMs = c.i32("add.partitions.to.txn.retry.backoff.max.ms")
 	return nil
 }
 

@@ -25,7 +25,13 @@ type PartitionAdderConfig struct {
 	Coordinator *Coordinator
 	// Channel carries the requests to other brokers (its kept connections).
 	Channel *MarkerChannel
-	Logger  *slog.Logger
+	// RetryBackoff and RetryMax pace and bound the retries of an add that
+	// meets the previous transaction's markers
+	// (add.partitions.to.txn.retry.backoff.ms, 20 ms when zero, and
+	// add.partitions.to.txn.retry.backoff.max.ms: zero retries not at
+	// all).
+	RetryBackoff, RetryMax time.Duration
+	Logger                 *slog.Logger
 }
 
 // PartitionAdder is the partition leader's side of KIP-890 (Kafka's
@@ -48,6 +54,9 @@ func NewPartitionAdder(cfg PartitionAdderConfig) *PartitionAdder {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.RetryBackoff <= 0 {
+		cfg.RetryBackoff = 20 * time.Millisecond
+	}
 	return &PartitionAdder{cfg: cfg}
 }
 
@@ -65,6 +74,7 @@ func (a *PartitionAdder) AddOrVerify(ctx context.Context, transactionalID string
 	// written (CONCURRENT_TRANSACTIONS) is retried here for a moment, as
 	// Kafka does (add.partitions.to.txn.retry.backoff.ms, .max.ms): the
 	// markers take milliseconds, the client's own retry far longer.
+	backoff, limit := a.cfg.RetryBackoff, a.cfg.RetryMax
 	start := time.Now()
 	for {
 		codes := a.addOrVerifyOnce(ctx, transactionalID, producerID, epoch, parts, add)
@@ -72,10 +82,10 @@ func (a *PartitionAdder) AddOrVerify(ctx context.Context, transactionalID string
 		for _, code := range codes {
 			concurrent = concurrent || code == kerr.ConcurrentTransactions.Code
 		}
-		if !add || !concurrent || time.Since(start)+addRetryBackoff > addRetryMax {
+		if !add || !concurrent || time.Since(start)+backoff > limit {
 			return codes
 		}
-		t := time.NewTimer(addRetryBackoff)
+		t := time.NewTimer(backoff)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
@@ -84,13 +94,6 @@ func (a *PartitionAdder) AddOrVerify(ctx context.Context, transactionalID string
 		}
 	}
 }
-
-// Kafka's defaults of add.partitions.to.txn.retry.backoff.ms and
-// add.partitions.to.txn.retry.backoff.max.ms (not configurable here).
-const (
-	addRetryBackoff = 20 * time.Millisecond
-	addRetryMax     = 100 * time.Millisecond
-)
 
 func (a *PartitionAdder) addOrVerifyOnce(ctx context.Context, transactionalID string, producerID int64, epoch int16, parts []TopicPartition, add bool) map[TopicPartition]int16 {
 	codes := make(map[TopicPartition]int16, len(parts))
