@@ -376,7 +376,7 @@ func (s *Server) observe(ctx context.Context) error {
 	}
 	voters := s.voters()
 	s.observer = raft.NewObserver(raft.ObserverConfig{
-		NodeID: s.cfg.NodeID, Voters: voters, Applier: s.loader, Logger: s.logger, Dialer: s.dial.controller.kclient(),
+		NodeID: s.cfg.NodeID, Voters: voters, Listener: s.cfg.ControllerListenerNames[0], Applier: s.loader, Logger: s.logger, Dialer: s.dial.controller.kclient(),
 		Ready: func() bool {
 			_, ok := s.loader.Image().Features()[metadata.MetadataVersionFeature]
 			return ok
@@ -398,7 +398,12 @@ func (s *Server) observe(ctx context.Context) error {
 func (s *Server) openChannel(context.Context) error {
 	ccfg := controllerchannel.Config{NodeID: s.cfg.NodeID, Voters: s.voters(), Logger: s.logger, Dialer: s.dial.controller.kclient()}
 	if s.ctrl != nil {
-		ccfg.Local, ccfg.Leaders = s.ctrl, controllerchannel.RaftLeaders{Node: s.raft}
+		leaders := controllerchannel.RaftLeaders{Node: s.raft}
+		if s.transport != nil {
+			// The transport follows the voter set (onVoters).
+			leaders.Peers = s.transport.Peers
+		}
+		ccfg.Local, ccfg.Leaders = s.ctrl, leaders
 	} else {
 		ccfg.Leaders = s.observer
 	}
