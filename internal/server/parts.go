@@ -119,7 +119,8 @@ func (s *Server) quorum() []component {
 		part{s.startController, func() error { return s.ctrl.Close() }},
 	)
 	if listen {
-		cs = append(cs, part{s.serveController, func() error { return s.ctrlAPI.Close() }})
+		cs = append(cs, part{s.serveController, func() error { return s.ctrlAPI.Close() }},
+			part{s.startVoterUpdates, closer(s.stopVoterUpdates)}) // voter_update.go
 	}
 	return cs
 }

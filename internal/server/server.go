@@ -74,6 +74,10 @@ type Server struct {
 	txns       *txn.Coordinator
 	broker     *broker.Broker
 	fetchers   *replica.FetcherManager // replica fetchers
+
+	// stopUpdates ends the loop of voter_update.go.
+	stopUpdates func()
+
 	// bound are the client listeners, open but not served until this
 	// broker is unfenced; endpoints are what it registers.
 	bound     map[string]net.Listener
