@@ -391,17 +391,7 @@ func TestDynamicQuorumBrokerFollowsVoters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	createAndProduce := func(topic string) {
-		t.Helper()
-		if r, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil || r.Err != nil {
-			t.Fatalf("create topic %s: %v / %v", topic, err, r.Err)
-		}
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(topic)}).FirstErr(); err != nil {
-			t.Fatalf("produce to %s: %v", topic, err)
-		}
-	}
-	createAndProduce("before")
+	createAndProduce(t, ctx, cl, "before")
 
 	add := kmsg.NewPtrAddRaftVoterRequest()
 	add.ClusterID, add.VoterID, add.VoterDirectoryID, add.TimeoutMillis = new(clusterID.String()), 2, dirIDs[2], 30000
@@ -432,13 +422,13 @@ func TestDynamicQuorumBrokerFollowsVoters(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	createAndProduce("after-removal")
+	createAndProduce(t, ctx, cl, "after-removal")
 	// Past a session timeout without node 1, the broker is still
 	// registered and unfenced (its heartbeats reach node 2): a fenced
 	// broker gets no replica of a new topic. The pause is the window for
 	// a fencing to happen, not a wait for success.
 	time.Sleep(2 * session)
-	createAndProduce("after-session")
+	createAndProduce(t, ctx, cl, "after-session")
 }
 
 // quorumObservers are the observers DescribeQuorum (through a broker)
@@ -460,4 +450,86 @@ func quorumObservers(t *testing.T, ctx context.Context, cl *kgo.Client) []int32 
 		ids = append(ids, o.ReplicaID)
 	}
 	return ids
+}
+
+// TestDynamicQuorumCombinedNodeJoins: a combined node formatted with
+// --no-initial-controllers joins a running quorum, as Kafka 4.4 allows.
+// Before it is added its broker side serves clients from the log it
+// observes; AddRaftVoter makes it a voter, and once the original
+// controller is removed and stopped it is the quorum alone and still
+// creates topics and takes writes.
+func TestDynamicQuorumCombinedNodeJoins(t *testing.T) {
+	dir := t.TempDir()
+	ports := loopbackPorts(t, 3) // node 2's client listener, controllers 1 and 2
+	clusterID, _ := metadata.RandomUuid(rand.Reader)
+	ctrl := func(id int) string { return fmt.Sprintf("127.0.0.1:%d", ports[id]) }
+	common := []string{
+		"controller.listener.names=CONTROLLER",
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"controller.quorum.bootstrap.servers=" + ctrl(1),
+		"offsets.topic.replication.factor=1",
+		"broker.heartbeat.interval.ms=300",
+	}
+	node1, err := startDQNode(t, dir, 1, append(slices.Clone(common), "process.roles=controller", "listeners=CONTROLLER://"+ctrl(1)),
+		`msg="controller ready"`, "--cluster-id", clusterID.String(), "--standalone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	props2 := append(slices.Clone(common), "process.roles=broker,controller",
+		fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://%s", ports[0], ctrl(2)))
+	node2, err := startDQNode(t, dir, 2, props2, `msg="serving Kafka clients"`, "--cluster-id", clusterID.String(), "--no-initial-controllers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirIDs := []metadata.Uuid{{}, readDirectoryID(t, filepath.Join(dir, "node-1")), readDirectoryID(t, filepath.Join(dir, "node-2"))}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(fmt.Sprintf("127.0.0.1:%d", ports[0])), kgo.RetryTimeout(60*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	createAndProduce(t, ctx, cl, "before-join")
+	checkVoters(t, ctx, cl, []int32{1}, dirIDs)
+
+	add := kmsg.NewPtrAddRaftVoterRequest()
+	add.ClusterID, add.VoterID, add.VoterDirectoryID, add.TimeoutMillis = new(clusterID.String()), 2, dirIDs[2], 30000
+	l := kmsg.NewAddRaftVoterRequestListener()
+	l.Name, l.Host, l.Port = "CONTROLLER", "127.0.0.1", uint16(ports[2])
+	add.Listeners = append(add.Listeners, l)
+	if r, err := add.RequestWith(ctx, cl); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("AddRaftVoter: %v / %v", err, errMsg(r.ErrorCode, r.ErrorMessage))
+	}
+	checkVoters(t, ctx, cl, []int32{1, 2}, dirIDs)
+	// Its raft log, not the observer, feeds its broker side from now on.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if b, _ := os.ReadFile(node2.log); bytes.Contains(b, []byte("added to the metadata quorum")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("node 2 is a voter but did not hand its metadata over from the observer to raft")
+		}
+	}
+	createAndProduce(t, ctx, cl, "after-join")
+	rm := kmsg.NewPtrRemoveRaftVoterRequest()
+	rm.ClusterID, rm.VoterID, rm.VoterDirectoryID = new(clusterID.String()), 1, dirIDs[1]
+	if r, err := rm.RequestWith(ctx, cl); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("RemoveRaftVoter: %v / %v", err, errMsg(r.ErrorCode, r.ErrorMessage))
+	}
+	checkVoters(t, ctx, cl, []int32{2}, dirIDs)
+	node1.cmd.Process.Kill()
+	<-node1.done
+	createAndProduce(t, ctx, cl, "alone")
+}
+
+// createAndProduce creates topic (one partition, one replica) through cl
+// and writes one record to it.
+func createAndProduce(t *testing.T, ctx context.Context, cl *kgo.Client, topic string) {
+	t.Helper()
+	if r, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil || r.Err != nil {
+		t.Fatalf("create topic %s: %v / %v", topic, err, r.Err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(topic)}).FirstErr(); err != nil {
+		t.Fatalf("produce to %s: %v", topic, err)
+	}
 }
