@@ -344,3 +344,192 @@ func checkKRaftVersion(t *testing.T, ctx context.Context, cl *kgo.Client) {
 		t.Fatalf("kraft.version supported %q finalized %q, want 0-1 and 1-1", supported, finalized)
 	}
 }
+
+// TestDynamicQuorumBrokerFollowsVoters: a broker-only node follows the
+// voter set as it changes (KIP-853), without a restart. It starts knowing
+// one controller (--standalone); a second controller joins
+// (--no-initial-controllers, AddRaftVoter), the first is removed
+// (RemoveRaftVoter) and killed. The broker learns the new voter from the
+// VotersRecord in the metadata log, and keeps fetching the log (it shows
+// as an observer of the new leader), forwarding admin requests
+// (CreateTopics), heartbeating (it stays unfenced past
+// broker.session.timeout.ms) and taking writes.
+func TestDynamicQuorumBrokerFollowsVoters(t *testing.T) {
+	dir := t.TempDir()
+	ports := loopbackPorts(t, 3) // broker, controller 1, controller 2
+	clusterID, _ := metadata.RandomUuid(rand.Reader)
+	ctrl := func(id int) string { return fmt.Sprintf("127.0.0.1:%d", ports[id]) }
+	const session = 3 * time.Second
+	common := []string{
+		"controller.listener.names=CONTROLLER",
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"controller.quorum.bootstrap.servers=" + ctrl(1),
+		"offsets.topic.replication.factor=1",
+		"broker.heartbeat.interval.ms=300",
+		fmt.Sprintf("broker.session.timeout.ms=%d", session.Milliseconds()),
+	}
+	controller := func(id int) []string {
+		return append(slices.Clone(common), "process.roles=controller", "listeners=CONTROLLER://"+ctrl(id))
+	}
+	node1, err := startDQNode(t, dir, 1, controller(1), `msg="controller ready"`, "--cluster-id", clusterID.String(), "--standalone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	broker := append(slices.Clone(common), "process.roles=broker", fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d", ports[0]))
+	if _, err := startDQNode(t, dir, 3, broker, `msg="serving Kafka clients"`, "--cluster-id", clusterID.String()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := startDQNode(t, dir, 2, controller(2), "controller ready to join the quorum", "--cluster-id", clusterID.String(), "--no-initial-controllers"); err != nil {
+		t.Fatal(err)
+	}
+	dirIDs := []metadata.Uuid{{}, readDirectoryID(t, filepath.Join(dir, "node-1")), readDirectoryID(t, filepath.Join(dir, "node-2"))}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(fmt.Sprintf("127.0.0.1:%d", ports[0])), kgo.RetryTimeout(60*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	createAndProduce(t, ctx, cl, "before")
+
+	add := kmsg.NewPtrAddRaftVoterRequest()
+	add.ClusterID, add.VoterID, add.VoterDirectoryID, add.TimeoutMillis = new(clusterID.String()), 2, dirIDs[2], 30000
+	l := kmsg.NewAddRaftVoterRequestListener()
+	l.Name, l.Host, l.Port = "CONTROLLER", "127.0.0.1", uint16(ports[2])
+	add.Listeners = append(add.Listeners, l)
+	if r, err := add.RequestWith(ctx, cl); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("AddRaftVoter: %v / %v", err, errMsg(r.ErrorCode, r.ErrorMessage))
+	}
+	checkVoters(t, ctx, cl, []int32{1, 2}, dirIDs)
+	rm := kmsg.NewPtrRemoveRaftVoterRequest()
+	rm.ClusterID, rm.VoterID, rm.VoterDirectoryID = new(clusterID.String()), 1, dirIDs[1]
+	if r, err := rm.RequestWith(ctx, cl); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("RemoveRaftVoter: %v / %v", err, errMsg(r.ErrorCode, r.ErrorMessage))
+	}
+	checkVoters(t, ctx, cl, []int32{2}, dirIDs)
+	node1.cmd.Process.Kill()
+	<-node1.done
+
+	// The broker fetches the metadata log from node 2, the only voter
+	// and so the leader: node 2 lists it as an observer.
+	for {
+		if slices.Contains(quorumObservers(t, ctx, cl), 3) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("broker 3 never fetched the metadata log from the new leader")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	createAndProduce(t, ctx, cl, "after-removal")
+	// Past a session timeout without node 1, the broker is still
+	// registered and unfenced (its heartbeats reach node 2): a fenced
+	// broker gets no replica of a new topic. The pause is the window for
+	// a fencing to happen, not a wait for success.
+	time.Sleep(2 * session)
+	createAndProduce(t, ctx, cl, "after-session")
+}
+
+// quorumObservers are the observers DescribeQuorum (through a broker)
+// lists, nil while it fails.
+func quorumObservers(t *testing.T, ctx context.Context, cl *kgo.Client) []int32 {
+	t.Helper()
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	req.Version = 2
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rt.Partitions = append(rt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+	req.Topics = append(req.Topics, rt)
+	r, err := req.RequestWith(ctx, cl)
+	if err != nil || len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+		return nil
+	}
+	var ids []int32
+	for _, o := range r.Topics[0].Partitions[0].Observers {
+		ids = append(ids, o.ReplicaID)
+	}
+	return ids
+}
+
+// TestDynamicQuorumCombinedNodeJoins: a combined node formatted with
+// --no-initial-controllers joins a running quorum, as Kafka 4.4 allows.
+// Before it is added its broker side serves clients from the log it
+// observes; AddRaftVoter makes it a voter, and once the original
+// controller is removed and stopped it is the quorum alone and still
+// creates topics and takes writes.
+func TestDynamicQuorumCombinedNodeJoins(t *testing.T) {
+	dir := t.TempDir()
+	ports := loopbackPorts(t, 3) // node 2's client listener, controllers 1 and 2
+	clusterID, _ := metadata.RandomUuid(rand.Reader)
+	ctrl := func(id int) string { return fmt.Sprintf("127.0.0.1:%d", ports[id]) }
+	common := []string{
+		"controller.listener.names=CONTROLLER",
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"controller.quorum.bootstrap.servers=" + ctrl(1),
+		"offsets.topic.replication.factor=1",
+		"broker.heartbeat.interval.ms=300",
+	}
+	node1, err := startDQNode(t, dir, 1, append(slices.Clone(common), "process.roles=controller", "listeners=CONTROLLER://"+ctrl(1)),
+		`msg="controller ready"`, "--cluster-id", clusterID.String(), "--standalone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	props2 := append(slices.Clone(common), "process.roles=broker,controller",
+		fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://%s", ports[0], ctrl(2)))
+	node2, err := startDQNode(t, dir, 2, props2, `msg="serving Kafka clients"`, "--cluster-id", clusterID.String(), "--no-initial-controllers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirIDs := []metadata.Uuid{{}, readDirectoryID(t, filepath.Join(dir, "node-1")), readDirectoryID(t, filepath.Join(dir, "node-2"))}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(fmt.Sprintf("127.0.0.1:%d", ports[0])), kgo.RetryTimeout(60*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	createAndProduce(t, ctx, cl, "before-join")
+	checkVoters(t, ctx, cl, []int32{1}, dirIDs)
+
+	add := kmsg.NewPtrAddRaftVoterRequest()
+	add.ClusterID, add.VoterID, add.VoterDirectoryID, add.TimeoutMillis = new(clusterID.String()), 2, dirIDs[2], 30000
+	l := kmsg.NewAddRaftVoterRequestListener()
+	l.Name, l.Host, l.Port = "CONTROLLER", "127.0.0.1", uint16(ports[2])
+	add.Listeners = append(add.Listeners, l)
+	if r, err := add.RequestWith(ctx, cl); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("AddRaftVoter: %v / %v", err, errMsg(r.ErrorCode, r.ErrorMessage))
+	}
+	checkVoters(t, ctx, cl, []int32{1, 2}, dirIDs)
+	// Its raft log, not the observer, feeds its broker side from now on.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if b, _ := os.ReadFile(node2.log); bytes.Contains(b, []byte("added to the metadata quorum")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("node 2 is a voter but did not hand its metadata over from the observer to raft")
+		}
+	}
+	createAndProduce(t, ctx, cl, "after-join")
+	rm := kmsg.NewPtrRemoveRaftVoterRequest()
+	rm.ClusterID, rm.VoterID, rm.VoterDirectoryID = new(clusterID.String()), 1, dirIDs[1]
+	if r, err := rm.RequestWith(ctx, cl); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("RemoveRaftVoter: %v / %v", err, errMsg(r.ErrorCode, r.ErrorMessage))
+	}
+	checkVoters(t, ctx, cl, []int32{2}, dirIDs)
+	node1.cmd.Process.Kill()
+	<-node1.done
+	createAndProduce(t, ctx, cl, "alone")
+}
+
+// createAndProduce creates topic (one partition, one replica) through cl
+// and writes one record to it.
+func createAndProduce(t *testing.T, ctx context.Context, cl *kgo.Client, topic string) {
+	t.Helper()
+	if r, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil || r.Err != nil {
+		t.Fatalf("create topic %s: %v / %v", topic, err, r.Err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(topic)}).FirstErr(); err != nil {
+		t.Fatalf("produce to %s: %v", topic, err)
+	}
+}

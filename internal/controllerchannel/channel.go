@@ -36,6 +36,7 @@ type Channel struct {
 
 	mu    sync.Mutex
 	conns map[int32]*kclient.Conn
+	addrs map[int32]string // the address each of conns was dialled at
 	// closed stops ForwardInBackground from starting more once Close
 	// has begun; bgCtx ends what is under way, bg joins it.
 	closed   bool
@@ -54,11 +55,33 @@ type LeaderSource interface {
 	NotLeader(id int32)
 }
 
-// RaftLeaders is the LeaderSource of a voter: raft knows the leader.
-type RaftLeaders struct{ Node *raft.Node }
+// AddrSource is a LeaderSource that also knows where the controllers are
+// as the voter set changes (KIP-853); the channel asks it before
+// Config.Voters.
+type AddrSource interface {
+	// Addr is controller id's listener (host:port), false if unknown.
+	Addr(id int32) (string, bool)
+}
+
+// RaftLeaders is the LeaderSource of a voter: raft knows the leader, and
+// Peers, when set, where the other voters are now (the raft transport's
+// peers, which follow the voter set).
+type RaftLeaders struct {
+	Node  *raft.Node
+	Peers func() map[uint64]string
+}
 
 func (r RaftLeaders) Leader() int32   { return int32(r.Node.Leader()) }
 func (r RaftLeaders) NotLeader(int32) {}
+
+// Addr is voter id's listener as the transport knows it.
+func (r RaftLeaders) Addr(id int32) (string, bool) {
+	if r.Peers == nil {
+		return "", false
+	}
+	a, ok := r.Peers()[uint64(id)]
+	return a, ok
+}
 
 // Config configures a Channel.
 type Config struct {
@@ -69,8 +92,9 @@ type Config struct {
 	Local *controller.Controller
 	// Leaders names the controller to ask.
 	Leaders LeaderSource
-	// Voters maps the ids of controller.quorum.voters to their controller
-	// listeners (host:port).
+	// Voters maps the ids of the controllers known at start to their
+	// listeners (host:port); a Leaders that is an AddrSource knows the
+	// voters added since.
 	Voters map[int32]string
 	// Dialer dials the controller listener; its zero value is plain TCP
 	// (TLS when the controller listener is SSL).
@@ -81,7 +105,7 @@ type Config struct {
 // New returns a channel; it dials controllers as requests need them.
 func New(cfg Config) *Channel {
 	ch := &Channel{self: cfg.NodeID, local: cfg.Local, leaders: cfg.Leaders, voters: cfg.Voters, dialer: cfg.Dialer, logger: cfg.Logger,
-		conns: map[int32]*kclient.Conn{}}
+		conns: map[int32]*kclient.Conn{}, addrs: map[int32]string{}}
 	ch.bgCtx, ch.bgCancel = context.WithCancel(context.Background())
 	return ch
 }
@@ -195,19 +219,20 @@ func (ch *Channel) remoteOnce(ctx context.Context, id int32, req kmsg.Request, a
 }
 
 func (ch *Channel) conn(ctx context.Context, id int32) (*kclient.Conn, error) {
+	addr, ok := ch.addr(id)
+	if !ok {
+		return nil, fmt.Errorf("leader %d is not a known voter", id)
+	}
 	ch.mu.Lock()
 	c := ch.conns[id]
+	same := ch.addrs[id] == addr
 	ch.mu.Unlock()
-	if c != nil {
+	if c != nil && same {
 		select {
 		case <-c.Done():
 		default:
 			return c, nil
 		}
-	}
-	addr, ok := ch.voters[id]
-	if !ok {
-		return nil, fmt.Errorf("leader %d is not in controller.quorum.voters", id)
 	}
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -219,9 +244,21 @@ func (ch *Channel) conn(ctx context.Context, id int32) (*kclient.Conn, error) {
 	if old := ch.conns[id]; old != nil {
 		old.Close()
 	}
-	ch.conns[id] = c
+	ch.conns[id], ch.addrs[id] = c, addr
 	ch.mu.Unlock()
 	return c, nil
+}
+
+// addr is where controller id listens: as the LeaderSource knows it now,
+// else as configured.
+func (ch *Channel) addr(id int32) (string, bool) {
+	if s, ok := ch.leaders.(AddrSource); ok {
+		if a, ok := s.Addr(id); ok {
+			return a, true
+		}
+	}
+	a, ok := ch.voters[id]
+	return a, ok
 }
 
 // Close ends the requests ForwardInBackground still carries (their done

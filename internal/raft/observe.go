@@ -3,6 +3,7 @@ package raft
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	etcdraft "go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 )
 
 // ErrCompacted is returned by CommittedEntries when the first requested
@@ -18,18 +20,23 @@ var ErrCompacted = errors.New("raft: requested index is compacted into a snapsho
 
 // Entry is one committed log entry as observers see it: Data is the
 // payload the Applier received, nil for entries the Applier never sees
-// (leader no-ops, barriers, membership changes).
+// (leader no-ops, barriers, membership changes). Voters, for a voter
+// change, is the voter set after it (nil when its entry does not record
+// the set: a log written before the set was recorded).
 type Entry struct {
 	Index, Term uint64
 	Data        []byte
+	Voters      []Voter
 }
 
 // Snapshot is the latest snapshot of the log: Data is an Applier.Snapshot
 // result (empty for the bootstrap checkpoint at index 1) covering every
-// entry up to Index.
+// entry up to Index; Voters the voter set at Index when the snapshot
+// records it.
 type Snapshot struct {
 	Index, Term uint64
 	Data        []byte
+	Voters      map[uint64]Voter
 }
 
 // commitWatch lets readers wait for the commit index to move. The run
@@ -109,7 +116,7 @@ func (n *Node) committedEntries(from uint64, maxBytes int) ([]Entry, error) {
 	}
 	out := make([]Entry, 0, len(ents))
 	for _, e := range ents {
-		out = append(out, Entry{Index: e.GetIndex(), Term: e.GetTerm(), Data: payload(e)})
+		out = append(out, Entry{Index: e.GetIndex(), Term: e.GetTerm(), Data: payload(e), Voters: changedVoters(e)})
 	}
 	return out, nil
 }
@@ -122,6 +129,20 @@ func payload(e *pb.Entry) []byte {
 	return e.Data[17:]
 }
 
+// changedVoters is the voter set a voter change entry records, nil for
+// other entries.
+func changedVoters(e *pb.Entry) []Voter {
+	if e.GetType() != pb.EntryConfChangeV2 {
+		return nil
+	}
+	var cc pb.ConfChangeV2
+	var c confContext
+	if proto.Unmarshal(e.Data, &cc) != nil || json.Unmarshal(cc.Context, &c) != nil {
+		return nil
+	}
+	return c.Voters
+}
+
 // LatestSnapshot returns the snapshot that entries below the log's first
 // index are compacted into.
 func (n *Node) LatestSnapshot(ctx context.Context) (Snapshot, error) {
@@ -129,9 +150,9 @@ func (n *Node) LatestSnapshot(ctx context.Context) (Snapshot, error) {
 	var serr error
 	q := func() {
 		s, err := n.storage.Snapshot()
-		_, data, uerr := unwrapSnapshot(s.Data)
+		voters, data, uerr := unwrapSnapshot(s.Data)
 		serr = errors.Join(err, uerr)
-		done <- Snapshot{Index: s.GetMetadata().GetIndex(), Term: s.GetMetadata().GetTerm(), Data: data}
+		done <- Snapshot{Index: s.GetMetadata().GetIndex(), Term: s.GetMetadata().GetTerm(), Data: data, Voters: voters}
 	}
 	if err := n.query(ctx, q); err != nil {
 		return Snapshot{}, err

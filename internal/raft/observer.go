@@ -1,11 +1,15 @@
 package raft
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"net"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,12 +31,21 @@ import (
 // snapshot.
 //
 // It is also the node's source of who leads the quorum (Leader,
-// NotLeader, Known): the leader that last answered a fetch, else the
-// voters in turn.
+// NotLeader, Known) and where the voters are (Addr): the leader that last
+// answered a fetch, else the voters in turn. It follows the voter set as
+// it changes (KIP-853), as Kafka's observers do: from the VotersRecords
+// in the log and in snapshots, and from the leader a voter names in a
+// NOT_LEADER answer with its endpoint (NodeEndpoints).
 type Observer struct {
 	cfg    ObserverConfig
-	order  []int32 // voter ids, sorted, for round-robin
 	logger *slog.Logger
+
+	vmu sync.Mutex
+	// addrs is every controller listener learned (host:port by node
+	// id): the voters', and those of voters since removed, so a replay
+	// of old voter sets never leaves the observer without an address.
+	addrs map[int32]string
+	order []int32 // the current voter ids, sorted, for round-robin
 
 	leader atomic.Int32 // 0 when unknown
 	rr     atomic.Uint32
@@ -59,9 +72,13 @@ type Observer struct {
 type ObserverConfig struct {
 	// NodeID is this node's node.id, the replica id of its fetches.
 	NodeID int32
-	// Voters maps the ids of controller.quorum.voters to their
-	// controller listeners (host:port).
+	// Voters maps the ids of the voters known at start
+	// (controller.quorum.voters, or those the bootstrap servers named) to
+	// their controller listeners (host:port).
 	Voters map[int32]string
+	// Listener is the controller listener's name: of a voter's
+	// endpoints, the one to dial (the first when none has the name).
+	Listener string
 	// Applier replays the fetched entries (Apply) and snapshots
 	// (Restore), in log order, on the observer's goroutine.
 	Applier Applier
@@ -86,11 +103,58 @@ func NewObserver(cfg ObserverConfig) *Observer {
 	}
 	f := &Observer{cfg: cfg, logger: cfg.Logger, next: 1,
 		ready: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
-	for id := range cfg.Voters {
-		f.order = append(f.order, id)
-	}
-	slices.Sort(f.order)
+	f.setAddrs(maps.Clone(cfg.Voters), slices.Sorted(maps.Keys(cfg.Voters)))
 	return f
+}
+
+// setAddrs makes addrs the address book and order the voters; the caller
+// owns addrs.
+func (f *Observer) setAddrs(addrs map[int32]string, order []int32) {
+	f.vmu.Lock()
+	f.addrs, f.order = addrs, order
+	f.vmu.Unlock()
+}
+
+// Addr is the controller listener of voter id.
+func (f *Observer) Addr(id int32) (string, bool) {
+	f.vmu.Lock()
+	defer f.vmu.Unlock()
+	a, ok := f.addrs[id]
+	return a, ok
+}
+
+// setVoters makes vs (a VotersRecord's, or a snapshot's) the voter set. A
+// voter recorded without endpoints (a static voter) keeps the address it
+// had.
+func (f *Observer) setVoters(vs []Voter) {
+	if len(vs) == 0 {
+		return
+	}
+	f.vmu.Lock()
+	next, oldOrder := maps.Clone(f.addrs), f.order
+	f.vmu.Unlock()
+	var order []int32
+	for _, v := range vs {
+		id := int32(v.ID)
+		i := slices.IndexFunc(v.Endpoints, func(e Endpoint) bool { return e.Name == f.cfg.Listener })
+		switch {
+		case i >= 0:
+			next[id] = v.Endpoints[i].Addr()
+		case len(v.Endpoints) > 0:
+			next[id] = v.Endpoints[0].Addr()
+		}
+		if _, ok := next[id]; ok {
+			order = append(order, id)
+		}
+	}
+	if len(order) == 0 {
+		return
+	}
+	slices.Sort(order)
+	f.setAddrs(next, order)
+	if !slices.Equal(order, oldOrder) {
+		f.logger.Info("metadata quorum voters changed", "voters", order)
+	}
 }
 
 // Start runs the fetch loop until Close.
@@ -123,6 +187,11 @@ func (f *Observer) Leader() int32 {
 	if id := f.leader.Load(); id != 0 {
 		return id
 	}
+	f.vmu.Lock()
+	defer f.vmu.Unlock()
+	if len(f.order) == 0 {
+		return 0
+	}
 	return f.order[int(f.rr.Load())%len(f.order)]
 }
 
@@ -141,10 +210,27 @@ func (f *Observer) NotLeader(id int32) {
 	f.rr.Add(1)
 }
 
-// learn records a leader named by a NOT_LEADER_OR_FOLLOWER answer.
-func (f *Observer) learn(id int32) bool {
-	if _, ok := f.cfg.Voters[id]; !ok {
+// learn records a leader named by a NOT_LEADER_OR_FOLLOWER answer, and
+// its endpoint when the answer has it (NodeEndpoints): a voter this
+// observer has not seen in the log yet.
+func (f *Observer) learn(id int32, endpoints []kmsg.FetchResponseBroker) bool {
+	if id <= 0 {
 		return false
+	}
+	f.vmu.Lock()
+	_, known := f.addrs[id]
+	f.vmu.Unlock()
+	if !known {
+		i := slices.IndexFunc(endpoints, func(b kmsg.FetchResponseBroker) bool { return b.NodeID == id })
+		if i < 0 {
+			return false
+		}
+		f.vmu.Lock()
+		next, order := maps.Clone(f.addrs), f.order
+		f.vmu.Unlock()
+		next[id] = net.JoinHostPort(endpoints[i].Host, strconv.Itoa(int(endpoints[i].Port)))
+		f.setAddrs(next, order)
+		f.logger.Info("metadata quorum leader at a new endpoint", "leader", id, "addr", next[id])
 	}
 	f.leader.Store(id)
 	return true
@@ -197,14 +283,15 @@ func (f *Observer) fetchOnce(ctx context.Context) bool {
 		f.fail(ctx, target, err)
 		return false
 	}
-	p, err := metadataPartition(resp.(*kmsg.FetchResponse))
+	fresp := resp.(*kmsg.FetchResponse)
+	p, err := metadataPartition(fresp)
 	if err != nil {
 		f.fail(ctx, target, err)
 		return false
 	}
 	switch {
 	case p.ErrorCode == kerr.NotLeaderForPartition.Code || p.ErrorCode == kerr.NotController.Code:
-		if p.CurrentLeader.LeaderID != target && f.learn(p.CurrentLeader.LeaderID) {
+		if p.CurrentLeader.LeaderID != target && f.learn(p.CurrentLeader.LeaderID, fresp.Brokers) {
 			return true
 		}
 		f.NotLeader(target)
@@ -280,6 +367,10 @@ func (f *Observer) apply(batches []byte) error {
 			return fmt.Errorf("metadata fetch: %w", err)
 		}
 		batches = rest
+		h, err := record.ParseHeader(batch)
+		if err != nil {
+			return fmt.Errorf("metadata fetch: %w", err)
+		}
 		recs, err := record.Records(batch)
 		if err != nil {
 			return fmt.Errorf("metadata fetch: %w", err)
@@ -292,7 +383,17 @@ func (f *Observer) apply(batches []byte) error {
 			if idx != f.next {
 				return fmt.Errorf("metadata fetch: got index %d, want %d", idx, f.next)
 			}
-			if r.Value != nil {
+			switch {
+			case h.Control():
+				// A voter change: the whole voter set after it.
+				if isVotersControlKey(r.Key) {
+					vs, err := readVotersRecord(r.Value)
+					if err != nil {
+						return fmt.Errorf("metadata fetch at %d: %w", idx, err)
+					}
+					f.setVoters(vs)
+				}
+			case r.Value != nil:
 				if err := f.cfg.Applier.Apply(idx, slices.Clone(r.Value)); err != nil {
 					// As on a voter: deterministic, so skipped everywhere.
 					f.logger.Error("metadata entry rejected by state machine", "index", idx, "err", err)
@@ -364,9 +465,16 @@ func (f *Observer) loadSnapshot(ctx context.Context, conn *kclient.Conn, endOffs
 			return errors.New("FetchSnapshot answered an empty chunk")
 		}
 	}
+	voters, data, err := unwrapSnapshot(data)
+	if err != nil {
+		return err
+	}
 	if err := f.cfg.Applier.Restore(data); err != nil {
 		return err
 	}
+	vs := slices.Collect(maps.Values(voters))
+	slices.SortFunc(vs, func(a, b Voter) int { return cmp.Compare(a.ID, b.ID) })
+	f.setVoters(vs)
 	f.logger.Info("loaded metadata snapshot from the controller", "end_offset", endOffset, "bytes", len(data))
 	f.next = uint64(endOffset)
 	return nil
@@ -381,7 +489,7 @@ func (f *Observer) dial(ctx context.Context, id int32) (*kclient.Conn, error) {
 		}
 	}
 	f.dropConn()
-	addr, ok := f.cfg.Voters[id]
+	addr, ok := f.Addr(id)
 	if !ok {
 		return nil, fmt.Errorf("controller %d is not in controller.quorum.voters", id)
 	}

@@ -107,7 +107,39 @@ func (m *MetadataLog) fetch(ctx context.Context, req *kmsg.FetchRequest) *kmsg.F
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	m.addLeaderEndpoint(ctx, resp)
 	return resp
+}
+
+// addLeaderEndpoint names, in a Fetch answer that points to another
+// leader (v16+), that leader's controller endpoint (Kafka's
+// NodeEndpoints), so an observer can reach a leader it did not know.
+func (m *MetadataLog) addLeaderEndpoint(ctx context.Context, resp *kmsg.FetchResponse) {
+	if resp.Version < 16 {
+		return
+	}
+	leader := int32(-1)
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode == kerr.NotLeaderForPartition.Code && p.CurrentLeader.LeaderID > 0 {
+				leader = p.CurrentLeader.LeaderID
+			}
+		}
+	}
+	if leader < 0 {
+		return
+	}
+	voters, _, err := m.raft.Voters(ctx)
+	if err != nil {
+		return
+	}
+	for _, v := range voters {
+		if v.ID == uint64(leader) && len(v.Endpoints) > 0 {
+			b := kmsg.NewFetchResponseBroker()
+			b.NodeID, b.Host, b.Port = leader, v.Endpoints[0].Host, int32(v.Endpoints[0].Port)
+			resp.Brokers = append(resp.Brokers, b)
+		}
+	}
 }
 
 // fetchPartition fills rp with the committed entries from p.FetchOffset,
@@ -149,8 +181,13 @@ func (m *MetadataLog) fetchPartition(ctx context.Context, p kmsg.FetchRequestTop
 		}
 		if len(ents) > 0 {
 			for _, e := range ents {
-				b, err := record.AppendBuild(rp.RecordBatches, record.BuildOptions{BaseOffset: int64(e.Index), PartitionLeaderEpoch: int32(e.Term)},
-					[]record.Record{{Value: e.Data}})
+				opts := record.BuildOptions{BaseOffset: int64(e.Index), PartitionLeaderEpoch: int32(e.Term)}
+				rec := record.Record{Value: e.Data}
+				if e.Voters != nil {
+					opts.Control = true
+					rec = record.Record{Key: votersControlKey(), Value: appendVotersRecord(nil, e.Voters)}
+				}
+				b, err := record.AppendBuild(rp.RecordBatches, opts, []record.Record{rec})
 				if err != nil {
 					rp.ErrorCode = kafkaCode(err)
 					return
@@ -207,16 +244,18 @@ func (m *MetadataLog) snapshotChunk(ctx context.Context, p kmsg.FetchSnapshotReq
 		rp.ErrorCode = kerr.SnapshotNotFound.Code
 		return
 	}
-	if p.Position < 0 || p.Position > int64(len(snap.Data)) {
+	// The voters at the snapshot travel with it, as in the raft log.
+	data := wrapSnapshot(snap.Voters, snap.Data)
+	if p.Position < 0 || p.Position > int64(len(data)) {
 		rp.ErrorCode = kerr.PositionOutOfRange.Code
 		return
 	}
 	rp.SnapshotID.EndOffset, rp.SnapshotID.Epoch = p.SnapshotID.EndOffset, p.SnapshotID.Epoch
-	end := int64(len(snap.Data))
+	end := int64(len(data))
 	if maxBytes > 0 {
 		end = min(end, p.Position+int64(maxBytes))
 	}
-	rp.Size, rp.Position, rp.Bytes = int64(len(snap.Data)), p.Position, snap.Data[p.Position:end]
+	rp.Size, rp.Position, rp.Bytes = int64(len(data)), p.Position, data[p.Position:end]
 }
 
 // kafkaCode is err's Kafka code (UNKNOWN_SERVER_ERROR for others).

@@ -70,11 +70,14 @@ var (
 )
 
 // confContext is the Context of a ConfChangeV2 this package proposes: the
-// proposer's nonce and sequence (to find its waiter) and the voter.
+// proposer's nonce and sequence (to find its waiter), the voter, and the
+// whole voter set after the change (Kafka's VotersRecord, which the
+// metadata log serves to observers; absent in logs written before).
 type confContext struct {
-	Nonce uint64 `json:"nonce"`
-	Seq   uint64 `json:"seq"`
-	Voter Voter  `json:"voter"`
+	Nonce  uint64  `json:"nonce"`
+	Seq    uint64  `json:"seq"`
+	Voter  Voter   `json:"voter"`
+	Voters []Voter `json:"voters,omitempty"`
 }
 
 // Voters returns the voter set: every voter, and learners being added,
@@ -262,7 +265,7 @@ func (n *Node) proposeConfChange(decide func() (*pb.ConfChangeV2, error), v Vote
 		return nil, false, err
 	}
 	n.seq++
-	ctxb, err := json.Marshal(confContext{Nonce: n.nonce, Seq: n.seq, Voter: v})
+	ctxb, err := json.Marshal(confContext{Nonce: n.nonce, Seq: n.seq, Voter: v, Voters: n.votersAfter(cc, v)})
 	if err != nil {
 		return nil, false, err
 	}

@@ -213,8 +213,6 @@ func checkQuorumFormat(cfg *config.Config) error {
 		return errors.New("--standalone, --initial-controllers and --no-initial-controllers format a controller: process.roles must contain controller")
 	case len(q.InitialControllers) > 0 && !slices.ContainsFunc(q.InitialControllers, func(c config.InitialController) bool { return c.ID == cfg.NodeID }):
 		return fmt.Errorf("--initial-controllers does not name this node (node.id %d): a controller that is not an initial voter joins with --no-initial-controllers", cfg.NodeID)
-	case q.NoInitialControllers && cfg.HasRole("broker"):
-		return errors.New("--no-initial-controllers: a joining controller must be process.roles=controller in Samsa for now (a combined node cannot join a dynamic quorum yet)")
 	}
 	return nil
 }

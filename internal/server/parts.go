@@ -77,6 +77,14 @@ func (s *Server) components() []component {
 	}
 	if cfg.HasRole("controller") {
 		cs = append(cs, s.quorum()...)
+		if cfg.HasRole("broker") {
+			// A combined node joining a quorum (join_combined.go).
+			cs = append(cs, part{s.observeUntilJoined, closer(func() {
+				if s.gate != nil {
+					s.gate.close()
+				}
+			})})
+		}
 	} else {
 		cs = append(cs, part{s.observe, closer(func() { s.observer.Close() })})
 	}
@@ -119,7 +127,8 @@ func (s *Server) quorum() []component {
 		part{s.startController, func() error { return s.ctrl.Close() }},
 	)
 	if listen {
-		cs = append(cs, part{s.serveController, func() error { return s.ctrlAPI.Close() }})
+		cs = append(cs, part{s.serveController, func() error { return s.ctrlAPI.Close() }},
+			part{s.startVoterUpdates, closer(s.stopVoterUpdates)}) // voter_update.go
 	}
 	return cs
 }
@@ -234,9 +243,14 @@ func (s *Server) openRaft(context.Context) error {
 			// format flags and discovery are for a new log only.
 			rcfg.Join = false
 		}
-		if rcfg.Join && s.cfg.HasRole("broker") {
-			return fmt.Errorf("controller.quorum.bootstrap.servers=%s names other controllers and this node has no metadata log: start the first controllers with --initial-controllers (or one with --standalone); a controller that joins them runs as process.roles=controller with --no-initial-controllers (a combined node cannot join a dynamic quorum yet)",
+		if rcfg.Join && s.cfg.HasRole("broker") && !s.cfg.Quorum.NoInitialControllers {
+			return fmt.Errorf("controller.quorum.bootstrap.servers=%s names other controllers and this node has no metadata log: start the first controllers with --initial-controllers (or one with --standalone); a node that joins them is formatted with --no-initial-controllers",
 				strings.Join(s.cfg.ControllerQuorumBootstrapServers, ","))
+		}
+		if rcfg.Join && s.cfg.HasRole("broker") {
+			// Its broker side observes the quorum until it is added.
+			s.gate = newJoinGate(s.loader)
+			rcfg.Applier = raftSide{s.gate}
 		}
 	}
 	if s.transport != nil {
@@ -363,7 +377,10 @@ func (s *Server) controllerReady(ctx context.Context) error {
 
 // observe starts a broker-only node's metadata observer and waits until
 // it has caught up with the quorum leader.
-func (s *Server) observe(ctx context.Context) error {
+func (s *Server) observe(ctx context.Context) error { return s.observeWith(ctx, s.loader) }
+
+// observeWith is observe with the observer feeding applier.
+func (s *Server) observeWith(ctx context.Context, applier raft.Applier) error {
 	if s.dynamicQuorum() {
 		// No controller.quorum.voters: learn them from the bootstrap
 		// servers (controller.quorum.bootstrap.servers).
@@ -376,7 +393,7 @@ func (s *Server) observe(ctx context.Context) error {
 	}
 	voters := s.voters()
 	s.observer = raft.NewObserver(raft.ObserverConfig{
-		NodeID: s.cfg.NodeID, Voters: voters, Applier: s.loader, Logger: s.logger, Dialer: s.dial.controller.kclient(),
+		NodeID: s.cfg.NodeID, Voters: voters, Listener: s.cfg.ControllerListenerNames[0], Applier: applier, Logger: s.logger, Dialer: s.dial.controller.kclient(),
 		Ready: func() bool {
 			_, ok := s.loader.Image().Features()[metadata.MetadataVersionFeature]
 			return ok
@@ -398,7 +415,16 @@ func (s *Server) observe(ctx context.Context) error {
 func (s *Server) openChannel(context.Context) error {
 	ccfg := controllerchannel.Config{NodeID: s.cfg.NodeID, Voters: s.voters(), Logger: s.logger, Dialer: s.dial.controller.kclient()}
 	if s.ctrl != nil {
-		ccfg.Local, ccfg.Leaders = s.ctrl, controllerchannel.RaftLeaders{Node: s.raft}
+		leaders := controllerchannel.RaftLeaders{Node: s.raft}
+		if s.transport != nil {
+			// The transport follows the voter set (onVoters).
+			leaders.Peers = s.transport.Peers
+		}
+		ccfg.Local, ccfg.Leaders = s.ctrl, leaders
+		if s.observer != nil {
+			// A combined node joining the quorum (join_combined.go).
+			ccfg.Leaders = joinLeaders{raft: leaders, observer: s.observer}
+		}
 	} else {
 		ccfg.Leaders = s.observer
 	}

@@ -74,6 +74,13 @@ type Server struct {
 	txns       *txn.Coordinator
 	broker     *broker.Broker
 	fetchers   *replica.FetcherManager // replica fetchers
+
+	// stopUpdates ends the loop of voter_update.go.
+	stopUpdates func()
+	// gate, on a combined node joining a quorum, hands the Loader from
+	// its observer to raft (join_combined.go); nil otherwise.
+	gate *joinGate
+
 	// bound are the client listeners, open but not served until this
 	// broker is unfenced; endpoints are what it registers.
 	bound     map[string]net.Listener

@@ -427,3 +427,72 @@ acked=$(cat "$work/dq.acked" 2>/dev/null || echo 0)
 expect_eq "$C" "dynamic quorum: ConsoleProducer acks=all batches during add/remove-controller, all read back" \
 	"no failed batch; read $acked of $acked (> 0: $([ "$acked" -gt 0 ] && echo yes))" \
 	"$([ -e "$work/dq.failed" ] && cat "$work/dq.failed" || echo "no failed batch"); read $(distinct_values dq "$acked") of $acked (> 0: yes)"
+
+# 11. A broker follows the voter set (KIP-853): controller 1
+# (--standalone), broker-only node 2, combined node 3
+# (--no-initial-controllers, serving clients before it is a voter).
+# kafka-metadata-quorum add-controller 3, remove-controller 1 (the
+# leader), and node 1 stops: the broker, never restarted, creates a topic
+# and takes writes through controller 3 alone.
+stop_cluster
+dir="$work/follow"
+mkdir -p "$dir"
+cid=$("$SAMSA_BIN" cluster new-id)
+fb=$(free_port)
+fb3=$(free_port)
+for i in 1 3; do kport[$i]=$(free_port); done
+for i in 1 2 3; do
+	{
+		echo "node.id=$i"
+		case $i in
+		2)
+			echo "process.roles=broker"
+			echo "listeners=PLAINTEXT://127.0.0.1:$fb"
+			;;
+		3)
+			echo "process.roles=broker,controller"
+			echo "listeners=PLAINTEXT://127.0.0.1:$fb3,CONTROLLER://127.0.0.1:${kport[$i]}"
+			;;
+		*)
+			echo "process.roles=controller"
+			echo "listeners=CONTROLLER://127.0.0.1:${kport[$i]}"
+			;;
+		esac
+		echo "controller.listener.names=CONTROLLER"
+		echo "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+		echo "controller.quorum.bootstrap.servers=127.0.0.1:${kport[1]}"
+		echo "log.dirs=$dir/node-$i"
+		echo "offsets.topic.replication.factor=1"
+		echo "broker.heartbeat.interval.ms=300"
+	} >"$dir/node-$i.properties"
+done
+"$SAMSA_BIN" server --config "$dir/node-1.properties" --cluster-id "$cid" --standalone >"$dir/node-1.log" 2>&1 &
+"$SAMSA_BIN" server --config "$dir/node-2.properties" --cluster-id "$cid" >"$dir/node-2.log" 2>&1 &
+"$SAMSA_BIN" server --config "$dir/node-3.properties" --cluster-id "$cid" --no-initial-controllers >"$dir/node-3.log" 2>&1 &
+B="127.0.0.1:$fb"
+ready() { grep -q 'msg="serving Kafka clients"' "$dir/node-2.log" && grep -q 'msg="serving Kafka clients"' "$dir/node-3.log"; }
+if wait_for 60 ready; then
+	record "$C" "broker follows the voters: controller, broker and combined node 3 (--no-initial-controllers) serve" pass
+else
+	record "$C" "broker follows the voters: controller, broker and combined node 3 (--no-initial-controllers) serve" fail "not ready after 60 s"
+	exit 1
+fi
+out=$(kt MetadataQuorumCommand --bootstrap-server "$B" --command-config "$dir/node-3.properties" add-controller 2>&1)
+has "broker follows the voters: add-controller 3 (combined) through the broker" "$out" "^Added controller 3 "
+d1=$(sed -n 's/^directory.id=//p' "$dir/node-1/meta.properties")
+out=$(kt MetadataQuorumCommand --bootstrap-server "$B" remove-controller --controller-id 1 --controller-directory-id "$d1" 2>&1)
+has "broker follows the voters: remove-controller 1 (the leader) through the broker" "$out" "^Removed KRaft controller 1 "
+kill -TERM "$(node_pid 1)" 2>/dev/null
+leads3() {
+	out=$(kt MetadataQuorumCommand --bootstrap-server "$B" describe --status 2>&1)
+	[ "$(sed -n 's/^LeaderId: *//p' <<<"$out")" = 3 ] && sed -n 's/^CurrentObservers: *//p' <<<"$out" | grep -q '"id": 2'
+}
+if wait_for 60 leads3; then
+	record "$C" "broker follows the voters: describe --status through the broker: leader 3, broker 2 observes it" pass
+else
+	record "$C" "broker follows the voters: describe --status through the broker: leader 3, broker 2 observes it" fail "$(head -c 150 <<<"$out")"
+fi
+kt TopicCommand --bootstrap-server "$B" --create --topic follow --partitions 1 --replication-factor 1 >/dev/null 2>&1
+produce follow 1 100
+expect_eq "$C" "broker follows the voters: TopicCommand --create and ConsoleProducer after the leader's removal, all read back" \
+	"100" "$(distinct_values follow 100)"
