@@ -315,8 +315,19 @@ func TestKafka44DeleteGroupsV3(t *testing.T) {
 	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = "busy-group", "member-0123456789abcdef", 30000
 	hb.SubscribedTopicNames, hb.Topics = []string{topic}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-	if r, err := hb.RequestWith(ctx, newKgo(t, addr)); err != nil || r.ErrorCode != 0 {
-		t.Fatalf("ConsumerGroupHeartbeat: %v %+v", err, r)
+	hbCl := newKgo(t, addr)
+	for {
+		// The group's partition of __consumer_offsets may still be
+		// loading (COORDINATOR_LOAD_IN_PROGRESS): a client retries that.
+		r, err := hb.RequestWith(ctx, hbCl)
+		if err == nil && r.ErrorCode != 0 && kerr.IsRetriable(kerr.ErrorForCode(r.ErrorCode)) && ctx.Err() == nil {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		if err != nil || r.ErrorCode != 0 {
+			t.Fatalf("ConsumerGroupHeartbeat: %v %+v", err, r)
+		}
+		break
 	}
 
 	req := kmsg.NewPtrDeleteGroupsRequest()

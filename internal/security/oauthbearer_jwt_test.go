@@ -240,8 +240,12 @@ func TestOAuthBearerJWKSSources(t *testing.T) {
 	if !hasKeyID(j.Keys(), "second") {
 		t.Fatal("the periodic refresh did not pick up the new key")
 	}
+	// A request the loop sent just before Close may reach the server
+	// after it: count from a moment later. A loop still running fetches
+	// every 20 ms.
+	time.Sleep(100 * time.Millisecond)
 	n := srv.Fetches()
-	time.Sleep(60 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
 	if srv.Fetches() != n {
 		t.Fatal("the set is still fetched after Close")
 	}
