@@ -68,7 +68,7 @@ var groupKeyList = []groupKey{
 	gk("streams.acceptable.recovery.lag", Long, "group.streams.acceptable.recovery.lag", "", "Largest changelog lag at which a task counts as caught up.").atLeast(0).hidden(),
 	gk("streams.assignor.name", String, "group.streams.assignors", "", "The task assignor of the streams group, by name; unset: the first of group.streams.assignors."),
 	gk("share.isolation.level", String, "", "read_uncommitted", "read_committed: the share group gets only committed transactional records; read_uncommitted: all records."),
-	gk("share.renew.acknowledge.enable", Boolean, "", "true", "Whether the share group's members may renew their acquisition locks (accepted; Samsa's check of RENEW is its own)."),
+	gk("share.renew.acknowledge.enable", Boolean, "", "true", "Whether the share group's members may renew their acquisition locks (accepted; no effect in Samsa)."),
 	gk("errors.deadletterqueue.topic.name", String, "", "", "Dead-letter topic of the share group; blank: none (accepted; Samsa writes no dead-letter records)."),
 	gk("errors.deadletterqueue.copy.record.enable", Boolean, "", "false", "Whether dead-letter records copy the original record (accepted; Samsa writes no dead-letter records)."),
 }
