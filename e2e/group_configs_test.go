@@ -273,3 +273,30 @@ func TestShareAutoOffsetResetByDuration(t *testing.T) {
 		t.Fatalf("by_duration:PT1H consumed %v, want [new1 new2]", got)
 	}
 }
+
+// TestShareGroupHeartbeatIntervalOverride: a share group's
+// share.heartbeat.interval.ms GROUP config is the interval its members
+// are given, not the broker's 5 s.
+func TestShareGroupHeartbeatIntervalOverride(t *testing.T) {
+	ctx := testContext(t)
+	srv := servertest.Start(t, "group.share.min.heartbeat.interval.ms=100")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(servertest.Addr(srv)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	const topic, group = "share-hb-override", "sg-hb-override"
+	shareTopic(ctx, t, kadm.NewClient(cl), topic, 1)
+	if code, msg := alterGroupConfigs(ctx, t, cl, false, group, "share.heartbeat.interval.ms", "700"); code != 0 {
+		t.Fatalf("alter: %d %s", code, msg)
+	}
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.GroupID, hb.MemberID, hb.MemberEpoch, hb.SubscribedTopicNames = group, "share-member-000000000001", 0, []string{topic}
+	resp, err := hb.RequestWith(ctx, cl)
+	if err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("join: %v %+v", err, resp)
+	}
+	if resp.HeartbeatIntervalMillis != 700 {
+		t.Errorf("heartbeat interval %d ms, want the group's 700", resp.HeartbeatIntervalMillis)
+	}
+}
