@@ -147,6 +147,13 @@ func listOffset(p *replica.Partition, rp kmsg.ListOffsetsRequestTopicPartition, 
 	return nil
 }
 
+// OffsetForTimestamp is offsetForTimestamp for other packages: the share
+// partitions' share.auto.offset.reset=by_duration.
+func OffsetForTimestamp(p *replica.Partition, ts, hw int64) (offset int64, found bool, err error) {
+	offset, _, found, err = offsetForTimestamp(p, ts, hw)
+	return offset, found, err
+}
+
 // offsetForTimestamp finds the first record at or after ts below hw: the
 // log's time index names the batch, and the batch's records the offset.
 func offsetForTimestamp(p *replica.Partition, ts, hw int64) (int64, int64, bool, error) {

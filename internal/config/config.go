@@ -191,6 +191,7 @@ type Config struct {
 	GroupConsumerSessionTimeoutMs    int32
 	GroupConsumerHeartbeatIntervalMs int32
 	GroupConsumerMaxSize             int32
+	GroupConsumerAssignors           []string
 	GroupStreams                     GroupStreamsConfig
 	// Share groups (KIP-932): group.share.*.
 	GroupShareSessionTimeoutMs, GroupShareHeartbeatIntervalMs int32
@@ -546,6 +547,7 @@ func (c *Config) fill() error {
 	c.GroupConsumerSessionTimeoutMs = c.i32("group.consumer.session.timeout.ms")
 	c.GroupConsumerHeartbeatIntervalMs = c.i32("group.consumer.heartbeat.interval.ms")
 	c.GroupConsumerMaxSize = c.i32("group.consumer.max.size")
+	c.GroupConsumerAssignors = c.list("group.consumer.assignors")
 	c.GroupStreams = GroupStreamsConfig{
 		SessionTimeoutMs:        c.i32("group.streams.session.timeout.ms"),
 		HeartbeatIntervalMs:     c.i32("group.streams.heartbeat.interval.ms"),
@@ -557,7 +559,7 @@ func (c *Config) fill() error {
 	}
 	c.GroupShareSessionTimeoutMs = c.i32("group.share.session.timeout.ms")
 	c.GroupShareHeartbeatIntervalMs = c.i32("group.share.heartbeat.interval.ms")
-	c.GroupShareMaxSize = c.i16("group.share.max.size")
+	c.GroupShareMaxSize = int16(c.i32("group.share.max.size"))
 	c.GroupShareRecordLockDurationMs = c.i32("group.share.record.lock.duration.ms")
 	c.GroupShareDeliveryCountLimit = c.i32("group.share.delivery.count.limit")
 	c.GroupSharePartitionMaxRecordLocks = c.i32("group.share.partition.max.record.locks")

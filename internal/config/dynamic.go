@@ -153,6 +153,10 @@ func ListDefault(resourceType int8, name string) (def string, isList bool) {
 		}
 	case int8(kmsg.ConfigResourceTypeBroker):
 		key = brokerKeys[name]
+	case int8(kmsg.ConfigResourceTypeGroupConfig):
+		if gk, ok := groupKeys[name]; ok && gk.typ == List {
+			key = brokerKeys[gk.broker]
+		}
 	}
 	if key == nil || key.Type != List {
 		return "", false

@@ -155,11 +155,11 @@ func (c *Controller) decideConfigChange(img *metadata.Image, ch configChange) ([
 	case kmsg.ConfigResourceTypeBrokerLogger:
 		return nil, wire.Errorf(kerr.InvalidRequest, "BROKER_LOGGER resources are changed by the broker they name, not the controller")
 	case kmsg.ConfigResourceTypeGroupConfig:
-		if c.cfg.ValidateGroupConfig == nil {
+		if c.cfg.ValidateGroupConfigs == nil {
 			return nil, wire.Errorf(kerr.InvalidRequest, "Unsupported resource type %s", ch.rtype)
 		}
 		if ch.name == "" {
-			return nil, wire.Errorf(kerr.InvalidRequest, "Group name can't be empty.")
+			return nil, wire.Errorf(kerr.InvalidRequest, "Default group resources are not allowed.")
 		}
 		rtype = metadata.ResourceGroup
 	default:
@@ -282,10 +282,8 @@ func (c *Controller) validateConfigs(rtype int8, name string, configs map[string
 			}
 		}
 	case metadata.ResourceGroup:
-		for _, k := range slices.Sorted(maps.Keys(configs)) {
-			if err := c.cfg.ValidateGroupConfig(k, configs[k]); err != nil {
-				return wire.Errorf(kerr.InvalidConfig, "%s", err)
-			}
+		if err := c.cfg.ValidateGroupConfigs(configs); err != nil {
+			return wire.Errorf(kerr.InvalidConfig, "%s", err)
 		}
 	case metadata.ResourceBroker:
 		if c.cfg.ValidateBrokerConfigs == nil {

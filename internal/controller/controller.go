@@ -48,9 +48,10 @@ type Config struct {
 	// ValidateTopicConfig checks one topic config override; nil accepts
 	// everything. Its error text is returned to the client.
 	ValidateTopicConfig func(name, value string) error
-	// ValidateGroupConfig checks one GROUP config (share.*); nil refuses
-	// GROUP resources.
-	ValidateGroupConfig func(name, value string) error
+	// ValidateGroupConfigs checks the complete set of configs a GROUP
+	// resource would have (config.Config.ValidateGroupConfigs); nil
+	// refuses GROUP resources. Its error text is returned to the client.
+	ValidateGroupConfigs func(configs map[string]string) error
 	// ValidateBrokerConfigs checks the complete set of dynamic configs a
 	// BROKER resource would have (clusterDefault: resource name "");
 	// default config.ValidateDynamicBrokerConfigs. Its error text is

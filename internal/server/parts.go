@@ -303,7 +303,7 @@ func (s *Server) startController(context.Context) error {
 		DefaultNumPartitions:         cfg.NumPartitions,
 		DefaultReplicationFactor:     cfg.DefaultReplicationFactor,
 		ValidateTopicConfig:          config.ValidateTopicConfig,
-		ValidateGroupConfig:          config.ValidateGroupConfig,
+		ValidateGroupConfigs:         cfg.ValidateGroupConfigs,
 		SessionTimeout:               time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		AutoLeaderRebalance:          cfg.AutoLeaderRebalanceEnable,
 		UncleanLeaderElectionEnable:  cfg.UncleanLeaderElectionEnable,

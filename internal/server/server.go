@@ -589,6 +589,19 @@ func groupConfig(cfg *config.Config, loader *metadata.Loader, logger *slog.Logge
 			HeartbeatInterval: ms(int64(cfg.GroupShareHeartbeatIntervalMs)),
 			MaxGroupSize:      int(cfg.GroupShareMaxSize),
 		},
+		ConsumerAssignors: cfg.GroupConsumerAssignors,
+		// A group's GROUP configs (kafka-configs --entity-type groups)
+		// over the broker's group.* values, as the metadata image has them.
+		PerGroup: func(groupID string, g *group.GroupSettings) {
+			gc := cfg.GroupConfig(loader.Image().Configs(metadata.ResourceGroup, groupID))
+			g.ConsumerSessionTimeout, g.ConsumerHeartbeatInterval = gc.ConsumerSessionTimeout, gc.ConsumerHeartbeatInterval
+			g.Share.SessionTimeout, g.Share.HeartbeatInterval = gc.ShareSessionTimeout, gc.ShareHeartbeatInterval
+			g.Streams.SessionTimeout, g.Streams.HeartbeatInterval = gc.StreamsSessionTimeout, gc.StreamsHeartbeatInterval
+			g.Streams.NumStandbyReplicas = gc.StreamsNumStandbyReplicas
+			g.Streams.InitialRebalanceDelay = streamsDelay(int32(gc.StreamsInitialRebalanceDelay / time.Millisecond))
+			g.Streams.TaskOffsetInterval = gc.StreamsTaskOffsetInterval
+			g.Streams.AcceptableRecoveryLag = gc.StreamsAcceptableRecoveryLag
+		},
 		Topics: func() map[string]group.TopicInfo {
 			topics := loader.Image().Topics()
 			out := make(map[string]group.TopicInfo, len(topics))

@@ -3,6 +3,8 @@ package server
 import (
 	"time"
 
+	"github.com/samsa-io/samsa/internal/broker"
+	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/coordinator/group"
 	"github.com/samsa-io/samsa/internal/coordinator/share"
 	"github.com/samsa-io/samsa/internal/metadata"
@@ -42,16 +44,36 @@ func (s *Server) newShareParts(p share.Persister) *sharepartition.Manager {
 		// A group's share.* configs (GROUP config resources) over the
 		// broker's group.share.* defaults.
 		Group: func(group string) sharepartition.GroupConfig {
-			g := cfg.ShareGroupConfig(s.loader.Image().Configs(metadata.ResourceGroup, group))
-			return sharepartition.GroupConfig{
-				LockDuration:       ms(g.RecordLockDurationMs),
-				DeliveryCountLimit: int16(g.DeliveryCountLimit),
-				ResetEarliest:      g.AutoOffsetReset == "earliest",
-				ReadCommitted:      g.IsolationLevel == "read_committed",
+			g := cfg.GroupConfig(s.loader.Image().Configs(metadata.ResourceGroup, group))
+			gc := sharepartition.GroupConfig{
+				LockDuration:       ms(g.ShareRecordLockDurationMs),
+				DeliveryCountLimit: int16(g.ShareDeliveryCountLimit),
+				ResetEarliest:      g.ShareAutoOffsetReset == "earliest",
+				ReadCommitted:      g.ShareIsolationLevel == "read_committed",
 			}
+			if d, ok := config.ParseShareResetDuration(g.ShareAutoOffsetReset); ok {
+				gc.ResetOffset = func(rp *replica.Partition) int64 { return resetByDuration(rp, d, gc.ReadCommitted) }
+			}
+			return gc
 		},
 		MaxRecordLocks: int(cfg.GroupSharePartitionMaxRecordLocks),
 		MaxSessions:    int(cfg.GroupShareMaxShareSessions),
 		Logger:         s.logger,
 	})
+}
+
+// resetByDuration is where a share partition with share.auto.offset.reset
+// by_duration:d starts: the first record no older than d, else (no such
+// record, or the log cannot be read) the end of what may be delivered.
+func resetByDuration(rp *replica.Partition, d time.Duration, readCommitted bool) int64 {
+	snap := rp.Offsets()
+	end := snap.HighWatermark
+	if readCommitted {
+		end = snap.LastStableOffset
+	}
+	off, found, err := broker.OffsetForTimestamp(rp, time.Now().Add(-d).UnixMilli(), end)
+	if err != nil || !found {
+		return end
+	}
+	return off
 }

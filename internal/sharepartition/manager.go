@@ -27,6 +27,9 @@ type GroupConfig struct {
 	ResetEarliest bool
 	// ReadCommitted is share.isolation.level=read_committed.
 	ReadCommitted bool
+	// ResetOffset, when set, is share.auto.offset.reset=by_duration: the
+	// offset a new share partition of rp starts at.
+	ResetOffset func(rp *replica.Partition) int64
 }
 
 // Config configures a Manager.
@@ -409,6 +412,9 @@ func (m *Manager) load(ctx context.Context, p *partition, rp *replica.Partition,
 	}
 	if gc.ResetEarliest {
 		reset = snap.LogStartOffset
+	}
+	if gc.ResetOffset != nil {
+		reset = gc.ResetOffset(rp)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

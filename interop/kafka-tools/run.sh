@@ -114,6 +114,18 @@ out=$(kt ConfigCommand --bootstrap-server "$B" --describe --entity-type topics -
 has "ConfigCommand --describe topic" "$out" '^  retention.ms=3600000 sensitive=false synonyms=\{DYNAMIC_TOPIC_CONFIG:retention.ms=3600000'
 out=$(kt ConfigCommand --bootstrap-server "$B" --describe --entity-type brokers --entity-name 1 --all 2>&1)
 has "ConfigCommand --describe broker --all" "$out" "^  log.dirs=$work/data sensitive=false synonyms=\{STATIC_BROKER_CONFIG:log.dirs="
+# ConfigCommand --entity-type groups (GROUP config resources): an override
+# is described with its broker synonym; a value outside the broker's bounds
+# is refused with Kafka's message.
+out=$(kt ConfigCommand --bootstrap-server "$B" --alter --entity-type groups --entity-name tools-cfg \
+	--add-config consumer.session.timeout.ms=50000,share.auto.offset.reset=earliest 2>&1)
+out+=$'\n'$(kt ConfigCommand --bootstrap-server "$B" --describe --entity-type groups --entity-name tools-cfg 2>&1)
+has "ConfigCommand --alter/--describe --entity-type groups" "$out" \
+	'^  consumer.session.timeout.ms=50000 sensitive=false synonyms=\{DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=50000, DEFAULT_CONFIG:group.consumer.session.timeout.ms=45000\}'
+out=$(kt ConfigCommand --bootstrap-server "$B" --alter --entity-type groups --entity-name tools-cfg --add-config share.delivery.count.limit=11 2>&1)
+has "ConfigCommand --entity-type groups: out of bounds refused" "$out" \
+	'InvalidConfigurationException: share.delivery.count.limit must be in the range 2 to 10 inclusive\.'
+
 # ConfigCommand --alter (IncrementalAlterConfigs): it reports success and a
 # describe afterwards shows the new value.
 out=$(kt ConfigCommand --bootstrap-server "$B" --alter --entity-type topics --entity-name dump --add-config retention.ms=60000 2>&1)

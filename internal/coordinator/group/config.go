@@ -52,6 +52,10 @@ type Config struct {
 	ConsumerAssignors []string
 	// Share configures KIP-932 share groups (share_group.go).
 	Share ShareConfig
+	// PerGroup, when set, applies one group's GROUP config overrides
+	// (kafka-configs --entity-type groups) to g, which holds the
+	// broker-level values above; nil: every group has those.
+	PerGroup func(groupID string, g *GroupSettings)
 	// SharePersister is the share coordinator, where share groups'
 	// offsets live (share_offsets.go); nil answers the share offset APIs
 	// COORDINATOR_NOT_AVAILABLE.
@@ -159,4 +163,27 @@ func (c Config) Validate() error {
 // partitionFor places a group as Kafka does (see coordinator.PartitionFor).
 func partitionFor(groupID string, n int32) int32 {
 	return coordinator.PartitionFor(groupID, n)
+}
+
+// GroupSettings are the settings a group may override with GROUP configs:
+// the session timeouts, heartbeat intervals and streams assignment knobs.
+type GroupSettings struct {
+	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
+	Share                                             ShareConfig
+	Streams                                           StreamsConfig
+}
+
+// settings returns groupID's settings: the broker-level values with the
+// group's overrides applied.
+func (c *Coordinator) settings(groupID string) GroupSettings {
+	g := GroupSettings{
+		ConsumerSessionTimeout:    c.cfg.ConsumerSessionTimeout,
+		ConsumerHeartbeatInterval: c.cfg.ConsumerHeartbeatInterval,
+		Share:                     c.cfg.Share,
+		Streams:                   c.cfg.Streams,
+	}
+	if c.cfg.PerGroup != nil {
+		c.cfg.PerGroup(groupID, &g)
+	}
+	return g
 }

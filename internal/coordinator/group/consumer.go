@@ -357,7 +357,7 @@ func (s *shard) decideMemberLocked(d *hbDecision, req *kmsg.ConsumerGroupHeartbe
 	r := kmsg.NewPtrConsumerGroupHeartbeatResponse()
 	r.MemberID = ptr(upd.id)
 	r.MemberEpoch = cur.epoch
-	r.HeartbeatIntervalMillis = int32(s.c.cfg.ConsumerHeartbeatInterval / time.Millisecond)
+	r.HeartbeatIntervalMillis = int32(s.c.settings(req.Group).ConsumerHeartbeatInterval / time.Millisecond)
 	if req.Topics != nil || req.MemberEpoch == 0 || !cur.assigned.equal(base.assigned) {
 		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
 		a.Topics = []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{}
@@ -536,7 +536,7 @@ func (s *shard) armSessionLocked(groupID string, cg *consumerGroup, memberID str
 	stopTimer(t.session)
 	t.seq++
 	seq := t.seq
-	t.session = s.afterFunc(s.c.cfg.ConsumerSessionTimeout, func() {
+	t.session = s.afterFunc(s.c.settings(groupID).ConsumerSessionTimeout, func() {
 		s.fenceAsync(groupID, memberID, "session timeout", func(cg *consumerGroup, m *cmember) bool {
 			return cg.timers[memberID] == t && t.seq == seq
 		})

@@ -168,7 +168,7 @@ func (s *shard) decideShareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest,
 	r := kmsg.NewPtrShareGroupHeartbeatResponse()
 	r.MemberID = ptr(upd.id)
 	r.MemberEpoch = cur.epoch
-	r.HeartbeatIntervalMillis = int32(s.c.cfg.Share.HeartbeatInterval / time.Millisecond)
+	r.HeartbeatIntervalMillis = int32(s.c.settings(g.id).Share.HeartbeatInterval / time.Millisecond)
 	if req.MemberEpoch != cur.epoch || req.SubscribedTopicNames != nil {
 		a := kmsg.NewShareGroupHeartbeatResponseAssignment()
 		a.TopicPartitions = []kmsg.ShareGroupHeartbeatResponseAssignmentTopicPartition{}
@@ -282,7 +282,7 @@ func (s *shard) armShareSessionLocked(groupID, memberID string) {
 	stopTimer(m.sessionTimer)
 	m.sessionSeq++
 	seq := m.sessionSeq
-	m.sessionTimer = s.afterFunc(s.c.cfg.Share.SessionTimeout, func() {
+	m.sessionTimer = s.afterFunc(s.c.settings(groupID).Share.SessionTimeout, func() {
 		s.goTracked(func() {
 			s.p.Write(s.p.Context(), func() ([]KV, func(error)) {
 				g := s.mu.shares[groupID]

@@ -273,7 +273,7 @@ func (s *shard) scheduleStreamsSessionLocked(groupID string, sg *streamsGroup, i
 	stopTimer(t.session)
 	t.seq++
 	seq := t.seq
-	t.session = s.afterFunc(s.c.cfg.Streams.SessionTimeout, func() {
+	t.session = s.afterFunc(s.c.settings(groupID).Streams.SessionTimeout, func() {
 		s.goTracked(func() { s.expireStreamsMember(groupID, id, seq) })
 	})
 }

@@ -207,7 +207,7 @@ func (s *shard) decideStreamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequ
 			return sgFail(kerr.UnknownMemberID.Code, "Streams group %s not found.", req.Group)
 		}
 		sg = newStreamsGroup() // scratch: applying the records creates the real one
-		d := &sgDecision{member: req.MemberID, startDelay: s.c.cfg.Streams.InitialRebalanceDelay > 0}
+		d := &sgDecision{member: req.MemberID, startDelay: s.c.settings(req.Group).Streams.InitialRebalanceDelay > 0}
 		s.decideStreamsMemberLocked(d, req, ci, sg, nil)
 		return d
 	}
@@ -299,7 +299,7 @@ func (s *shard) decideStreamsMemberLocked(d *sgDecision, req *kmsg.StreamsGroupH
 		if ct.ready && !delaying {
 			all = ct.allTasks()
 		}
-		next := assignStreams(members, all, sg.target, s.c.cfg.Streams.NumStandbyReplicas)
+		next := assignStreams(members, all, sg.target, s.c.settings(req.Group).Streams.NumStandbyReplicas)
 		for _, m := range members {
 			if p, had := sg.target[m.id]; !had || !next[m.id].equal(p) {
 				d.recs = append(d.recs, &sgRecord{typ: sgTargetMemberType, group: req.Group, member: m.id, target: next[m.id]})
@@ -331,7 +331,7 @@ func (s *shard) decideStreamsMemberLocked(d *sgDecision, req *kmsg.StreamsGroupH
 	r := kmsg.NewPtrStreamsGroupHeartbeatResponse()
 	r.MemberID = upd.id
 	r.MemberEpoch = cur.epoch
-	cfg := s.c.cfg.Streams
+	cfg := s.c.settings(req.Group).Streams
 	r.HeartbeatIntervalMillis = int32(cfg.HeartbeatInterval / time.Millisecond)
 	r.TaskOffsetIntervalMillis = int32(cfg.TaskOffsetInterval / time.Millisecond)
 	if req.Version == 0 {
@@ -514,7 +514,7 @@ func (s *shard) afterStreamsHeartbeatLocked(groupID string, d *sgDecision) {
 	}
 	sg := g.sg
 	if d.startDelay {
-		s.startStreamsDelayLocked(groupID, sg, s.c.cfg.Streams.InitialRebalanceDelay)
+		s.startStreamsDelayLocked(groupID, sg, s.c.settings(groupID).Streams.InitialRebalanceDelay)
 	}
 	if d.member != "" && sg.members[d.member] != nil {
 		sg.notReady = d.notReady

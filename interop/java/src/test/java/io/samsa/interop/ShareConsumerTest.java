@@ -42,7 +42,11 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  */
 @ExtendWith(ResultRecorder.class)
 class ShareConsumerTest {
-  @RegisterExtension static final SamsaBroker broker = new SamsaBroker();
+  // lockExpiry's 2 s share.record.lock.duration.ms is below the broker's
+  // default lower bound for the group config (15 s), as in Kafka.
+  @RegisterExtension
+  static final SamsaBroker broker =
+      new SamsaBroker("PLAINTEXT", List.of("group.share.min.record.lock.duration.ms=1000"));
 
   private static final Duration WAIT = Duration.ofSeconds(30);
 
