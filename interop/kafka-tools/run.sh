@@ -128,12 +128,12 @@ has "ConfigCommand --entity-type groups: out of bounds refused" "$out" \
 
 # ConfigCommand --alter (IncrementalAlterConfigs): it reports success and a
 # describe afterwards shows the new value.
-out=$(kt ConfigCommand --bootstrap-server "$B" --alter --entity-type topics --entity-name dump --add-config retention.ms=60000 2>&1)
+out=$(kt ConfigCommand --bootstrap-server "$B" --alter --entity-type topics --entity-name dump --add-config retention.ms=7200000 2>&1)
 out+=$'\n'$(kt ConfigCommand --bootstrap-server "$B" --describe --entity-type topics --entity-name dump 2>&1)
-if grep -q '^Completed updating config' <<<"$out" && grep -Eq '^  retention.ms=60000 sensitive=false' <<<"$out"; then
+if grep -q '^Completed updating config' <<<"$out" && grep -Eq '^  retention.ms=7200000 sensitive=false' <<<"$out"; then
 	record "$C" "ConfigCommand --alter" pass
 else
-	record "$C" "ConfigCommand --alter" fail "no 'Completed updating config' and retention.ms=60000 in: $(head -c 150 <<<"$out")"
+	record "$C" "ConfigCommand --alter" fail "no 'Completed updating config' and retention.ms=7200000 in: $(head -c 150 <<<"$out")"
 fi
 
 # ConfigCommand for client quotas (kafka-configs.sh --entity-type
