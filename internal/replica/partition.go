@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -37,8 +38,12 @@ type Partition struct {
 	TopicID [16]byte
 	Index   int32
 
-	now    func() time.Time
-	log    *storage.Log
+	now func() time.Time
+	// log is the partition's current log. It changes only under mu, when
+	// a move to another log directory completes (move.go); readers that
+	// do not hold mu load it once and retry a read that finds it closed
+	// (readLog).
+	log    atomic.Pointer[storage.Log]
 	logger *slog.Logger
 	// producer.id.expiration.ms and its check interval, in ms.
 	producerExpirationMs, producerCheckIntervalMs int64
@@ -70,6 +75,10 @@ type Partition struct {
 		// change means a roll, which takes a producer snapshot.
 		activeBase      int64
 		lastExpiryCheck int64 // ms
+		// future is the log this replica is moving into (move.go), nil
+		// when none; truncations counts truncations of the current log.
+		future      *storage.Log
+		truncations int64
 	}
 }
 
@@ -160,7 +169,7 @@ func (p *Partition) appendCheckedLocked(batch []byte, h record.Header, sum recor
 			return AppendResult{}, err
 		}
 		if dup != nil {
-			return AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: appendTime, LogStartOffset: p.log.LogStartOffset()}, nil
+			return AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: appendTime, LogStartOffset: p.Log().LogStartOffset()}, nil
 		}
 	}
 	switch {
@@ -172,7 +181,7 @@ func (p *Partition) appendCheckedLocked(batch []byte, h record.Header, sum recor
 		h.SetMaxTimestamp(batch, sum.MaxTimestamp)
 	}
 	h.SetPartitionLeaderEpoch(batch, p.mu.leaderEpoch)
-	base, err := p.log.AppendParsed(batch, h)
+	base, err := p.Log().AppendParsed(batch, h)
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("append to %s-%d: %w", p.Topic, p.Index, err)
 	}
@@ -186,7 +195,7 @@ func (p *Partition) appendCheckedLocked(batch []byte, h record.Header, sum recor
 	}
 	p.advanceLocked()
 	return AppendResult{BaseOffset: base, LastOffset: base + int64(h.LastOffsetDelta), LogAppendTime: appendTime,
-		LogStartOffset: p.log.LogStartOffset()}, nil
+		LogStartOffset: p.Log().LogStartOffset()}, nil
 }
 
 // advanceLocked runs after a leader's append: the high watermark moves if
@@ -207,7 +216,7 @@ func (p *Partition) wakeLocked() {
 // retention it bounds.
 func (p *Partition) setHighWatermarkLocked(hw int64) {
 	p.mu.highWatermark = hw
-	p.log.SetHighWatermark(hw)
+	p.Log().SetHighWatermark(hw)
 }
 
 // batchError maps a validation error to the code Kafka answers with,
@@ -244,9 +253,9 @@ func (p *Partition) Offsets() Snapshot {
 
 func (p *Partition) offsetsLocked() Snapshot {
 	return Snapshot{
-		LogStartOffset:   p.log.LogStartOffset(),
+		LogStartOffset:   p.Log().LogStartOffset(),
 		HighWatermark:    p.mu.highWatermark,
-		LogEndOffset:     p.log.LogEndOffset(),
+		LogEndOffset:     p.Log().LogEndOffset(),
 		LeaderEpoch:      p.mu.leaderEpoch,
 		LastStableOffset: p.lastStableOffsetLocked(),
 	}
@@ -283,7 +292,7 @@ func (p *Partition) read(offset int64, maxBytes int, minOne bool, readCommitted 
 	if !minOne && maxBytes <= 0 {
 		return nil, s, nil
 	}
-	b, err := p.log.Read(offset, maxBytes, bound)
+	b, err := p.readLog(offset, maxBytes, bound)
 	if errors.Is(err, storage.ErrOffsetOutOfRange) {
 		return nil, s, kerr.OffsetOutOfRange
 	}
@@ -301,7 +310,7 @@ func (p *Partition) Config() PartitionConfig {
 }
 
 // Log is the partition's log.
-func (p *Partition) Log() *storage.Log { return p.log }
+func (p *Partition) Log() *storage.Log { return p.log.Load() }
 
 // DeleteRecords moves the partition's log start offset to offset (Kafka's
 // DeleteRecords; -1 means the high watermark) and returns the new log start
@@ -315,7 +324,7 @@ func (p *Partition) DeleteRecords(offset int64) (lowWatermark int64, err error) 
 	if !p.leadingLocked() {
 		return -1, kerr.NotLeaderForPartition
 	}
-	if !p.log.Config().CleanupPolicy.Delete() {
+	if !p.Log().Config().CleanupPolicy.Delete() {
 		return -1, fmt.Errorf("%w: records of %s-%d cannot be deleted while cleanup.policy=compact", kerr.PolicyViolation, p.Topic, p.Index)
 	}
 	hw := p.mu.highWatermark
@@ -325,7 +334,7 @@ func (p *Partition) DeleteRecords(offset int64) (lowWatermark int64, err error) 
 	if offset < 0 || offset > hw {
 		return -1, fmt.Errorf("%w: offset %d, high watermark %d", kerr.OffsetOutOfRange, offset, hw)
 	}
-	lso, err := p.log.DeleteRecordsBefore(offset)
+	lso, err := p.Log().DeleteRecordsBefore(offset)
 	if errors.Is(err, storage.ErrOffsetOutOfRange) {
 		return -1, kerr.OffsetOutOfRange
 	}
