@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/samsa-io/samsa/internal/servertest"
@@ -76,6 +78,25 @@ func TestJBODAlterReplicaLogDirsWhileProducing(t *testing.T) {
 		}
 	}()
 	waitFor(t, ctx, "the producer to write 4000 records", func() bool { return count() >= 4000 })
+
+	// A partition with no replica here is REPLICA_NOT_AVAILABLE (and a
+	// directory not in log.dirs LOG_DIR_NOT_FOUND: robust_test.go).
+	var none kadm.AlterReplicaLogDirsReq
+	none.Add(dirB, kadm.TopicsSet{topic + "-absent": {0: {}}})
+	noneResps, err := adm.AlterBrokerReplicaLogDirs(ctx, 1, none)
+	if err != nil {
+		t.Fatalf("AlterReplicaLogDirs: %v", err)
+	}
+	answered := 0
+	noneResps.Each(func(r kadm.AlterReplicaLogDirsResponse) {
+		answered++
+		if !errors.Is(r.Err, kerr.ReplicaNotAvailable) {
+			t.Errorf("AlterReplicaLogDirs of %s-%d: %v, want REPLICA_NOT_AVAILABLE", r.Topic, r.Partition, r.Err)
+		}
+	})
+	if answered != 1 {
+		t.Errorf("AlterReplicaLogDirs answered for %d partitions, want 1", answered)
+	}
 
 	target := map[int32]string{}
 	var req kadm.AlterReplicaLogDirsReq

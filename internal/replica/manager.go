@@ -100,6 +100,10 @@ type Manager struct {
 	// controller quorum (SetFenced). Partitions read it under their own
 	// lock; SetFenced takes each partition's lock after changing it.
 	fenced atomic.Bool
+	// testMoveStep, set by tests before a move starts, runs before each
+	// step of a log directory move (move.go) and may block it; it gets
+	// the context that ends on Close.
+	testMoveStep func(ctx context.Context)
 }
 
 // NewManager returns an empty manager and starts its background loop;

@@ -88,6 +88,11 @@ func (p *Partition) startMove(fut *storage.Log) {
 func (p *Partition) runMove(ctx context.Context, fut *storage.Log) {
 	p.logger.Info("moving replica to another log directory", "dir", filepath.Dir(fut.Dir()))
 	for ctx.Err() == nil {
+		if hook := p.mgr.testMoveStep; hook != nil {
+			if hook(ctx); ctx.Err() != nil {
+				return
+			}
+		}
 		done, err := p.moveStep(fut)
 		if done {
 			if err != nil {
