@@ -58,8 +58,14 @@ func (m *Manager) AlterLogDir(topic string, partition int32, dir string) error {
 	if err != nil {
 		return err
 	}
-	if created {
+	switch {
+	case created:
 		p.startMove(fut)
+	case fut == nil:
+		// dir holds the replica: a move elsewhere, if any, was cancelled.
+		p.mu.Lock()
+		p.mu.future = nil
+		p.mu.Unlock()
 	}
 	return nil
 }
@@ -222,20 +228,46 @@ func (p *Partition) truncateFutureLocked(full bool) error {
 	return nil
 }
 
-// readLog reads the current log, retrying once a move has replaced a log
-// that was closed under the read.
-func (p *Partition) readLog(offset int64, maxBytes int, maxOffset int64) ([]byte, error) {
+// readLog reads the current log (ReadLog).
+func (p *Partition) readLog(offset int64, maxBytes int, maxOffset int64) (b []byte, err error) {
+	err = p.onLog(func(l *storage.Log) error {
+		b, err = l.Read(offset, maxBytes, maxOffset)
+		return err
+	})
+	return b, err
+}
+
+// ReadLog is Log().Read, up to maxOffset (which may pass the high
+// watermark), safe across a move to another log directory.
+func (p *Partition) ReadLog(offset int64, maxBytes int, maxOffset int64) ([]byte, error) {
+	return p.readLog(offset, maxBytes, maxOffset)
+}
+
+// OffsetForTimestamp is Log().OffsetForTimestamp, safe across a move to
+// another log directory.
+func (p *Partition) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool, err error) {
+	err = p.onLog(func(l *storage.Log) error {
+		offset, timestamp, found, err = l.OffsetForTimestamp(ts)
+		return err
+	})
+	return offset, timestamp, found, err
+}
+
+// onLog runs fn on the current log without the partition lock, and once
+// more on the new log when a move to another log directory closed the
+// one fn had (fn failed with storage.ErrClosed and the log changed).
+func (p *Partition) onLog(fn func(l *storage.Log) error) error {
 	for {
 		l := p.Log()
-		b, err := l.Read(offset, maxBytes, maxOffset)
+		err := fn(l)
 		if !errors.Is(err, storage.ErrClosed) {
-			return b, err
+			return err
 		}
 		p.mu.Lock() // a swap in progress holds it
 		next := p.Log()
 		p.mu.Unlock()
 		if next == l {
-			return b, err
+			return err
 		}
 	}
 }

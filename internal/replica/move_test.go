@@ -2,6 +2,8 @@ package replica
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/storage"
@@ -143,10 +147,31 @@ func TestMoveLogDir(t *testing.T) {
 	for range 10 {
 		mustAppend(t, n.p, plainBatch(3, ts))
 	}
+	// A reader goes on through the swap: a read that finds the old log
+	// closed reads the new one.
+	stopReads, readErr := make(chan struct{}), make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stopReads:
+				readErr <- nil
+				return
+			default:
+			}
+			if b, _, err := n.p.Read(0, 1<<20, true); err != nil || len(b) == 0 {
+				readErr <- fmt.Errorf("read during the move: %d bytes, %v", len(b), err)
+				return
+			}
+		}
+	}()
 	close(gate)
 	mustAppend(t, n.p, plainBatch(3, ts))
 	waitMoved(t, n.p)
 	mustAppend(t, n.p, plainBatch(3, ts))
+	close(stopReads)
+	if err := <-readErr; err != nil {
+		t.Fatal(err)
+	}
 
 	if got := filepath.Dir(n.p.Log().Dir()); got != to {
 		t.Fatalf("log in %s after the move, want %s", got, to)
@@ -257,5 +282,38 @@ func TestMoveLogDirFollowsTruncation(t *testing.T) {
 	recs := allRecords(t, n.p)
 	if len(recs) != 21 || string(recs[20].Value) != "after" {
 		t.Fatalf("%d records after the move; want 21 ending with the one appended after the truncation", len(recs))
+	}
+}
+
+// TestMoveLogDirCancelled: asking for the directory that holds the replica
+// while a move elsewhere is under way cancels the move and deletes its
+// future log; a directory not in log.dirs is LOG_DIR_NOT_FOUND and an
+// unhosted partition REPLICA_NOT_AVAILABLE.
+func TestMoveLogDirCancelled(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	dirs := []string{t.TempDir(), t.TempDir()}
+	n := startJBOD(t, dirs, clock, func(ctx context.Context) { <-ctx.Done() })
+	mustAppend(t, n.p, plainBatch(5, clock.Now().UnixMilli()))
+	from, to := filepath.Dir(n.p.Log().Dir()), n.otherDir(t)
+	if err := n.m.AlterLogDir("orders", 0, to); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.m.AlterLogDir("orders", 0, from); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, moving := n.p.FutureLog(); moving {
+		t.Fatal("still moving after the move back to the current directory")
+	}
+	if m, _ := filepath.Glob(filepath.Join(to, "orders-0*")); len(m) != 0 {
+		t.Fatalf("left in %s: %v", to, m)
+	}
+	if err := n.m.AlterLogDir("orders", 0, "/nowhere"); !errors.Is(err, kerr.LogDirNotFound) {
+		t.Fatalf("AlterLogDir to /nowhere: %v", err)
+	}
+	if err := n.m.AlterLogDir("other", 0, to); !errors.Is(err, kerr.ReplicaNotAvailable) {
+		t.Fatalf("AlterLogDir of an unhosted partition: %v", err)
+	}
+	if recs := allRecords(t, n.p); len(recs) != 5 {
+		t.Fatalf("%d records", len(recs))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/samsa-io/samsa/internal/record"
+	"github.com/samsa-io/samsa/internal/storage"
 )
 
 // Transactions in the data path, as Kafka's ProducerStateManager and
@@ -226,7 +227,11 @@ func (p *Partition) ReadIsolated(offset int64, maxBytes int, minOne bool, readCo
 		upper = h.NextOffset()
 		rest = rest[h.Size():]
 	}
-	found, err := p.Log().CollectAbortedTxns(offset, upper)
+	var found []storage.AbortedTxn
+	err = p.onLog(func(l *storage.Log) (err error) {
+		found, err = l.CollectAbortedTxns(offset, upper)
+		return err
+	})
 	if err != nil {
 		return nil, s, nil, err
 	}

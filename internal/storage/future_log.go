@@ -210,22 +210,27 @@ func (m *LogManager) ReplaceCurrentWithFuture(topic string, partition int32) (*L
 	cfg := cur.Config()
 	leo, start := fut.LogEndOffset(), fut.LogStartOffset()
 	if err := fut.Close(); err != nil {
-		return nil, fmt.Errorf("close future log of %s: %w", tp, err)
+		// A failed flush has taken the destination offline already.
+		return nil, errors.Join(fmt.Errorf("close future log of %s: %w", tp, err), m.DropFuture(topic, partition))
 	}
 	if err := cur.shutdown(false); err != nil {
 		m.logger.Warn("closing log replaced by its future log", "partition", tp.String(), "err", err)
 	}
+	// From here on a failure is an I/O error on a log directory: like
+	// Kafka, take it offline (the partition answers KAFKA_STORAGE_ERROR);
+	// the next start finds the logs where the failed step left them, and
+	// Load completes or resumes the move.
 	doomed := filepath.Join(curDir, suffixedDirName(tp, "-delete"))
 	if err := errors.Join(os.Rename(cur.Dir(), doomed), syncDir(curDir)); err != nil {
-		return nil, fmt.Errorf("rename %s to %s: %w", cur.Dir(), doomed, err)
+		return nil, m.swapFailed(curDir, fmt.Errorf("rename %s to %s: %w", cur.Dir(), doomed, err))
 	}
 	dest := filepath.Join(futDir, tp.String())
 	if err := errors.Join(os.Rename(fut.Dir(), dest), syncDir(futDir)); err != nil {
-		return nil, fmt.Errorf("rename %s to %s: %w", fut.Dir(), dest, err)
+		return nil, m.swapFailed(futDir, fmt.Errorf("rename %s to %s: %w", fut.Dir(), dest, err))
 	}
 	l, err := OpenWithOptions(dest, cfg, m.logger, OpenOptions{RecoveryPoint: leo, LogStartOffset: start, CleanShutdown: true})
 	if err != nil {
-		return nil, err
+		return nil, m.swapFailed(futDir, err)
 	}
 	m.mu.Lock()
 	m.watch(l, futDir)
@@ -247,6 +252,20 @@ func (m *LogManager) ReplaceCurrentWithFuture(topic string, partition int32) (*L
 		}
 	}()
 	return l, nil
+}
+
+// swapFailed takes dir offline after err and returns err as ErrStorage.
+func (m *LogManager) swapFailed(dir string, err error) error {
+	m.mu.Lock()
+	if !m.mu.closed {
+		m.dirFailures.Add(1)
+		go func() {
+			defer m.dirFailures.Done()
+			m.dirFailed(dir, err)
+		}()
+	}
+	m.mu.Unlock()
+	return fmt.Errorf("%w: moving a log to %s: %w", ErrStorage, dir, err)
 }
 
 // adoptFuturesLocked files the future logs found by Load: beside a current
