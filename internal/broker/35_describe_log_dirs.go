@@ -10,6 +10,10 @@ package broker
 //   - A replica moving to another log directory (AlterReplicaLogDirs) is
 //     listed in its destination too, with IsFuture set and OffsetLag the
 //     offsets it still has to copy (current LEO - future LEO), as Kafka.
+//   - A log directory taken offline by an I/O failure answers
+//     KAFKA_STORAGE_ERROR and no partitions, as Kafka's. (The metadata
+//     log's own directory, metadata.log.dir, is not listed when it is
+//     not one of log.dirs.)
 //   - Null topics describes every partition; named topics and partitions
 //     that are not hosted here are left out.
 //   - v4: TotalBytes and UsableBytes of the directory's file system
@@ -91,9 +95,20 @@ func handleDescribeLogDirs(_ context.Context, b *Broker, c *network.Conn, kreq k
 			}
 		}
 	}
+	var offline []string
+	if b.cfg.Replicas != nil {
+		for _, d := range b.cfg.Replicas.OfflineLogDirs() {
+			offline = append(offline, filepath.Clean(d))
+		}
+	}
 	for _, dir := range dirs {
 		rd := kmsg.NewDescribeLogDirsResponseDir()
 		rd.Dir = dir
+		if slices.Contains(offline, dir) {
+			rd.ErrorCode = kerr.KafkaStorageError.Code
+			resp.Dirs = append(resp.Dirs, rd)
+			continue
+		}
 		topics := byDir[dir]
 		names := make([]string, 0, len(topics))
 		for name := range topics {

@@ -70,6 +70,9 @@ func (m *Manager) AlterLogDir(topic string, partition int32, dir string) error {
 	return nil
 }
 
+// OfflineLogDirs are the log directories a failure took offline.
+func (m *Manager) OfflineLogDirs() []string { return m.cfg.Logs.OfflineDirs() }
+
 // FutureLog is the partition's future log while it moves, with the lag
 // DescribeLogDirs reports for it: how far it is behind the current log.
 func (p *Partition) FutureLog() (l *storage.Log, lag int64, ok bool) {
