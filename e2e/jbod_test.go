@@ -243,3 +243,63 @@ func checkAcked(t *testing.T, ctx context.Context, addr, topic string, acked map
 		}
 	}
 }
+
+// TestJBODMoveSurvivesKill: a node moving both partitions of a topic to
+// its other log directory is killed (SIGKILL) right after
+// AlterReplicaLogDirs answers, wherever the copy or the swap is. After a
+// restart the move completes (resumed, or finished by recovery), and every
+// record acknowledged before the kill is read back at its offset.
+func TestJBODMoveSurvivesKill(t *testing.T) {
+	ctx := testContext(t)
+	root := t.TempDir()
+	dirA, dirB := filepath.Join(root, "a"), filepath.Join(root, "b")
+	props := "log.dirs=" + dirA + "," + dirB
+	addr, kill := startKillable(t, dirA, props)
+	adm := newKadm(t, addr)
+	topic := topicName("franz", "jbod-kill")
+	franzCreate(t, ctx, adm, topic, 2, nil)
+	prod := newKgo(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	acked := map[int32][]ackedRecord{}
+	for i := range 30 {
+		var recs []*kgo.Record
+		for j := range 50 {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % 2),
+				Value: fmt.Appendf(nil, "%04d-%02d-%s", i, j, strings.Repeat("k", 500))})
+		}
+		for _, r := range prod.ProduceSync(ctx, recs...) {
+			if r.Err != nil {
+				t.Fatalf("produce: %v", r.Err)
+			}
+			acked[r.Record.Partition] = append(acked[r.Record.Partition], ackedRecord{r.Record.Offset, string(r.Record.Value)})
+		}
+	}
+	prod.Close()
+	before := logDirsOf(t, ctx, adm, topic)
+	target := map[int32]string{}
+	var req kadm.AlterReplicaLogDirsReq
+	for p, dir := range before {
+		target[p] = dirA
+		if sameDir(dir, dirA) {
+			target[p] = dirB
+		}
+		req.Add(target[p], kadm.TopicsSet{topic: {p: {}}})
+	}
+	resps, err := adm.AlterAllReplicaLogDirs(ctx, req)
+	if err != nil {
+		t.Fatalf("AlterReplicaLogDirs: %v", err)
+	}
+	resps.Each(func(r kadm.AlterReplicaLogDirsResponse) {
+		if r.Err != nil {
+			t.Fatalf("AlterReplicaLogDirs %s-%d: %v", r.Topic, r.Partition, r.Err)
+		}
+	})
+	kill()
+
+	addr, _ = startKillable(t, dirA, props)
+	adm = newKadm(t, addr)
+	waitFor(t, ctx, "both partitions in their new log directories after the restart", func() bool {
+		now := logDirsOf(t, ctx, adm, topic)
+		return len(now) == 2 && sameDir(now[0], target[0]) && sameDir(now[1], target[1])
+	})
+	checkAcked(t, ctx, addr, topic, acked)
+}
