@@ -190,7 +190,17 @@ func (m *LogManager) DropFuture(topic string, partition int32) error {
 		return nil
 	}
 	m.logger.Info("deleting future log", "partition", tp.String(), "dir", l.Dir())
-	return l.Delete()
+	if err := l.shutdown(false); err != nil {
+		m.logger.Warn("closing future log before delete", "partition", tp.String(), "err", err)
+	}
+	// Renamed first, as Delete does: a future log half removed by a crash
+	// must not be resumed with a hole in it.
+	parent := filepath.Dir(l.Dir())
+	doomed := filepath.Join(parent, suffixedDirName(tp, "-delete"))
+	if err := errors.Join(os.Rename(l.Dir(), doomed), syncDir(parent)); err != nil {
+		return err
+	}
+	return os.RemoveAll(doomed)
 }
 
 // ReplaceCurrentWithFuture makes the partition's future log its current
