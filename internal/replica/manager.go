@@ -300,8 +300,13 @@ func (m *Manager) Ensure(topic string, topicID [16]byte, partition int32, st Par
 		p.mu.Lock()
 		p.mu.cfg = cfg
 		p.applyStateLocked(st)
+		// Under the lock, so that a move's swap (move.go) carries it over.
+		err := p.Log().SetConfig(cfg.Log)
+		if fut := p.mu.future; err == nil && fut != nil {
+			err = fut.SetConfig(cfg.Log)
+		}
 		p.mu.Unlock()
-		if err := p.Log().SetConfig(cfg.Log); err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("configure log of %s-%d: %w", topic, partition, err)
 		}
 		return p, nil
