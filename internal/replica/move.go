@@ -143,6 +143,9 @@ func (p *Partition) moveStep(fut *storage.Log) (done bool, err error) {
 		err = fut.TruncateFullyAndStartAt(start)
 	case fut.LogStartOffset() < start:
 		err = fut.IncrementLogStartOffset(start)
+	case from > end:
+		// Truncations keep it from happening; never copy past the end.
+		err = fut.TruncateTo(end)
 	case from == end:
 		err = p.swapLogsLocked(cur, fut)
 		p.mu.Unlock()
