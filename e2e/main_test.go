@@ -19,6 +19,10 @@ import (
 // this way to get a server it can SIGKILL.
 const childDirEnv = "SAMSA_E2E_SERVER_DIR"
 
+// childPropsEnv carries extra config overrides for that server, one per
+// line.
+const childPropsEnv = "SAMSA_E2E_SERVER_PROPS"
+
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(childDirEnv); dir != "" {
 		flag.Parse() // servertest.Logger asks testing.Verbose
@@ -31,7 +35,11 @@ func TestMain(m *testing.M) {
 // it serves, and runs until SIGTERM or until it is killed.
 func serveChild(dir string) int {
 	t := &childTB{}
-	srv := servertest.StartIn(t, dir)
+	var extra []string
+	if props := os.Getenv(childPropsEnv); props != "" {
+		extra = strings.Split(props, "\n")
+	}
+	srv := servertest.StartIn(t, dir, extra...)
 	fmt.Printf("addr=%s\n", servertest.Addr(srv))
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
@@ -58,13 +66,13 @@ func (c *childTB) cleanup() {
 	}
 }
 
-// startKillable starts a server on dir in a child process and returns its
-// address and a function that SIGKILLs it and waits for it to exit: a
-// crash, with no shutdown code run.
-func startKillable(t *testing.T, dir string) (addr string, kill func()) {
+// startKillable starts a server on dir (with extra config overrides) in a
+// child process and returns its address and a function that SIGKILLs it
+// and waits for it to exit: a crash, with no shutdown code run.
+func startKillable(t *testing.T, dir string, extra ...string) (addr string, kill func()) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childDirEnv+"="+dir)
+	cmd.Env = append(os.Environ(), childDirEnv+"="+dir, childPropsEnv+"="+strings.Join(extra, "\n"))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

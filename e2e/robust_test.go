@@ -404,7 +404,11 @@ func TestRobustUnservedAPIsAnswered(t *testing.T) {
 		return resp
 	}
 
-	// AlterReplicaLogDirs (intra-broker moves, JBOD) is not served.
+	// UnregisterController (dynamic quorums, KIP-853) is not served.
+	ur := request(kmsg.NewPtrUnregisterControllerRequest()).(*kmsg.UnregisterControllerResponse)
+	wantCode(t, "UnregisterController", ur.ErrorCode, kerr.UnsupportedVersion)
+	// AlterReplicaLogDirs is served: a directory not in log.dirs is
+	// LOG_DIR_NOT_FOUND for each partition named.
 	ard := kmsg.NewPtrAlterReplicaLogDirsRequest()
 	dir := kmsg.NewAlterReplicaLogDirsRequestDir()
 	dir.Dir = "/elsewhere"
@@ -424,7 +428,7 @@ func TestRobustUnservedAPIsAnswered(t *testing.T) {
 		t.Fatalf("AlterReplicaLogDirs: %+v", topics)
 	}
 	for _, p := range topics[0].Partitions {
-		wantCode(t, "AlterReplicaLogDirs", p.ErrorCode, kerr.UnsupportedVersion)
+		wantCode(t, "AlterReplicaLogDirs", p.ErrorCode, kerr.LogDirNotFound)
 	}
 	// The connection that carried them still serves.
 	md := request(kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse)

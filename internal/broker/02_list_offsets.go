@@ -157,7 +157,7 @@ func OffsetForTimestamp(p *replica.Partition, ts, hw int64) (offset int64, found
 // offsetForTimestamp finds the first record at or after ts below hw: the
 // log's time index names the batch, and the batch's records the offset.
 func offsetForTimestamp(p *replica.Partition, ts, hw int64) (int64, int64, bool, error) {
-	from, _, found, err := p.Log().OffsetForTimestamp(ts)
+	from, _, found, err := p.OffsetForTimestamp(ts)
 	if err != nil {
 		return -1, -1, false, err
 	}

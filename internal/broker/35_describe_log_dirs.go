@@ -6,8 +6,14 @@ package broker
 //   - Answers for this broker only (clients ask every broker): each log
 //     directory of log.dirs with the partitions hosted in it, their size on
 //     disk (the sum of their segments) and OffsetLag, Kafka's
-//     max(HW - LEO, 0), which is 0 for any current replica (only future
-//     replicas of an intra-broker move, which Samsa does not do, lag).
+//     max(HW - LEO, 0), which is 0 for any current replica.
+//   - A replica moving to another log directory (AlterReplicaLogDirs) is
+//     listed in its destination too, with IsFuture set and OffsetLag the
+//     offsets it still has to copy (current LEO - future LEO), as Kafka.
+//   - A log directory taken offline by an I/O failure answers
+//     KAFKA_STORAGE_ERROR and no partitions, as Kafka's. (The metadata
+//     log's own directory, metadata.log.dir, is not listed when it is
+//     not one of log.dirs.)
 //   - Null topics describes every partition; named topics and partitions
 //     that are not hosted here are left out.
 //   - v4: TotalBytes and UsableBytes of the directory's file system
@@ -28,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/network"
+	"github.com/samsa-io/samsa/internal/storage"
 )
 
 func handleDescribeLogDirs(_ context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
@@ -66,27 +73,42 @@ func handleDescribeLogDirs(_ context.Context, b *Broker, c *network.Conn, kreq k
 			if !ok {
 				continue
 			}
-			log := p.Log()
-			dir := filepath.Dir(filepath.Clean(log.Dir()))
-			if !slices.Contains(dirs, dir) {
-				dirs = append(dirs, dir)
-			}
-			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-			rp.Partition = i
-			for _, s := range log.Segments() {
-				rp.Size += s.Size
+			add := func(log *storage.Log, lag int64, future bool) {
+				dir := filepath.Dir(filepath.Clean(log.Dir()))
+				if !slices.Contains(dirs, dir) {
+					dirs = append(dirs, dir)
+				}
+				rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+				rp.Partition, rp.OffsetLag, rp.IsFuture = i, lag, future
+				for _, s := range log.Segments() {
+					rp.Size += s.Size
+				}
+				if byDir[dir] == nil {
+					byDir[dir] = map[string][]kmsg.DescribeLogDirsResponseDirTopicPartition{}
+				}
+				byDir[dir][t.Name] = append(byDir[dir][t.Name], rp)
 			}
 			off := p.Offsets()
-			rp.OffsetLag = max(off.HighWatermark-off.LogEndOffset, 0)
-			if byDir[dir] == nil {
-				byDir[dir] = map[string][]kmsg.DescribeLogDirsResponseDirTopicPartition{}
+			add(p.Log(), max(off.HighWatermark-off.LogEndOffset, 0), false)
+			if fut, lag, moving := p.FutureLog(); moving {
+				add(fut, lag, true)
 			}
-			byDir[dir][t.Name] = append(byDir[dir][t.Name], rp)
+		}
+	}
+	var offline []string
+	if b.cfg.Replicas != nil {
+		for _, d := range b.cfg.Replicas.OfflineLogDirs() {
+			offline = append(offline, filepath.Clean(d))
 		}
 	}
 	for _, dir := range dirs {
 		rd := kmsg.NewDescribeLogDirsResponseDir()
 		rd.Dir = dir
+		if slices.Contains(offline, dir) {
+			rd.ErrorCode = kerr.KafkaStorageError.Code
+			resp.Dirs = append(resp.Dirs, rd)
+			continue
+		}
 		topics := byDir[dir]
 		names := make([]string, 0, len(topics))
 		for name := range topics {

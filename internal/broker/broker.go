@@ -176,6 +176,7 @@ func handlers() map[kmsg.Key]handler {
 		kmsg.IncrementalAlterConfigs:      {0, 1, handleIncrementalAlterConfigs},
 		kmsg.DeleteRecords:                {0, 2, handleDeleteRecords},
 		kmsg.DescribeProducers:            {0, 0, handleDescribeProducers},
+		kmsg.AlterReplicaLogDirs:          {1, 2, handleAlterReplicaLogDirs},
 		kmsg.DescribeLogDirs:              {1, 5, handleDescribeLogDirs},
 		kmsg.DescribeClientQuotas:         {0, 1, handleDescribeClientQuotas},
 		kmsg.ListConfigResources:          {0, 1, handleListConfigResources},

@@ -98,7 +98,7 @@ func (l *ReplicaLog) Replay(fn func(KV) error) error {
 	snap := l.P.Offsets()
 	off, end := snap.LogStartOffset, snap.LogEndOffset
 	for off < end {
-		data, err := l.P.Log().Read(off, 1<<20, end)
+		data, err := l.P.ReadLog(off, 1<<20, end)
 		if err != nil {
 			return err
 		}

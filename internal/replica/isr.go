@@ -71,7 +71,7 @@ func (p *Partition) maybeIncrementHWLocked() bool {
 	if !p.mu.leader {
 		return false
 	}
-	hw := p.log.SyncedEnd()
+	hw := p.Log().SyncedEnd()
 	for _, id := range p.maximalISRLocked() {
 		if id == p.mgr.cfg.NodeID {
 			continue
@@ -133,7 +133,7 @@ func (p *Partition) maybeExpandISRLocked(id int32, f *followerState) {
 // outOfSyncLocked lists the ISR followers not caught up within
 // replica.lag.time.max.ms at now (Kafka's getOutOfSyncReplicas).
 func (p *Partition) outOfSyncLocked(now time.Time) []int32 {
-	leo := p.log.LogEndOffset()
+	leo := p.Log().LogEndOffset()
 	var out []int32
 	for _, id := range p.mu.state.ISR {
 		if id == p.mgr.cfg.NodeID {

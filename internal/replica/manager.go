@@ -100,6 +100,10 @@ type Manager struct {
 	// controller quorum (SetFenced). Partitions read it under their own
 	// lock; SetFenced takes each partition's lock after changing it.
 	fenced atomic.Bool
+	// testMoveStep, set by tests before a move starts, runs before each
+	// step of a log directory move (move.go) and may block it; it gets
+	// the context that ends on Close.
+	testMoveStep func(ctx context.Context)
 }
 
 // NewManager returns an empty manager and starts its background loop;
@@ -242,7 +246,7 @@ func (m *Manager) CheckpointHighWatermarks() error {
 	}
 	m.mu.RUnlock()
 	for _, p := range m.partitions() {
-		dir := filepath.Dir(p.log.Dir())
+		dir := filepath.Dir(p.Log().Dir())
 		if byDir[dir] == nil {
 			byDir[dir] = map[storage.TopicPartition]int64{}
 		}
@@ -296,8 +300,13 @@ func (m *Manager) Ensure(topic string, topicID [16]byte, partition int32, st Par
 		p.mu.Lock()
 		p.mu.cfg = cfg
 		p.applyStateLocked(st)
+		// Under the lock, so that a move's swap (move.go) carries it over.
+		err := p.Log().SetConfig(cfg.Log)
+		if fut := p.mu.future; err == nil && fut != nil {
+			err = fut.SetConfig(cfg.Log)
+		}
 		p.mu.Unlock()
-		if err := p.log.SetConfig(cfg.Log); err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("configure log of %s-%d: %w", topic, partition, err)
 		}
 		return p, nil
@@ -306,10 +315,11 @@ func (m *Manager) Ensure(topic string, topicID [16]byte, partition int32, st Par
 	if err != nil {
 		return nil, fmt.Errorf("open log for %s-%d: %w", topic, partition, err)
 	}
-	p := &Partition{Topic: topic, TopicID: topicID, Index: partition, now: m.cfg.Now, log: log, mgr: m,
+	p := &Partition{Topic: topic, TopicID: topicID, Index: partition, now: m.cfg.Now, mgr: m,
 		logger:                  m.cfg.Logger.With("topic", topic, "partition", partition),
 		producerExpirationMs:    m.cfg.ProducerIDExpirationMs,
 		producerCheckIntervalMs: m.cfg.ProducerIDExpirationCheckIntervalMs}
+	p.log.Store(log)
 	p.mu.cfg = cfg
 	p.mu.appended = make(chan struct{})
 	p.setHighWatermarkLocked(min(m.checkpointedHWLocked(log, topic, partition), log.LogEndOffset()))
@@ -319,6 +329,10 @@ func (m *Manager) Ensure(topic string, topicID [16]byte, partition int32, st Par
 	p.applyStateLocked(st)
 	log.SetCloseHook(p.writeFinalSnapshot)
 	m.mu.partitions[tp] = p
+	if fut, _, ok := m.cfg.Logs.Future(topic, partition); ok {
+		// A move a restart interrupted goes on (Kafka resumes it too).
+		p.startMove(fut)
+	}
 	return p, nil
 }
 
@@ -336,10 +350,11 @@ func (m *Manager) Remove(topic string, partition int32) error {
 	p.mu.Lock()
 	p.mu.leader = false
 	p.mu.followers = nil
+	p.mu.future = nil
 	p.wakeLocked()
 	p.mu.Unlock()
 	m.mu.Lock()
-	delete(m.mu.hwCheckpoints[filepath.Dir(p.log.Dir())], storage.TopicPartition{Topic: topic, Partition: partition})
+	delete(m.mu.hwCheckpoints[filepath.Dir(p.Log().Dir())], storage.TopicPartition{Topic: topic, Partition: partition})
 	m.mu.Unlock()
 	return m.cfg.Logs.Delete(topic, partition)
 }

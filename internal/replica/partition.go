@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -37,8 +38,12 @@ type Partition struct {
 	TopicID [16]byte
 	Index   int32
 
-	now    func() time.Time
-	log    *storage.Log
+	now func() time.Time
+	// log is the partition's current log. It changes only under mu, when
+	// a move to another log directory completes (move.go); readers that
+	// do not hold mu load it once and retry a read that finds it closed
+	// (readLog).
+	log    atomic.Pointer[storage.Log]
 	logger *slog.Logger
 	// producer.id.expiration.ms and its check interval, in ms.
 	producerExpirationMs, producerCheckIntervalMs int64
@@ -70,6 +75,10 @@ type Partition struct {
 		// change means a roll, which takes a producer snapshot.
 		activeBase      int64
 		lastExpiryCheck int64 // ms
+		// future is the log this replica is moving into (move.go), nil
+		// when none; truncations counts truncations of the current log.
+		future      *storage.Log
+		truncations int64
 	}
 }
 
@@ -174,7 +183,7 @@ func (p *Partition) synced(res AppendResult, syncUpTo int64, err error) (AppendR
 	if err != nil || syncUpTo == 0 {
 		return res, err
 	}
-	if err := p.log.SyncTo(syncUpTo); err != nil {
+	if err := p.Log().SyncTo(syncUpTo); err != nil {
 		return AppendResult{}, fmt.Errorf("append to %s-%d: %w", p.Topic, p.Index, err)
 	}
 	p.mu.Lock()
@@ -208,8 +217,8 @@ func (p *Partition) appendCheckedLocked(batch []byte, h record.Header, sum recor
 			return AppendResult{}, 0, err
 		}
 		if dup != nil {
-			res := AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: appendTime, LogStartOffset: p.log.LogStartOffset()}
-			if p.log.SyncedEnd() <= dup.lastOffset {
+			res := AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: appendTime, LogStartOffset: p.Log().LogStartOffset()}
+			if p.Log().SyncedEnd() <= dup.lastOffset {
 				// The original's fsync is still running.
 				syncUpTo = dup.lastOffset + 1
 			}
@@ -225,7 +234,7 @@ func (p *Partition) appendCheckedLocked(batch []byte, h record.Header, sum recor
 		h.SetMaxTimestamp(batch, sum.MaxTimestamp)
 	}
 	h.SetPartitionLeaderEpoch(batch, p.mu.leaderEpoch)
-	base, syncUpTo, err := p.log.AppendParsedUnsynced(batch, h)
+	base, syncUpTo, err := p.Log().AppendParsedUnsynced(batch, h)
 	if err != nil {
 		return AppendResult{}, 0, fmt.Errorf("append to %s-%d: %w", p.Topic, p.Index, err)
 	}
@@ -239,7 +248,7 @@ func (p *Partition) appendCheckedLocked(batch []byte, h record.Header, sum recor
 	}
 	p.advanceLocked()
 	return AppendResult{BaseOffset: base, LastOffset: base + int64(h.LastOffsetDelta), LogAppendTime: appendTime,
-		LogStartOffset: p.log.LogStartOffset()}, syncUpTo, nil
+		LogStartOffset: p.Log().LogStartOffset()}, syncUpTo, nil
 }
 
 // advanceLocked runs after a leader's append: the high watermark moves if
@@ -260,7 +269,7 @@ func (p *Partition) wakeLocked() {
 // retention it bounds.
 func (p *Partition) setHighWatermarkLocked(hw int64) {
 	p.mu.highWatermark = hw
-	p.log.SetHighWatermark(hw)
+	p.Log().SetHighWatermark(hw)
 }
 
 // batchError maps a validation error to the code Kafka answers with,
@@ -297,9 +306,9 @@ func (p *Partition) Offsets() Snapshot {
 
 func (p *Partition) offsetsLocked() Snapshot {
 	return Snapshot{
-		LogStartOffset:   p.log.LogStartOffset(),
+		LogStartOffset:   p.Log().LogStartOffset(),
 		HighWatermark:    p.mu.highWatermark,
-		LogEndOffset:     p.log.LogEndOffset(),
+		LogEndOffset:     p.Log().LogEndOffset(),
 		LeaderEpoch:      p.mu.leaderEpoch,
 		LastStableOffset: p.lastStableOffsetLocked(),
 	}
@@ -336,7 +345,7 @@ func (p *Partition) read(offset int64, maxBytes int, minOne bool, readCommitted 
 	if !minOne && maxBytes <= 0 {
 		return nil, s, nil
 	}
-	b, err := p.log.Read(offset, maxBytes, bound)
+	b, err := p.readLog(offset, maxBytes, bound)
 	if errors.Is(err, storage.ErrOffsetOutOfRange) {
 		return nil, s, kerr.OffsetOutOfRange
 	}
@@ -354,7 +363,7 @@ func (p *Partition) Config() PartitionConfig {
 }
 
 // Log is the partition's log.
-func (p *Partition) Log() *storage.Log { return p.log }
+func (p *Partition) Log() *storage.Log { return p.log.Load() }
 
 // DeleteRecords moves the partition's log start offset to offset (Kafka's
 // DeleteRecords; -1 means the high watermark) and returns the new log start
@@ -368,7 +377,7 @@ func (p *Partition) DeleteRecords(offset int64) (lowWatermark int64, err error) 
 	if !p.leadingLocked() {
 		return -1, kerr.NotLeaderForPartition
 	}
-	if !p.log.Config().CleanupPolicy.Delete() {
+	if !p.Log().Config().CleanupPolicy.Delete() {
 		return -1, fmt.Errorf("%w: records of %s-%d cannot be deleted while cleanup.policy=compact", kerr.PolicyViolation, p.Topic, p.Index)
 	}
 	hw := p.mu.highWatermark
@@ -378,7 +387,7 @@ func (p *Partition) DeleteRecords(offset int64) (lowWatermark int64, err error) 
 	if offset < 0 || offset > hw {
 		return -1, fmt.Errorf("%w: offset %d, high watermark %d", kerr.OffsetOutOfRange, offset, hw)
 	}
-	lso, err := p.log.DeleteRecordsBefore(offset)
+	lso, err := p.Log().DeleteRecordsBefore(offset)
 	if errors.Is(err, storage.ErrOffsetOutOfRange) {
 		return -1, kerr.OffsetOutOfRange
 	}

@@ -30,13 +30,13 @@ func (p *Partition) loadProducerStateLocked() error {
 	now := p.now().UnixMilli()
 	p.mu.producers = newProducerState()
 	p.mu.lastExpiryCheck = now
-	p.mu.activeBase = p.log.ActiveSegmentBaseOffset()
-	offsets, err := p.log.ProducerSnapshotOffsets()
+	p.mu.activeBase = p.Log().ActiveSegmentBaseOffset()
+	offsets, err := p.Log().ProducerSnapshotOffsets()
 	if err != nil {
 		return err
 	}
-	leo := p.log.LogEndOffset()
-	segs := p.log.Segments()
+	leo := p.Log().LogEndOffset()
+	segs := p.Log().Segments()
 	firstBase := segs[0].BaseOffset
 	from := int64(-1)
 	for i := len(offsets) - 1; i >= 0 && from < 0; i-- {
@@ -46,15 +46,15 @@ func (p *Partition) loadProducerStateLocked() error {
 			// write). Below the first segment: the batches between it
 			// and the log are gone, so its state would be stale.
 			p.logger.Info("deleting unusable producer snapshot", "offset", off, "log_end_offset", leo, "first_segment", firstBase)
-			if err := p.log.DeleteProducerSnapshot(off); err != nil {
+			if err := p.Log().DeleteProducerSnapshot(off); err != nil {
 				return err
 			}
 			continue
 		}
-		entries, err := p.log.ReadProducerSnapshot(off)
+		entries, err := p.Log().ReadProducerSnapshot(off)
 		if err != nil {
 			p.logger.Warn("deleting unreadable producer snapshot", "offset", off, "err", err)
-			if err := p.log.DeleteProducerSnapshot(off); err != nil {
+			if err := p.Log().DeleteProducerSnapshot(off); err != nil {
 				return err
 			}
 			continue
@@ -70,7 +70,7 @@ func (p *Partition) loadProducerStateLocked() error {
 	}
 	replayed := 0
 	var aborts []storage.AbortedTxn
-	err = p.log.ScanBatchHeadersAndControl(from, func(h record.Header, control []byte) error {
+	err = p.Log().ScanBatchHeadersAndControl(from, func(h record.Header, control []byte) error {
 		t, err := p.mu.producers.replay(h, control)
 		if t != nil {
 			aborts = append(aborts, *t)
@@ -84,7 +84,7 @@ func (p *Partition) loadProducerStateLocked() error {
 	// After the scan, which holds the log's read lock: adding an entry
 	// takes its writer lock.
 	for _, t := range aborts {
-		if err := p.log.AppendAbortedTxn(t); err != nil {
+		if err := p.Log().AppendAbortedTxn(t); err != nil {
 			return fmt.Errorf("restore .txnindex entry of the abort at offset %d: %w", t.LastOffset, err)
 		}
 	}
@@ -99,7 +99,7 @@ func (p *Partition) loadProducerStateLocked() error {
 // append): the state before this batch's update is the state at base.
 // The file is written in the background; only the copy happens here.
 func (p *Partition) afterAppendLocked(base int64) {
-	active := p.log.ActiveSegmentBaseOffset()
+	active := p.Log().ActiveSegmentBaseOffset()
 	if active == p.mu.activeBase {
 		return
 	}
@@ -107,7 +107,7 @@ func (p *Partition) afterAppendLocked(base int64) {
 	if active != base {
 		return
 	}
-	p.log.WriteProducerSnapshotAsync(base, p.log.ProducerSnapshotGeneration(), p.mu.producers.snapshot())
+	p.Log().WriteProducerSnapshotAsync(base, p.Log().ProducerSnapshotGeneration(), p.mu.producers.snapshot())
 }
 
 // maybeExpireProducersLocked runs the producer.id.expiration.ms check when
@@ -126,10 +126,10 @@ func (p *Partition) maybeExpireProducersLocked(nowMs int64) {
 func (p *Partition) writeFinalSnapshot() {
 	p.mu.Lock()
 	entries := p.mu.producers.snapshot()
-	gen := p.log.ProducerSnapshotGeneration()
-	leo := p.log.LogEndOffset()
+	gen := p.Log().ProducerSnapshotGeneration()
+	leo := p.Log().LogEndOffset()
 	p.mu.Unlock()
-	if err := p.log.WriteProducerSnapshot(leo, gen, entries); err != nil {
+	if err := p.Log().WriteProducerSnapshot(leo, gen, entries); err != nil {
 		p.logger.Error("producer snapshot on shutdown", "offset", leo, "err", err)
 	}
 }
@@ -155,10 +155,13 @@ func (p *Partition) TruncateTo(offset int64) error {
 // truncateLocked is TruncateTo with the lock held. The high watermark
 // follows the log end offset down; waiting fetches wake.
 func (p *Partition) truncateLocked(offset int64) error {
-	if err := p.log.TruncateTo(offset); err != nil {
+	if err := p.Log().TruncateTo(offset); err != nil {
 		return fmt.Errorf("truncate %s-%d to %d: %w", p.Topic, p.Index, offset, err)
 	}
-	p.setHighWatermarkLocked(min(p.mu.highWatermark, p.log.LogEndOffset()))
+	if err := p.truncateFutureLocked(false); err != nil {
+		return fmt.Errorf("truncate future log of %s-%d: %w", p.Topic, p.Index, err)
+	}
+	p.setHighWatermarkLocked(min(p.mu.highWatermark, p.Log().LogEndOffset()))
 	p.wakeLocked()
 	return p.loadProducerStateLocked()
 }

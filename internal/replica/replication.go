@@ -91,8 +91,8 @@ func (p *Partition) applyStateLocked(st PartitionState) {
 	}
 	switch {
 	case p.mu.leader && (newEpoch || !wasLeader):
-		leo := p.log.LogEndOffset()
-		if err := p.log.AssignLeaderEpoch(st.LeaderEpoch, leo); err != nil {
+		leo := p.Log().LogEndOffset()
+		if err := p.Log().AssignLeaderEpoch(st.LeaderEpoch, leo); err != nil {
 			p.logger.Error("recording leader epoch start", "epoch", st.LeaderEpoch, "offset", leo, "err", err)
 		}
 		p.mu.epochStart = leo
@@ -233,7 +233,7 @@ func (p *Partition) FetchForFollower(f FollowerFetch) (FollowerFetchResult, erro
 	// Like Kafka, the divergence check comes first: a follower ahead of
 	// this log is told to truncate, not that its offset is out of range.
 	if f.LastFetchedEpoch >= 0 {
-		epoch, end := p.log.EndOffsetForEpoch(f.LastFetchedEpoch)
+		epoch, end := p.Log().EndOffsetForEpoch(f.LastFetchedEpoch)
 		if epoch < 0 || end < 0 {
 			p.mu.Unlock()
 			return FollowerFetchResult{}, fmt.Errorf("%w: end offset of epoch %d is unknown", kerr.OffsetOutOfRange, f.LastFetchedEpoch)
@@ -243,7 +243,7 @@ func (p *Partition) FetchForFollower(f FollowerFetch) (FollowerFetchResult, erro
 			return FollowerFetchResult{Offsets: p.offsetsLocked(), Diverging: &EpochEndOffset{Epoch: epoch, EndOffset: end}}, nil
 		}
 	}
-	leo, start := p.log.LogEndOffset(), p.log.LogStartOffset()
+	leo, start := p.Log().LogEndOffset(), p.Log().LogStartOffset()
 	if f.FetchOffset < start || f.FetchOffset > leo {
 		p.mu.Unlock()
 		return FollowerFetchResult{}, fmt.Errorf("%w: fetch offset %d, log has %d..%d", kerr.OffsetOutOfRange, f.FetchOffset, start, leo)
@@ -253,7 +253,7 @@ func (p *Partition) FetchForFollower(f FollowerFetch) (FollowerFetchResult, erro
 	p.mu.Unlock()
 	// The leader's log end offset before the read bounds it: appends
 	// after the fetch was recorded go to the next fetch.
-	b, err := p.log.Read(f.FetchOffset, f.MaxBytes, leo)
+	b, err := p.readLog(f.FetchOffset, f.MaxBytes, leo)
 	if errors.Is(err, storage.ErrOffsetOutOfRange) {
 		return FollowerFetchResult{}, fmt.Errorf("%w: %v", kerr.OffsetOutOfRange, err)
 	}
@@ -268,7 +268,7 @@ func (p *Partition) FetchForFollower(f FollowerFetch) (FollowerFetchResult, erro
 // -1, offset -1. An epoch below every known one answers itself and the
 // start of the oldest known epoch, as Kafka does.
 func (p *Partition) EndOffsetForEpoch(epoch int32) EpochEndOffset {
-	e, off := p.log.EndOffsetForEpoch(epoch)
+	e, off := p.Log().EndOffsetForEpoch(epoch)
 	return EpochEndOffset{Epoch: e, EndOffset: off}
 }
 
@@ -278,7 +278,7 @@ func (p *Partition) EndOffsetForEpoch(epoch int32) EpochEndOffset {
 func (p *Partition) FetchPosition() (fetchOffset int64, lastFetchedEpoch int32) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.log.LogEndOffset(), p.log.LatestEpoch()
+	return p.Log().LogEndOffset(), p.Log().LatestEpoch()
 }
 
 // AppendAsFollower appends batches fetched from the leader, keeping their
@@ -329,7 +329,7 @@ func (p *Partition) AppendAsFollower(batches []byte, leaderHW, leaderLogStart in
 // leader knows sequences and open transactions as the old leader did.
 func (p *Partition) appendAsFollowerLocked(batches []byte, headers []record.Header, controls [][]byte) error {
 	p.maybeExpireProducersLocked(p.now().UnixMilli())
-	first, _, err := p.log.AppendAsFollower(batches)
+	first, _, err := p.Log().AppendAsFollower(batches)
 	if errors.Is(err, storage.ErrOffsetsOutOfOrder) {
 		return fmt.Errorf("%w: %v", kerr.OffsetOutOfRange, err)
 	}
@@ -344,7 +344,7 @@ func (p *Partition) appendAsFollowerLocked(batches []byte, headers []record.Head
 			continue
 		}
 		if t != nil {
-			if err := p.log.AppendAbortedTxn(*t); err != nil {
+			if err := p.Log().AppendAbortedTxn(*t); err != nil {
 				p.logger.Error("recording aborted transaction in .txnindex", "producer.id", t.ProducerID, "offset", t.LastOffset, "err", err)
 			}
 		}
@@ -356,11 +356,11 @@ func (p *Partition) appendAsFollowerLocked(batches []byte, headers []record.Head
 // min(leaderHW, log end offset) and the log start offset up to
 // leaderLogStart, which the high watermark bounds.
 func (p *Partition) updateFollowerOffsetsLocked(leaderHW, leaderLogStart int64) {
-	if hw := min(leaderHW, p.log.LogEndOffset()); hw > p.mu.highWatermark {
+	if hw := min(leaderHW, p.Log().LogEndOffset()); hw > p.mu.highWatermark {
 		p.setHighWatermarkLocked(hw)
 	}
-	if start := min(leaderLogStart, p.mu.highWatermark); start > p.log.LogStartOffset() {
-		if err := p.log.IncrementLogStartOffset(start); err != nil {
+	if start := min(leaderLogStart, p.mu.highWatermark); start > p.Log().LogStartOffset() {
+		if err := p.Log().IncrementLogStartOffset(start); err != nil {
 			p.logger.Warn("moving log start offset to the leader's", "offset", start, "err", err)
 		}
 	}
@@ -374,9 +374,9 @@ func (p *Partition) UpdateFollowerHighWatermark(leaderHW, leaderLogStart int64) 
 	if p.mu.leader {
 		return
 	}
-	hw, start := p.mu.highWatermark, p.log.LogStartOffset()
+	hw, start := p.mu.highWatermark, p.Log().LogStartOffset()
 	p.updateFollowerOffsetsLocked(leaderHW, leaderLogStart)
-	if p.mu.highWatermark != hw || p.log.LogStartOffset() != start {
+	if p.mu.highWatermark != hw || p.Log().LogStartOffset() != start {
 		p.wakeLocked()
 	}
 }
@@ -392,10 +392,10 @@ func (p *Partition) TruncateOnDivergence(d EpochEndOffset) error {
 	if p.mu.leader {
 		return kerr.NotLeaderForPartition
 	}
-	leo := p.log.LogEndOffset()
+	leo := p.Log().LogEndOffset()
 	target := p.mu.highWatermark
 	if d.Epoch >= 0 && d.EndOffset >= 0 {
-		epoch, end := p.log.EndOffsetForEpoch(d.Epoch)
+		epoch, end := p.Log().EndOffsetForEpoch(d.Epoch)
 		switch {
 		case end < 0:
 			target = min(d.EndOffset, leo)
@@ -417,8 +417,11 @@ func (p *Partition) TruncateFullyAndStartAt(offset int64) error {
 	if p.mu.leader {
 		return kerr.NotLeaderForPartition
 	}
-	if err := p.log.TruncateFullyAndStartAt(offset); err != nil {
+	if err := p.Log().TruncateFullyAndStartAt(offset); err != nil {
 		return fmt.Errorf("truncate %s-%d fully to start at %d: %w", p.Topic, p.Index, offset, err)
+	}
+	if err := p.truncateFutureLocked(true); err != nil {
+		return fmt.Errorf("truncate future log of %s-%d: %w", p.Topic, p.Index, err)
 	}
 	p.setHighWatermarkLocked(offset)
 	p.wakeLocked()

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/samsa-io/samsa/internal/record"
+	"github.com/samsa-io/samsa/internal/storage"
 )
 
 // Transactions in the data path, as Kafka's ProducerStateManager and
@@ -205,7 +206,7 @@ func (p *Partition) WriteTxnMarker(producerID int64, epoch int16, coordinatorEpo
 		Transactional:        true,
 		Control:              true,
 	}, []record.Record{{Timestamp: now, Key: key[:], Value: value[:]}})
-	base, err := p.log.Append(batch)
+	base, err := p.Log().Append(batch)
 	if err != nil {
 		return -1, fmt.Errorf("append transaction marker to %s-%d: %w", p.Topic, p.Index, err)
 	}
@@ -213,7 +214,7 @@ func (p *Partition) WriteTxnMarker(producerID int64, epoch int16, coordinatorEpo
 	t := p.mu.producers.endTxn(producerID, epoch, coordinatorEpoch, base, now)
 	p.mu.producers.voidVerification(producerID, epoch, transactionVersion)
 	if !commit {
-		if err := p.log.AppendAbortedTxn(t); err != nil {
+		if err := p.Log().AppendAbortedTxn(t); err != nil {
 			// The marker is in the log; the entry comes back on the
 			// next start, when the marker is replayed.
 			p.logger.Error("recording aborted transaction in .txnindex", "producer.id", producerID, "offset", base, "err", err)
@@ -271,7 +272,11 @@ func (p *Partition) ReadIsolated(offset int64, maxBytes int, minOne bool, readCo
 		upper = h.NextOffset()
 		rest = rest[h.Size():]
 	}
-	found, err := p.log.CollectAbortedTxns(offset, upper)
+	var found []storage.AbortedTxn
+	err = p.onLog(func(l *storage.Log) (err error) {
+		found, err = l.CollectAbortedTxns(offset, upper)
+		return err
+	})
 	if err != nil {
 		return nil, s, nil, err
 	}

@@ -101,6 +101,24 @@ func TestFullDiskAnswersStorageError(t *testing.T) {
 	if _, err := adm.ListTopics(ctx); err != nil {
 		t.Fatalf("metadata while a partition is offline: %v", err)
 	}
+	// DescribeLogDirs says the directory is offline, as Kafka's does.
+	dirs, err := adm.DescribeBrokerLogDirs(ctx, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := dirs[data]; !ok || !errors.Is(d.Err, kerr.KafkaStorageError) || len(d.Topics) != 0 {
+		t.Fatalf("DescribeLogDirs of the failed directory: %+v", dirs)
+	}
+	// and AlterReplicaLogDirs refuses it.
+	var move kadm.AlterReplicaLogDirsReq
+	move.Add(data, kadm.TopicsSet{"full": {0: {}}})
+	moved, err := adm.AlterBrokerReplicaLogDirs(ctx, 1, move)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := moved["full"][0]; !errors.Is(r.Err, kerr.KafkaStorageError) {
+		t.Fatalf("AlterReplicaLogDirs to the failed directory: %+v", moved)
+	}
 
 	cl.Close()
 	if err := s.Close(); err == nil {

@@ -82,6 +82,13 @@ type LogManager struct {
 		closed  bool
 		offline map[string]error // failed log directories, until restart
 
+		// futures are the logs being filled for a move to another log
+		// directory (future_log.go), futureDirOf their directories;
+		// preferred is where a partition not hosted yet will be created.
+		futures     map[TopicPartition]*Log
+		futureDirOf map[TopicPartition]string
+		preferred   map[TopicPartition]string
+
 		cleanerCheckpoints map[TopicPartition]int64 // cleaner-offset-checkpoint of every dir
 		cleaning           map[TopicPartition]bool  // a cleaner is on it
 		uncleanable        map[TopicPartition]bool  // a pass failed: skipped until restart
@@ -95,6 +102,8 @@ type LogManager struct {
 	stopBackground chan struct{}
 	// dirFailures joins the goroutines handling a failed directory.
 	dirFailures sync.WaitGroup
+	// deletions joins the removal of logs replaced by their future logs.
+	deletions sync.WaitGroup
 }
 
 // NewLogManager checks cfg; call Load next.
@@ -135,6 +144,8 @@ func NewLogManager(cfg ManagerConfig) (*LogManager, error) {
 	m := &LogManager{cfg: cfg, logger: cfg.Logger}
 	m.mu.logs = map[TopicPartition]*Log{}
 	m.mu.dirOf = map[TopicPartition]string{}
+	m.mu.futures = map[TopicPartition]*Log{}
+	m.mu.futureDirOf = map[TopicPartition]string{}
 	m.mu.cleanerCheckpoints = map[TopicPartition]int64{}
 	m.mu.cleaning = map[TopicPartition]bool{}
 	m.mu.uncleanable = map[TopicPartition]bool{}
@@ -149,22 +160,31 @@ func NewLogManager(cfg ManagerConfig) (*LogManager, error) {
 // on must trigger recovery, and starts the checkpoint goroutine.
 func (m *LogManager) Load() error {
 	type result struct {
-		dir  string
-		logs map[TopicPartition]*Log
-		err  error
+		dir           string
+		logs, futures map[TopicPartition]*Log
+		err           error
 	}
 	results := make(chan result, len(m.cfg.Dirs))
 	for _, dir := range m.cfg.Dirs {
 		go func() {
-			logs, err := m.loadDir(dir)
-			results <- result{dir, logs, err}
+			logs, futures, err := m.loadDir(dir)
+			results <- result{dir, logs, futures, err}
 		}()
 	}
 	var err error
+	futures, futureDirOf := map[TopicPartition]*Log{}, map[TopicPartition]string{}
 	m.mu.Lock()
 	for range m.cfg.Dirs {
 		r := <-results
 		err = errors.Join(err, r.err)
+		for tp, f := range r.futures {
+			if other, dup := futureDirOf[tp]; dup {
+				err = errors.Join(err, fmt.Errorf("partition %s has future logs in both %s and %s", tp, other, r.dir))
+				f.Close()
+				continue
+			}
+			futures[tp], futureDirOf[tp] = f, r.dir
+		}
 		for tp, l := range r.logs {
 			if other, dup := m.mu.dirOf[tp]; dup {
 				err = errors.Join(err, fmt.Errorf("partition %s is in both %s and %s", tp, other, r.dir))
@@ -172,6 +192,13 @@ func (m *LogManager) Load() error {
 				continue
 			}
 			m.mu.logs[tp], m.mu.dirOf[tp] = l, r.dir
+		}
+	}
+	if err == nil {
+		err = m.adoptFuturesLocked(futures, futureDirOf)
+	} else {
+		for _, f := range futures {
+			f.Close()
 		}
 	}
 	m.mu.Unlock()
@@ -197,26 +224,26 @@ func (m *LogManager) Load() error {
 // __cluster_metadata-0). LogManager never opens it as a partition log.
 const MetadataLogDirName = metadata.MetadataTopicName + "-0"
 
-func (m *LogManager) loadDir(dir string) (map[TopicPartition]*Log, error) {
+func (m *LogManager) loadDir(dir string) (logs, futures map[TopicPartition]*Log, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	_, err := os.Stat(filepath.Join(dir, CleanShutdownFile))
+	_, err = os.Stat(filepath.Join(dir, CleanShutdownFile))
 	clean := err == nil
 	recoveryPoints, err := ReadCheckpoint(filepath.Join(dir, RecoveryPointCheckpointFile))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	startOffsets, err := ReadCheckpoint(filepath.Join(dir, LogStartOffsetCheckpointFile))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	logs := map[TopicPartition]*Log{}
+	logs, futures = map[TopicPartition]*Log{}, map[TopicPartition]*Log{}
 	for _, e := range entries {
 		name := e.Name()
 		if !e.IsDir() || name == MetadataLogDirName {
@@ -227,8 +254,17 @@ func (m *LogManager) loadDir(dir string) (map[TopicPartition]*Log, error) {
 		if strings.HasSuffix(name, "-delete") {
 			// A delete interrupted by a crash: finish it.
 			if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
-				return logs, err
+				return logs, futures, err
 			}
+			continue
+		}
+		if tp, ok := parseFutureDirName(name); ok {
+			// Recovered in full: no checkpoint covers future logs.
+			l, err := OpenWithOptions(filepath.Join(dir, name), m.cfg.DefaultLogConfig, m.logger, OpenOptions{})
+			if err != nil {
+				return logs, futures, err
+			}
+			futures[tp] = l
 			continue
 		}
 		topic, p, err := ParseLogDirName(name)
@@ -241,13 +277,13 @@ func (m *LogManager) loadDir(dir string) (map[TopicPartition]*Log, error) {
 		opts := OpenOptions{RecoveryPoint: rp, LogStartOffset: startOffsets[tp], CleanShutdown: clean && hasRP}
 		l, err := OpenWithOptions(filepath.Join(dir, name), m.cfg.DefaultLogConfig, m.logger, opts)
 		if err != nil {
-			return logs, err
+			return logs, futures, err
 		}
 		m.watch(l, dir)
 		logs[tp] = l
 	}
-	m.logger.Info("loaded log directory", "dir", dir, "logs", len(logs), "clean_shutdown", clean)
-	return logs, nil
+	m.logger.Info("loaded log directory", "dir", dir, "logs", len(logs), "future_logs", len(futures), "clean_shutdown", clean)
+	return logs, futures, nil
 }
 
 func (m *LogManager) run() {
@@ -329,6 +365,12 @@ func (m *LogManager) GetOrCreate(topic string, partition int32, topicID [16]byte
 		return l, nil
 	}
 	logDir, ok := m.leastLoadedDirLocked()
+	if d, pref := m.mu.preferred[tp]; pref {
+		if _, off := m.mu.offline[d]; !off {
+			logDir, ok = d, true
+		}
+		delete(m.mu.preferred, tp)
+	}
 	if !ok {
 		return nil, fmt.Errorf("%w: every log directory is offline", ErrStorage)
 	}
@@ -403,6 +445,11 @@ func (m *LogManager) dirFailed(dir string, err error) {
 			logs = append(logs, m.mu.logs[tp])
 		}
 	}
+	for tp, d := range m.mu.futureDirOf {
+		if d == dir {
+			logs = append(logs, m.mu.futures[tp])
+		}
+	}
 	online := len(m.cfg.Dirs) - len(m.mu.offline)
 	m.mu.Unlock()
 	for _, l := range logs {
@@ -466,6 +513,11 @@ func mergeConfig(cfg, def LogConfig) LogConfig {
 // of removing the files leaves a name Load recognises and finishes deleting.
 func (m *LogManager) Delete(topic string, partition int32) error {
 	tp := TopicPartition{topic, partition}
+	// The future log goes first: a future log without a current one is
+	// taken for a finished move at the next start.
+	if err := m.DropFuture(topic, partition); err != nil {
+		m.logger.Warn("deleting future log", "partition", tp.String(), "err", err)
+	}
 	m.mu.Lock()
 	l, ok := m.mu.logs[tp]
 	logDir := m.mu.dirOf[tp]
@@ -533,6 +585,7 @@ func (m *LogManager) Close() error {
 	m.mu.closed = true
 	m.mu.Unlock()
 	m.dirFailures.Wait()
+	m.deletions.Wait()
 	if m.stop != nil {
 		close(m.stop)
 		<-m.done
@@ -562,6 +615,12 @@ func (m *LogManager) closeLogs() map[string]bool {
 		if err := l.Close(); err != nil {
 			m.logger.Error("closing log", "partition", tp.String(), "err", err)
 			failed[m.mu.dirOf[tp]] = true
+		}
+	}
+	for tp, l := range m.mu.futures {
+		if err := l.Close(); err != nil {
+			m.logger.Error("closing future log", "partition", tp.String(), "err", err)
+			failed[m.mu.futureDirOf[tp]] = true
 		}
 	}
 	return failed

@@ -5,7 +5,8 @@
 # StreamsGroupCommand (with a Kafka Streams app from KAFKA_STREAMS_DIR),
 # FeatureCommand, ClusterTool, ShareGroupCommand and DumpLogSegments
 # reading Samsa's segment, offset-index and time-index files directly after
-# a clean stop;
+# a clean stop; LogDirsCommand and ReassignPartitionsCommand moving a
+# partition between two log.dirs;
 # then SASL/SCRAM with the Java client (users from ConfigCommand, KIP-368
 # re-authentication, delegation tokens from DelegationTokenCommand), and AclCommand against a node with an authorizer.
 # Needs SAMSA_BIN, INTEROP_RESULTS and KAFKA_TOOLS_DIR (the jars that
@@ -252,6 +253,53 @@ has "DumpLogSegments .timeindex entries" "$out" '^timestamp: [0-9]+ offset: [0-9
 matches_log "DumpLogSegments .timeindex matches log" $rc "$out" '^timestamp: [0-9]+ offset: [0-9]+$'
 out=$(kt DumpLogSegments --index-sanity-check --files "$seg.index,$seg.timeindex" 2>&1)
 expect_eq "$C" "DumpLogSegments --index-sanity-check" "2" "$(grep -c 'passed sanity check' <<<"$out")"
+
+# JBOD: a node with two log.dirs. LogDirsCommand (kafka-log-dirs.sh)
+# describes where moves-0 is; ReassignPartitionsCommand with "log_dirs" in
+# its JSON moves it to the other directory (AlterReplicaLogDirs) and
+# --verify waits for the move; the records are all there after it and
+# after a restart.
+jb="$work/jbod"
+if start_samsa "$jb/data" PLAINTEXT "log.dirs=$jb/a,$jb/b"; then
+	J=$SAMSA_ADDR
+	kt TopicCommand --bootstrap-server "$J" --create --topic moves --partitions 1 --replication-factor 1 >/dev/null 2>&1
+	seq 1 200 | kt ConsoleProducer --bootstrap-server "$J" --topic moves >/dev/null 2>&1
+	out=$(kt LogDirsCommand --bootstrap-server "$J" --describe --broker-list 1 --topic-list moves 2>&1)
+	src=$(grep -Eo '"partition":"moves-0","size":[0-9]+,"offsetLag":0,"isFuture":false\}\],"error":null,"logDir":"[^"]+"' <<<"$out" | sed 's/.*"logDir":"\([^"]*\)"/\1/')
+	case $src in
+	"$jb/a") dst="$jb/b" ;;
+	"$jb/b") dst="$jb/a" ;;
+	*) dst= ;;
+	esac
+	if [ -n "$dst" ]; then
+		record "$C" "LogDirsCommand --describe (two log.dirs)" pass
+		printf '{"version":1,"partitions":[{"topic":"moves","partition":0,"replicas":[1],"log_dirs":["%s"]}]}\n' "$dst" >"$work/move.json"
+		out=$(kt reassign.ReassignPartitionsCommand --bootstrap-server "$J" --reassignment-json-file "$work/move.json" --execute 2>&1)
+		has "ReassignPartitionsCommand --execute with log_dirs" "$out" "^Successfully started moving log directory to $dst for replica moves-0 with broker 1"
+		for _ in $(seq 1 50); do
+			out=$(kt reassign.ReassignPartitionsCommand --bootstrap-server "$J" --reassignment-json-file "$work/move.json" --verify 2>&1)
+			grep -q 'Reassignment of replica moves-0-1 completed successfully' <<<"$out" && break
+			sleep 0.2
+		done
+		has "ReassignPartitionsCommand --verify (log dir move done)" "$out" '^Reassignment of replica moves-0-1 completed successfully'
+		out=$(kt LogDirsCommand --bootstrap-server "$J" --describe --broker-list 1 --topic-list moves 2>&1)
+		has "LogDirsCommand --describe after the move" "$out" "\"partition\":\"moves-0\",\"size\":[0-9]+,\"offsetLag\":0,\"isFuture\":false\}\],\"error\":null,\"logDir\":\"$dst\""
+		out=$(kt consumer.ConsoleConsumer --bootstrap-server "$J" --topic moves --from-beginning --max-messages 200 --timeout-ms 20000 2>/dev/null)
+		expect_eq "$C" "ConsoleConsumer after the log dir move (200 records)" "$(seq 1 200)" "$out"
+		stop_samsa
+		if start_samsa "$jb/data" PLAINTEXT "log.dirs=$jb/a,$jb/b"; then
+			out=$(kt consumer.ConsoleConsumer --bootstrap-server "$SAMSA_ADDR" --topic moves --from-beginning --max-messages 200 --timeout-ms 20000 2>/dev/null)
+			expect_eq "$C" "ConsoleConsumer after the log dir move and a restart" "$(seq 1 200)" "$out"
+		else
+			record "$C" "ConsoleConsumer after the log dir move and a restart" fail "server did not restart"
+		fi
+	else
+		record "$C" "LogDirsCommand --describe (two log.dirs)" fail "moves-0 in neither log dir: $(head -c 150 <<<"$out")"
+	fi
+	stop_samsa
+else
+	record "$C" "LogDirsCommand: start samsa with two log.dirs" fail "server did not start"
+fi
 
 # SASL with the Java client: SCRAM users created with ConfigCommand
 # (AlterUserScramCredentials), then ConsoleProducer and ConsoleConsumer
