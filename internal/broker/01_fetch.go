@@ -24,13 +24,20 @@ package broker
 //     its own is newer) is read by Kafka's KRaft quorum only; Kafka 4.4's
 //     broker ignores it for partition fetches, and so does Samsa (a move
 //     of the high watermark already wakes a parked follower fetch).
-//   - Fetch sessions (KIP-227) are not kept: every response carries session
-//     id 0, which tells clients to send full requests. A request with
-//     session epoch 0 (INITIAL_EPOCH: open a session) or -1 (FINAL_EPOCH:
-//     no session; kafka-go sends it with session id -1) is a full fetch
-//     whatever its session id, as in Kafka's FetchManager.newContext; any
-//     other epoch continues a session, which is not found:
-//     FETCH_SESSION_ID_NOT_FOUND, so the client starts over.
+//   - Fetch sessions (KIP-227, v7+) as Kafka's FetchManager keeps them
+//     (internal/fetchsession): epoch 0 is a full fetch that opens a
+//     session when the cache has room (session id 0 otherwise), epoch -1
+//     a full fetch without one; either closes the session it names. A
+//     later epoch continues a session: the request names only changed and
+//     forgotten partitions, every partition of the session is read, and
+//     the response carries only those with records, a moved high
+//     watermark or log start offset, an error, a diverging epoch or a
+//     preferred replica. FETCH_SESSION_ID_NOT_FOUND for an unknown
+//     session, INVALID_FETCH_SESSION_EPOCH for an epoch out of step,
+//     FETCH_SESSION_TOPIC_ID_ERROR when a session opened with topic names
+//     (v7-12) continues with ids (v13+) or the reverse; each answered at
+//     once with no partitions. Followers' sessions are privileged in
+//     eviction. Before v7 there are no sessions.
 //   - current_leader_epoch is checked: older → FENCED_LEADER_EPOCH, newer →
 //     UNKNOWN_LEADER_EPOCH.
 //   - read_uncommitted consumers read up to the high watermark;
@@ -59,6 +66,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/config"
+	"github.com/samsa-io/samsa/internal/fetchsession"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/replica"
@@ -66,13 +75,15 @@ import (
 
 func handleFetch(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
-	if req.SessionEpoch != 0 && req.SessionEpoch != -1 {
+	replicaID := fetchReplicaID(req)
+	fctx := b.fetchSessions.NewContext(req.Version, req.SessionID, req.SessionEpoch, replicaID >= 0,
+		fetchRequestPartitions(req), forgottenPartitions(req), b.cfg.Now().UnixMilli())
+	if fctx.Kind == fetchsession.Error {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.Version = req.Version
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		resp.ErrorCode = fctx.ErrorCode
 		return resp, nil
 	}
-	replicaID := fetchReplicaID(req)
 	z := b.authz(c)
 	readable := z.topics(kmsg.ACLOperationRead)
 	if replicaID >= 0 {
@@ -81,109 +92,196 @@ func handleFetch(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Requ
 	}
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
-		resp, bytes, waitOn, urgent := b.fetchOnce(req, replicaID, readable)
-		if bytes >= int(req.MinBytes) || req.MaxWaitMillis <= 0 || len(waitOn) == 0 || urgent {
-			return resp, nil
+		r := b.fetchOnce(req, fctx.Partitions, replicaID, readable)
+		if r.total >= int(req.MinBytes) || req.MaxWaitMillis <= 0 || len(r.waitOn) == 0 || r.urgent {
+			return b.fetchResponse(req, fctx, r), nil
 		}
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
-			return resp, nil
+			return b.fetchResponse(req, fctx, r), nil
 		}
 		back := away(ctx) // waiting for records is not handling (quota.go)
-		appended := waitForAppend(ctx, waitOn, remaining)
+		appended := waitForAppend(ctx, r.waitOn, remaining)
 		back()
 		if !appended {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return resp, nil
+			return b.fetchResponse(req, fctx, r), nil
 		}
 	}
 }
 
-// fetchOnce reads every requested partition once, for a consumer
-// (replicaID -1) or a follower, of the topics readable allows. It returns
-// the response, how many record bytes it holds, the partitions whose
-// appends would change the answer, and whether reading a partition failed
-// or found a diverging epoch (then waiting would only delay the news).
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32, readable func(topic string) bool) (resp *kmsg.FetchResponse, total int, waitOn []<-chan struct{}, urgent bool) {
-	resp = req.ResponseKind().(*kmsg.FetchResponse)
-	resp.Version = req.Version
+// fetchRequestPartitions lists the partitions a request names, in order,
+// keyed by topic id from v13 and by name before.
+func fetchRequestPartitions(req *kmsg.FetchRequest) []fetchsession.Partition {
+	n := 0
+	for i := range req.Topics {
+		n += len(req.Topics[i].Partitions)
+	}
+	parts := make([]fetchsession.Partition, 0, n)
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		key := fetchsession.Key{Topic: rt.Topic}
+		if req.Version >= 13 {
+			key = fetchsession.Key{TopicID: rt.TopicID}
+		}
+		for _, rp := range rt.Partitions {
+			key.Partition = rp.Partition
+			parts = append(parts, fetchsession.Partition{Key: key, Request: fetchsession.Request{
+				FetchOffset:        rp.FetchOffset,
+				LogStartOffset:     rp.LogStartOffset,
+				MaxBytes:           rp.PartitionMaxBytes,
+				CurrentLeaderEpoch: rp.CurrentLeaderEpoch,
+				LastFetchedEpoch:   rp.LastFetchedEpoch,
+			}})
+		}
+	}
+	return parts
+}
+
+// forgottenPartitions lists the partitions a request drops from its
+// session.
+func forgottenPartitions(req *kmsg.FetchRequest) []fetchsession.Key {
+	var keys []fetchsession.Key
+	for _, ft := range req.ForgottenTopics {
+		key := fetchsession.Key{Topic: ft.Topic}
+		if req.Version >= 13 {
+			key = fetchsession.Key{TopicID: ft.TopicID}
+		}
+		for _, p := range ft.Partitions {
+			key.Partition = p
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+// fetchRead is one reading of a fetch's partitions.
+type fetchRead struct {
+	// parts answers each partition of the fetch context, in order;
+	// names are their topics' names ("" for an unknown topic id).
+	parts []kmsg.FetchResponseTopicPartition
+	names []string
+	// total is how many record bytes parts hold.
+	total int
+	// waitOn are the partitions whose appends would change the answer.
+	waitOn []<-chan struct{}
+	// urgent: reading a partition failed or found a diverging epoch
+	// (waiting would only delay the news).
+	urgent bool
+}
+
+// fetchOnce reads every partition of a fetch once, for a consumer
+// (replicaID -1) or a follower, of the topics readable allows.
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, parts []fetchsession.Partition, replicaID int32, readable func(topic string) bool) fetchRead {
 	img := b.cfg.Image()
 	budget := int(req.MaxBytes)
 	if req.Version < 3 || budget <= 0 {
 		budget = int(^uint32(0) >> 1)
 	}
-	for _, rt := range req.Topics {
-		st := kmsg.NewFetchResponseTopic()
-		st.Topic = rt.Topic
-		st.TopicID = rt.TopicID
-		var t *metadata.TopicImage
-		var known bool
-		if req.Version >= 13 {
-			t, known = img.TopicByID(metadata.Uuid(rt.TopicID))
-		} else {
-			t, known = img.Topic(rt.Topic)
+	r := fetchRead{parts: make([]kmsg.FetchResponseTopicPartition, len(parts)), names: make([]string, len(parts))}
+	var t *metadata.TopicImage
+	var known bool
+	for i, fp := range parts {
+		if i == 0 || fp.TopicID != parts[i-1].TopicID || fp.Topic != parts[i-1].Topic {
+			if req.Version >= 13 {
+				t, known = img.TopicByID(metadata.Uuid(fp.TopicID))
+			} else {
+				t, known = img.Topic(fp.Topic)
+			}
 		}
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewFetchResponseTopicPartition()
-			sp.Partition = rp.Partition
-			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
-			// Records are nullable on the wire, but Kafka always sends a
-			// (possibly empty) record set, and librdkafka rejects a null
-			// one ("invalid MessageSetSize -1").
-			sp.RecordBatches = []byte{}
-			name := rt.Topic
-			if known {
-				name = t.Name
+		sp := &r.parts[i]
+		sp.Default()
+		sp.Partition = fp.Partition
+		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+		// Records are nullable on the wire, but Kafka always sends a
+		// (possibly empty) record set, and librdkafka rejects a null
+		// one ("invalid MessageSetSize -1").
+		sp.RecordBatches = []byte{}
+		name := fp.Topic
+		if known {
+			name = t.Name
+		}
+		r.names[i] = name
+		if (known || req.Version < 13 || replicaID >= 0) && !readable(name) {
+			sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			continue
+		}
+		if !known {
+			sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if req.Version >= 13 {
+				sp.ErrorCode = kerr.UnknownTopicID.Code
 			}
-			if (known || req.Version < 13 || replicaID >= 0) && !readable(name) {
-				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
-				st.Partitions = append(st.Partitions, sp)
-				continue
-			}
-			if !known {
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				if req.Version >= 13 {
-					sp.ErrorCode = kerr.UnknownTopicID.Code
-				}
-				st.Partitions = append(st.Partitions, sp)
-				continue
-			}
-			p, ok := b.cfg.Replicas.Partition(t.Name, rp.Partition)
-			if !ok {
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				if rp.Partition >= 0 && int(rp.Partition) < len(t.Partitions) {
-					// In the metadata, so read, and not led here.
-					sp.ErrorCode = kerr.NotLeaderForPartition.Code
-					urgent = true
-				}
-				st.Partitions = append(st.Partitions, sp)
-				continue
-			}
-			maxBytes := min(int(rp.PartitionMaxBytes), budget-total)
-			var n int
-			switch {
-			case replicaID >= 0:
-				waitOn = append(waitOn, p.Appended())
-				n = b.fetchForFollower(p, replicaID, rp, &sp, maxBytes)
-			case !p.IsLeader():
+			continue
+		}
+		p, ok := b.cfg.Replicas.Partition(t.Name, fp.Partition)
+		if !ok {
+			sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if fp.Partition >= 0 && int(fp.Partition) < len(t.Partitions) {
+				// In the metadata, so read, and not led here.
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
-			default:
-				waitOn = append(waitOn, p.Appended())
-				n = b.fetchPartition(p, rp, &sp, maxBytes, total == 0, req.IsolationLevel == 1)
+				r.urgent = true
 			}
-			total += n
-			urgent = urgent || sp.ErrorCode != 0 || sp.DivergingEpoch.Epoch >= 0
-			st.Partitions = append(st.Partitions, sp)
+			continue
 		}
-		resp.Topics = append(resp.Topics, st)
+		maxBytes := min(int(fp.MaxBytes), budget-r.total)
+		var n int
+		switch {
+		case replicaID >= 0:
+			r.waitOn = append(r.waitOn, p.Appended())
+			n = b.fetchForFollower(p, replicaID, fp.Request, sp, maxBytes)
+		case !p.IsLeader():
+			sp.ErrorCode = kerr.NotLeaderForPartition.Code
+		default:
+			r.waitOn = append(r.waitOn, p.Appended())
+			n = b.fetchPartition(p, fp.Request, sp, maxBytes, r.total == 0, req.IsolationLevel == 1)
+		}
+		r.total += n
+		r.urgent = r.urgent || sp.ErrorCode != 0 || sp.DivergingEpoch.Epoch >= 0
 	}
-	return resp, total, waitOn, urgent
+	return r
+}
+
+// fetchResponse completes the fetch context with what was read and
+// builds the response: every partition read, except that an incremental
+// response leaves out those with nothing new. Consecutive partitions of
+// one topic share a topic entry, as in Kafka's FetchResponse.
+func (b *Broker) fetchResponse(req *kmsg.FetchRequest, fctx *fetchsession.Context, r fetchRead) *kmsg.FetchResponse {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.Version = req.Version
+	results := make([]fetchsession.Result, len(r.parts))
+	for i := range r.parts {
+		sp := &r.parts[i]
+		results[i] = fetchsession.Result{RecordBytes: len(sp.RecordBatches), HighWatermark: sp.HighWatermark,
+			LogStartOffset: sp.LogStartOffset, ErrorCode: sp.ErrorCode, PreferredReplica: sp.PreferredReadReplica,
+			Diverging: sp.DivergingEpoch.Epoch >= 0}
+	}
+	var include []bool
+	resp.SessionID, resp.ErrorCode, include = fctx.Respond(results, b.cfg.Now().UnixMilli())
+	if resp.ErrorCode != 0 {
+		return resp
+	}
+	var prev *fetchsession.Partition
+	for i := range fctx.Partitions {
+		if include != nil && !include[i] {
+			continue
+		}
+		fp := &fctx.Partitions[i]
+		if prev == nil || fp.TopicID != prev.TopicID || fp.Topic != prev.Topic {
+			st := kmsg.NewFetchResponseTopic()
+			st.Topic, st.TopicID = r.names[i], fp.TopicID
+			resp.Topics = append(resp.Topics, st)
+		}
+		prev = fp
+		st := &resp.Topics[len(resp.Topics)-1]
+		st.Partitions = append(st.Partitions, r.parts[i])
+	}
+	return resp
 }
 
 // fetchPartition fills one partition's answer and returns its byte count.
-func (b *Broker) fetchPartition(p *replica.Partition, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, maxBytes int, first, readCommitted bool) int {
+func (b *Broker) fetchPartition(p *replica.Partition, rp fetchsession.Request, sp *kmsg.FetchResponseTopicPartition, maxBytes int, first, readCommitted bool) int {
 	off := p.Offsets()
 	sp.HighWatermark = off.HighWatermark
 	sp.LastStableOffset = off.LastStableOffset
@@ -217,7 +315,7 @@ func (b *Broker) fetchPartition(p *replica.Partition, rp kmsg.FetchRequestTopicP
 
 // fetchForFollower serves one partition to a follower replica and
 // returns the byte count.
-func (b *Broker) fetchForFollower(p *replica.Partition, replicaID int32, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, maxBytes int) int {
+func (b *Broker) fetchForFollower(p *replica.Partition, replicaID int32, rp fetchsession.Request, sp *kmsg.FetchResponseTopicPartition, maxBytes int) int {
 	res, err := p.FetchForFollower(replica.FollowerFetch{
 		ReplicaID:          replicaID,
 		FetchOffset:        rp.FetchOffset,
@@ -257,6 +355,17 @@ func waitForAppend(ctx context.Context, chans []<-chan struct{}, timeout time.Du
 	}
 	i, _, _ := reflect.Select(cases)
 	return i >= 2
+}
+
+// newFetchSessions is the broker's fetch session cache, of
+// max.incremental.fetch.session.cache.slots sessions (Kafka's default
+// without a configuration).
+func newFetchSessions(cfg *config.Config) *fetchsession.Cache {
+	slots := 1000
+	if cfg != nil {
+		slots = cfg.MaxIncrementalFetchSessionCacheSlots
+	}
+	return fetchsession.NewCache(slots)
 }
 
 // fetchReplicaID is the replica a Fetch comes from: a follower's node id,
