@@ -8,11 +8,14 @@ package broker
 //     response, except that the first partition with data returns at least
 //     one whole batch even when it is larger (KIP-74), so a consumer can
 //     always make progress.
-//   - Long poll: when fewer than min_bytes are ready, the request waits up
-//     to max_wait_ms for an append to any of its partitions — unless
-//     reading a partition failed (OFFSET_OUT_OF_RANGE, NOT_LEADER, a
-//     leader epoch error, ...) or found a diverging epoch, which is
-//     answered at once, as Kafka's ReplicaManager.fetchMessages does
+//   - Long poll: when fewer than min_bytes are ready, the request parks
+//     up to max_wait_ms, as in Kafka's fetch purgatory (DelayedFetch):
+//     each append, high watermark move or role change of one of its
+//     partitions re-reads that partition alone, and the fetch answers
+//     once its partitions hold min_bytes. Reading a partition that
+//     fails (OFFSET_OUT_OF_RANGE, NOT_LEADER, a leader epoch error, ...)
+//     or finds a diverging epoch answers at once, before or while
+//     parked, as Kafka's ReplicaManager.fetchMessages does
 //     (errorReadingData). A partition refused before it is read (not
 //     authorized, unknown topic, no such partition) does not end the
 //     wait, as Kafka filters those out first; a fetch with nothing else
@@ -60,7 +63,6 @@ package broker
 
 import (
 	"context"
-	"reflect"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -91,23 +93,48 @@ func handleFetch(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Requ
 		readable = func(string) bool { return ok }
 	}
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	r := b.fetchOnce(req, fctx.Partitions, replicaID, readable)
+	if r.total >= int(req.MinBytes) || req.MaxWaitMillis <= 0 || len(r.watch) == 0 || r.urgent {
+		return b.fetchResponse(req, fctx, r), nil
+	}
+	if err := b.parkFetch(ctx, req, fctx, r, time.Until(deadline)); err != nil {
+		return nil, err
+	}
+	return b.fetchResponse(req, fctx, r), nil
+}
+
+// parkFetch waits, at most timeout, until the partitions of r that
+// changed since they were read hold min_bytes in all, or one of them
+// fails (Kafka's DelayedFetch): each append, high watermark move or role
+// change of a watched partition re-reads that partition alone.
+func (b *Broker) parkFetch(ctx context.Context, req *kmsg.FetchRequest, fctx *fetchsession.Context, r *fetchRead, timeout time.Duration) error {
+	if timeout <= 0 {
+		return nil
+	}
+	back := away(ctx) // waiting for records is not handling (quota.go)
+	defer back()
+	w := replica.NewFetchWaiter(len(r.parts))
+	defer w.Stop()
+	for _, i := range r.watch {
+		w.Watch(r.ps[i], i, r.moves[i])
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var changed []int
 	for {
-		r := b.fetchOnce(req, fctx.Partitions, replicaID, readable)
-		if r.total >= int(req.MinBytes) || req.MaxWaitMillis <= 0 || len(r.waitOn) == 0 || r.urgent {
-			return b.fetchResponse(req, fctx, r), nil
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			return nil
+		case <-w.C:
 		}
-		remaining := time.Until(deadline)
-		if remaining <= 0 {
-			return b.fetchResponse(req, fctx, r), nil
+		changed = w.Changed(changed[:0])
+		for _, i := range changed {
+			b.readPartition(req, r, i, fctx.Partitions[i].Request)
 		}
-		back := away(ctx) // waiting for records is not handling (quota.go)
-		appended := waitForAppend(ctx, r.waitOn, remaining)
-		back()
-		if !appended {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return b.fetchResponse(req, fctx, r), nil
+		if r.total >= int(req.MinBytes) || r.urgent {
+			return nil
 		}
 	}
 }
@@ -157,16 +184,23 @@ func forgottenPartitions(req *kmsg.FetchRequest) []fetchsession.Key {
 	return keys
 }
 
-// fetchRead is one reading of a fetch's partitions.
+// fetchRead is the reading of a fetch's partitions.
 type fetchRead struct {
+	replicaID int32 // -1: a consumer
+	budget    int   // max_bytes
 	// parts answers each partition of the fetch context, in order;
 	// names are their topics' names ("" for an unknown topic id).
 	parts []kmsg.FetchResponseTopicPartition
 	names []string
+	// ps are the partitions read (nil: refused before reading), and
+	// moves their Partition.Moves when last read.
+	ps    []*replica.Partition
+	moves []uint64
+	// watch are the indexes of the partitions read, whose changes a
+	// parked fetch waits for.
+	watch []int
 	// total is how many record bytes parts hold.
 	total int
-	// waitOn are the partitions whose appends would change the answer.
-	waitOn []<-chan struct{}
 	// urgent: reading a partition failed or found a diverging epoch
 	// (waiting would only delay the news).
 	urgent bool
@@ -174,13 +208,15 @@ type fetchRead struct {
 
 // fetchOnce reads every partition of a fetch once, for a consumer
 // (replicaID -1) or a follower, of the topics readable allows.
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest, parts []fetchsession.Partition, replicaID int32, readable func(topic string) bool) fetchRead {
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, parts []fetchsession.Partition, replicaID int32, readable func(topic string) bool) *fetchRead {
 	img := b.cfg.Image()
 	budget := int(req.MaxBytes)
 	if req.Version < 3 || budget <= 0 {
 		budget = int(^uint32(0) >> 1)
 	}
-	r := fetchRead{parts: make([]kmsg.FetchResponseTopicPartition, len(parts)), names: make([]string, len(parts))}
+	r := &fetchRead{replicaID: replicaID, budget: budget,
+		parts: make([]kmsg.FetchResponseTopicPartition, len(parts)), names: make([]string, len(parts)),
+		ps: make([]*replica.Partition, len(parts)), moves: make([]uint64, len(parts))}
 	var t *metadata.TopicImage
 	var known bool
 	for i, fp := range parts {
@@ -192,13 +228,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, parts []fetchsession.Partitio
 			}
 		}
 		sp := &r.parts[i]
-		sp.Default()
-		sp.Partition = fp.Partition
-		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
-		// Records are nullable on the wire, but Kafka always sends a
-		// (possibly empty) record set, and librdkafka rejects a null
-		// one ("invalid MessageSetSize -1").
-		sp.RecordBatches = []byte{}
+		resetFetchPartition(sp, fp.Partition)
 		name := fp.Topic
 		if known {
 			name = t.Name
@@ -225,29 +255,49 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, parts []fetchsession.Partitio
 			}
 			continue
 		}
-		maxBytes := min(int(fp.MaxBytes), budget-r.total)
-		var n int
-		switch {
-		case replicaID >= 0:
-			r.waitOn = append(r.waitOn, p.Appended())
-			n = b.fetchForFollower(p, replicaID, fp.Request, sp, maxBytes)
-		case !p.IsLeader():
-			sp.ErrorCode = kerr.NotLeaderForPartition.Code
-		default:
-			r.waitOn = append(r.waitOn, p.Appended())
-			n = b.fetchPartition(p, fp.Request, sp, maxBytes, r.total == 0, req.IsolationLevel == 1)
-		}
-		r.total += n
-		r.urgent = r.urgent || sp.ErrorCode != 0 || sp.DivergingEpoch.Epoch >= 0
+		r.ps[i] = p
+		r.watch = append(r.watch, i)
+		b.readPartition(req, r, i, fp.Request)
 	}
 	return r
+}
+
+// resetFetchPartition makes sp the answer of a partition not read yet.
+func resetFetchPartition(sp *kmsg.FetchResponseTopicPartition, partition int32) {
+	sp.Default()
+	sp.Partition = partition
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+	// Records are nullable on the wire, but Kafka always sends a
+	// (possibly empty) record set, and librdkafka rejects a null one
+	// ("invalid MessageSetSize -1").
+	sp.RecordBatches = []byte{}
+}
+
+// readPartition reads partition i of r (again), replacing its answer.
+func (b *Broker) readPartition(req *kmsg.FetchRequest, r *fetchRead, i int, rp fetchsession.Request) {
+	sp, p := &r.parts[i], r.ps[i]
+	r.total -= len(sp.RecordBatches)
+	resetFetchPartition(sp, sp.Partition)
+	r.moves[i] = p.Moves()
+	maxBytes := min(int(rp.MaxBytes), r.budget-r.total)
+	var n int
+	switch {
+	case r.replicaID >= 0:
+		n = b.fetchForFollower(p, r.replicaID, rp, sp, maxBytes)
+	case !p.IsLeader():
+		sp.ErrorCode = kerr.NotLeaderForPartition.Code
+	default:
+		n = b.fetchPartition(p, rp, sp, maxBytes, r.total == 0, req.IsolationLevel == 1)
+	}
+	r.total += n
+	r.urgent = r.urgent || sp.ErrorCode != 0 || sp.DivergingEpoch.Epoch >= 0
 }
 
 // fetchResponse completes the fetch context with what was read and
 // builds the response: every partition read, except that an incremental
 // response leaves out those with nothing new. Consecutive partitions of
 // one topic share a topic entry, as in Kafka's FetchResponse.
-func (b *Broker) fetchResponse(req *kmsg.FetchRequest, fctx *fetchsession.Context, r fetchRead) *kmsg.FetchResponse {
+func (b *Broker) fetchResponse(req *kmsg.FetchRequest, fctx *fetchsession.Context, r *fetchRead) *kmsg.FetchResponse {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.Version = req.Version
 	results := make([]fetchsession.Result, len(r.parts))
@@ -339,22 +389,6 @@ func (b *Broker) fetchForFollower(p *replica.Partition, replicaID int32, rp fetc
 		sp.RecordBatches = res.Records
 	}
 	return len(res.Records)
-}
-
-// waitForAppend waits until one of chans is closed (an append happened),
-// the timeout passes or ctx ends. It reports whether an append happened.
-func waitForAppend(ctx context.Context, chans []<-chan struct{}, timeout time.Duration) bool {
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	cases := make([]reflect.SelectCase, 0, len(chans)+2)
-	cases = append(cases,
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)})
-	for _, ch := range chans {
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
-	}
-	i, _, _ := reflect.Select(cases)
-	return i >= 2
 }
 
 // newFetchSessions is the broker's fetch session cache, of
