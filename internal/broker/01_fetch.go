@@ -20,6 +20,10 @@ package broker
 //     authorized, unknown topic, no such partition) does not end the
 //     wait, as Kafka filters those out first; a fetch with nothing else
 //     is answered at once.
+//   - A follower's parked fetch also answers when this node starts
+//     leading a partition the follower replicates, so that its next
+//     fetch can name the new partition at once (a fetch's partitions are
+//     fixed when it is sent).
 //   - Topics are named up to v12 and given by id from v13
 //     (UNKNOWN_TOPIC_ID for an id we do not know).
 //   - v18's per-partition HighWatermark (KIP-1166: the high watermark the
@@ -63,6 +67,7 @@ package broker
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -115,6 +120,12 @@ func (b *Broker) parkFetch(ctx context.Context, req *kmsg.FetchRequest, fctx *fe
 	defer back()
 	w := replica.NewFetchWaiter(len(r.parts))
 	defer w.Stop()
+	var kicked <-chan struct{}
+	if r.replicaID >= 0 {
+		var unpark func()
+		kicked, unpark = b.parkedFollowers.park(r.replicaID)
+		defer unpark()
+	}
 	for _, i := range r.watch {
 		w.Watch(r.ps[i], i, r.moves[i])
 	}
@@ -127,6 +138,8 @@ func (b *Broker) parkFetch(ctx context.Context, req *kmsg.FetchRequest, fctx *fe
 			return ctx.Err()
 		case <-timer.C:
 			return nil
+		case <-kicked:
+			return nil
 		case <-w.C:
 		}
 		changed = w.Changed(changed[:0])
@@ -137,6 +150,60 @@ func (b *Broker) parkFetch(ctx context.Context, req *kmsg.FetchRequest, fctx *fe
 			return nil
 		}
 	}
+}
+
+// followerFetches are the parked fetches of follower replicas, by
+// replica id. When this node starts leading a partition, the parked
+// fetches of its followers answer at once, so that they fetch the new
+// partition now rather than after replica.fetch.wait.max.ms (a follower
+// adds a partition to its next fetch only). The zero value is ready.
+type followerFetches struct {
+	mu     sync.Mutex
+	parked map[int32]map[chan struct{}]struct{}
+}
+
+// park registers a parked fetch of replica id; kicked receives when it
+// should answer. unpark ends the registration.
+func (f *followerFetches) park(id int32) (kicked <-chan struct{}, unpark func()) {
+	ch := make(chan struct{}, 1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.parked == nil {
+		f.parked = make(map[int32]map[chan struct{}]struct{})
+	}
+	if f.parked[id] == nil {
+		f.parked[id] = make(map[chan struct{}]struct{})
+	}
+	f.parked[id][ch] = struct{}{}
+	return ch, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		delete(f.parked[id], ch)
+		if len(f.parked[id]) == 0 {
+			delete(f.parked, id)
+		}
+	}
+}
+
+// kick answers the parked fetches of the replicas ids.
+func (f *followerFetches) kick(ids []int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, id := range ids {
+		for ch := range f.parked[id] {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// count is how many fetches of replica id are parked.
+func (f *followerFetches) count(id int32) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.parked[id])
 }
 
 // fetchRequestPartitions lists the partitions a request names, in order,

@@ -110,6 +110,8 @@ type Broker struct {
 	}
 	// fetchSessions are the incremental fetch sessions (01_fetch.go).
 	fetchSessions *fetchsession.Cache
+	// parkedFollowers are the followers' parked fetches (01_fetch.go).
+	parkedFollowers followerFetches
 }
 
 // handler answers one API. It returns the response with its version set
