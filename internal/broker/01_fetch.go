@@ -108,10 +108,11 @@ func handleFetch(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Requ
 	return b.fetchResponse(req, fctx, r), nil
 }
 
-// parkFetch waits, at most timeout, until the partitions of r that
-// changed since they were read hold min_bytes in all, or one of them
-// fails (Kafka's DelayedFetch): each append, high watermark move or role
-// change of a watched partition re-reads that partition alone.
+// parkFetch waits, at most timeout, until the partitions of r hold
+// min_bytes in all or one of them fails (Kafka's DelayedFetch): each
+// append, high watermark move or role change of a watched partition
+// re-reads that partition alone. A follower's fetch also ends when this
+// node starts leading one of its partitions (followerFetches).
 func (b *Broker) parkFetch(ctx context.Context, req *kmsg.FetchRequest, fctx *fetchsession.Context, r *fetchRead, timeout time.Duration) error {
 	if timeout <= 0 {
 		return nil
