@@ -8,8 +8,9 @@ import (
 
 // startBroker starts a fresh single-node Samsa server in-process for one
 // test and returns its bootstrap address ("host:port"). Tests reach the
-// broker only through this address over TCP.
-func startBroker(t *testing.T) string {
+// broker only through this address over TCP. extra are key=value
+// overrides of the server's configuration.
+func startBroker(t *testing.T, extra ...string) string {
 	t.Helper()
-	return servertest.Addr(servertest.Start(t))
+	return servertest.Addr(servertest.Start(t, extra...))
 }

@@ -8,15 +8,22 @@ package broker
 //     response, except that the first partition with data returns at least
 //     one whole batch even when it is larger (KIP-74), so a consumer can
 //     always make progress.
-//   - Long poll: when fewer than min_bytes are ready, the request waits up
-//     to max_wait_ms for an append to any of its partitions — unless
-//     reading a partition failed (OFFSET_OUT_OF_RANGE, NOT_LEADER, a
-//     leader epoch error, ...) or found a diverging epoch, which is
-//     answered at once, as Kafka's ReplicaManager.fetchMessages does
+//   - Long poll: when fewer than min_bytes are ready, the request parks
+//     up to max_wait_ms, as in Kafka's fetch purgatory (DelayedFetch):
+//     each append, high watermark move or role change of one of its
+//     partitions re-reads that partition alone, and the fetch answers
+//     once its partitions hold min_bytes. Reading a partition that
+//     fails (OFFSET_OUT_OF_RANGE, NOT_LEADER, a leader epoch error, ...)
+//     or finds a diverging epoch answers at once, before or while
+//     parked, as Kafka's ReplicaManager.fetchMessages does
 //     (errorReadingData). A partition refused before it is read (not
 //     authorized, unknown topic, no such partition) does not end the
 //     wait, as Kafka filters those out first; a fetch with nothing else
 //     is answered at once.
+//   - A follower's parked fetch also answers when this node starts
+//     leading a partition the follower replicates, so that its next
+//     fetch can name the new partition at once (a fetch's partitions are
+//     fixed when it is sent).
 //   - Topics are named up to v12 and given by id from v13
 //     (UNKNOWN_TOPIC_ID for an id we do not know).
 //   - v18's per-partition HighWatermark (KIP-1166: the high watermark the
@@ -24,13 +31,20 @@ package broker
 //     its own is newer) is read by Kafka's KRaft quorum only; Kafka 4.4's
 //     broker ignores it for partition fetches, and so does Samsa (a move
 //     of the high watermark already wakes a parked follower fetch).
-//   - Fetch sessions (KIP-227) are not kept: every response carries session
-//     id 0, which tells clients to send full requests. A request with
-//     session epoch 0 (INITIAL_EPOCH: open a session) or -1 (FINAL_EPOCH:
-//     no session; kafka-go sends it with session id -1) is a full fetch
-//     whatever its session id, as in Kafka's FetchManager.newContext; any
-//     other epoch continues a session, which is not found:
-//     FETCH_SESSION_ID_NOT_FOUND, so the client starts over.
+//   - Fetch sessions (KIP-227, v7+) as Kafka's FetchManager keeps them
+//     (internal/fetchsession): epoch 0 is a full fetch that opens a
+//     session when the cache has room (session id 0 otherwise), epoch -1
+//     a full fetch without one; either closes the session it names. A
+//     later epoch continues a session: the request names only changed and
+//     forgotten partitions, every partition of the session is read, and
+//     the response carries only those with records, a moved high
+//     watermark or log start offset, an error, a diverging epoch or a
+//     preferred replica. FETCH_SESSION_ID_NOT_FOUND for an unknown
+//     session, INVALID_FETCH_SESSION_EPOCH for an epoch out of step,
+//     FETCH_SESSION_TOPIC_ID_ERROR when a session opened with topic names
+//     (v7-12) continues with ids (v13+) or the reverse; each answered at
+//     once with no partitions. Followers' sessions are privileged in
+//     eviction. Before v7 there are no sessions.
 //   - current_leader_epoch is checked: older → FENCED_LEADER_EPOCH, newer →
 //     UNKNOWN_LEADER_EPOCH.
 //   - read_uncommitted consumers read up to the high watermark;
@@ -53,12 +67,14 @@ package broker
 
 import (
 	"context"
-	"reflect"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/config"
+	"github.com/samsa-io/samsa/internal/fetchsession"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/replica"
@@ -66,13 +82,15 @@ import (
 
 func handleFetch(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
-	if req.SessionEpoch != 0 && req.SessionEpoch != -1 {
+	replicaID := fetchReplicaID(req)
+	fctx := b.fetchSessions.NewContext(req.Version, req.SessionID, req.SessionEpoch, replicaID >= 0,
+		fetchRequestPartitions(req), forgottenPartitions(req), b.cfg.Now().UnixMilli())
+	if fctx.Kind == fetchsession.Error {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.Version = req.Version
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		resp.ErrorCode = fctx.ErrorCode
 		return resp, nil
 	}
-	replicaID := fetchReplicaID(req)
 	z := b.authz(c)
 	readable := z.topics(kmsg.ACLOperationRead)
 	if replicaID >= 0 {
@@ -80,110 +98,308 @@ func handleFetch(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Requ
 		readable = func(string) bool { return ok }
 	}
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	r := b.fetchOnce(req, fctx.Partitions, replicaID, readable)
+	if r.total >= int(req.MinBytes) || req.MaxWaitMillis <= 0 || len(r.watch) == 0 || r.urgent {
+		return b.fetchResponse(req, fctx, r), nil
+	}
+	if err := b.parkFetch(ctx, req, fctx, r, time.Until(deadline)); err != nil {
+		return nil, err
+	}
+	return b.fetchResponse(req, fctx, r), nil
+}
+
+// parkFetch waits, at most timeout, until the partitions of r hold
+// min_bytes in all or one of them fails (Kafka's DelayedFetch): each
+// append, high watermark move or role change of a watched partition
+// re-reads that partition alone. A follower's fetch also ends when this
+// node starts leading one of its partitions (followerFetches).
+func (b *Broker) parkFetch(ctx context.Context, req *kmsg.FetchRequest, fctx *fetchsession.Context, r *fetchRead, timeout time.Duration) error {
+	if timeout <= 0 {
+		return nil
+	}
+	back := away(ctx) // waiting for records is not handling (quota.go)
+	defer back()
+	w := replica.NewFetchWaiter(len(r.parts))
+	defer w.Stop()
+	var kicked <-chan struct{}
+	if r.replicaID >= 0 {
+		var unpark func()
+		kicked, unpark = b.parkedFollowers.park(r.replicaID)
+		defer unpark()
+	}
+	for _, i := range r.watch {
+		w.Watch(r.ps[i], i, r.moves[i])
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var changed []int
 	for {
-		resp, bytes, waitOn, urgent := b.fetchOnce(req, replicaID, readable)
-		if bytes >= int(req.MinBytes) || req.MaxWaitMillis <= 0 || len(waitOn) == 0 || urgent {
-			return resp, nil
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			return nil
+		case <-kicked:
+			return nil
+		case <-w.C:
 		}
-		remaining := time.Until(deadline)
-		if remaining <= 0 {
-			return resp, nil
+		changed = w.Changed(changed[:0])
+		for _, i := range changed {
+			b.readPartition(req, r, i, fctx.Partitions[i].Request)
 		}
-		back := away(ctx) // waiting for records is not handling (quota.go)
-		appended := waitForAppend(ctx, waitOn, remaining)
-		back()
-		if !appended {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return resp, nil
+		if r.total >= int(req.MinBytes) || r.urgent {
+			return nil
 		}
 	}
 }
 
-// fetchOnce reads every requested partition once, for a consumer
-// (replicaID -1) or a follower, of the topics readable allows. It returns
-// the response, how many record bytes it holds, the partitions whose
-// appends would change the answer, and whether reading a partition failed
-// or found a diverging epoch (then waiting would only delay the news).
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32, readable func(topic string) bool) (resp *kmsg.FetchResponse, total int, waitOn []<-chan struct{}, urgent bool) {
-	resp = req.ResponseKind().(*kmsg.FetchResponse)
-	resp.Version = req.Version
+// followerFetches are the parked fetches of follower replicas, by
+// replica id. When this node starts leading a partition, the parked
+// fetches of its followers answer at once, so that they fetch the new
+// partition now rather than after replica.fetch.wait.max.ms (a follower
+// adds a partition to its next fetch only). The zero value is ready.
+type followerFetches struct {
+	mu     sync.Mutex
+	parked map[int32]map[chan struct{}]struct{}
+}
+
+// park registers a parked fetch of replica id; kicked receives when it
+// should answer. unpark ends the registration.
+func (f *followerFetches) park(id int32) (kicked <-chan struct{}, unpark func()) {
+	ch := make(chan struct{}, 1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.parked == nil {
+		f.parked = make(map[int32]map[chan struct{}]struct{})
+	}
+	if f.parked[id] == nil {
+		f.parked[id] = make(map[chan struct{}]struct{})
+	}
+	f.parked[id][ch] = struct{}{}
+	return ch, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		delete(f.parked[id], ch)
+		if len(f.parked[id]) == 0 {
+			delete(f.parked, id)
+		}
+	}
+}
+
+// kick answers the parked fetches of the replicas ids.
+func (f *followerFetches) kick(ids []int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, id := range ids {
+		for ch := range f.parked[id] {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// count is how many fetches of replica id are parked.
+func (f *followerFetches) count(id int32) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.parked[id])
+}
+
+// fetchRequestPartitions lists the partitions a request names, in order,
+// keyed by topic id from v13 and by name before.
+func fetchRequestPartitions(req *kmsg.FetchRequest) []fetchsession.Partition {
+	n := 0
+	for i := range req.Topics {
+		n += len(req.Topics[i].Partitions)
+	}
+	parts := make([]fetchsession.Partition, 0, n)
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		key := fetchsession.Key{Topic: rt.Topic}
+		if req.Version >= 13 {
+			key = fetchsession.Key{TopicID: rt.TopicID}
+		}
+		for _, rp := range rt.Partitions {
+			key.Partition = rp.Partition
+			parts = append(parts, fetchsession.Partition{Key: key, Request: fetchsession.Request{
+				FetchOffset:        rp.FetchOffset,
+				LogStartOffset:     rp.LogStartOffset,
+				MaxBytes:           rp.PartitionMaxBytes,
+				CurrentLeaderEpoch: rp.CurrentLeaderEpoch,
+				LastFetchedEpoch:   rp.LastFetchedEpoch,
+			}})
+		}
+	}
+	return parts
+}
+
+// forgottenPartitions lists the partitions a request drops from its
+// session.
+func forgottenPartitions(req *kmsg.FetchRequest) []fetchsession.Key {
+	var keys []fetchsession.Key
+	for _, ft := range req.ForgottenTopics {
+		key := fetchsession.Key{Topic: ft.Topic}
+		if req.Version >= 13 {
+			key = fetchsession.Key{TopicID: ft.TopicID}
+		}
+		for _, p := range ft.Partitions {
+			key.Partition = p
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+// fetchRead is the reading of a fetch's partitions.
+type fetchRead struct {
+	replicaID int32 // -1: a consumer
+	budget    int   // max_bytes
+	// parts answers each partition of the fetch context, in order;
+	// names are their topics' names ("" for an unknown topic id).
+	parts []kmsg.FetchResponseTopicPartition
+	names []string
+	// ps are the partitions read (nil: refused before reading), and
+	// moves their Partition.Moves when last read.
+	ps    []*replica.Partition
+	moves []uint64
+	// watch are the indexes of the partitions read, whose changes a
+	// parked fetch waits for.
+	watch []int
+	// total is how many record bytes parts hold.
+	total int
+	// urgent: reading a partition failed or found a diverging epoch
+	// (waiting would only delay the news).
+	urgent bool
+}
+
+// fetchOnce reads every partition of a fetch once, for a consumer
+// (replicaID -1) or a follower, of the topics readable allows.
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, parts []fetchsession.Partition, replicaID int32, readable func(topic string) bool) *fetchRead {
 	img := b.cfg.Image()
 	budget := int(req.MaxBytes)
 	if req.Version < 3 || budget <= 0 {
 		budget = int(^uint32(0) >> 1)
 	}
-	for _, rt := range req.Topics {
-		st := kmsg.NewFetchResponseTopic()
-		st.Topic = rt.Topic
-		st.TopicID = rt.TopicID
-		var t *metadata.TopicImage
-		var known bool
-		if req.Version >= 13 {
-			t, known = img.TopicByID(metadata.Uuid(rt.TopicID))
-		} else {
-			t, known = img.Topic(rt.Topic)
+	r := &fetchRead{replicaID: replicaID, budget: budget,
+		parts: make([]kmsg.FetchResponseTopicPartition, len(parts)), names: make([]string, len(parts)),
+		ps: make([]*replica.Partition, len(parts)), moves: make([]uint64, len(parts))}
+	var t *metadata.TopicImage
+	var known bool
+	for i, fp := range parts {
+		if i == 0 || fp.TopicID != parts[i-1].TopicID || fp.Topic != parts[i-1].Topic {
+			if req.Version >= 13 {
+				t, known = img.TopicByID(metadata.Uuid(fp.TopicID))
+			} else {
+				t, known = img.Topic(fp.Topic)
+			}
 		}
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewFetchResponseTopicPartition()
-			sp.Partition = rp.Partition
-			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
-			// Records are nullable on the wire, but Kafka always sends a
-			// (possibly empty) record set, and librdkafka rejects a null
-			// one ("invalid MessageSetSize -1").
-			sp.RecordBatches = []byte{}
-			name := rt.Topic
-			if known {
-				name = t.Name
+		sp := &r.parts[i]
+		resetFetchPartition(sp, fp.Partition)
+		name := fp.Topic
+		if known {
+			name = t.Name
+		}
+		r.names[i] = name
+		if (known || req.Version < 13 || replicaID >= 0) && !readable(name) {
+			sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			continue
+		}
+		if !known {
+			sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if req.Version >= 13 {
+				sp.ErrorCode = kerr.UnknownTopicID.Code
 			}
-			if (known || req.Version < 13 || replicaID >= 0) && !readable(name) {
-				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
-				st.Partitions = append(st.Partitions, sp)
-				continue
-			}
-			if !known {
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				if req.Version >= 13 {
-					sp.ErrorCode = kerr.UnknownTopicID.Code
-				}
-				st.Partitions = append(st.Partitions, sp)
-				continue
-			}
-			p, ok := b.cfg.Replicas.Partition(t.Name, rp.Partition)
-			if !ok {
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				if rp.Partition >= 0 && int(rp.Partition) < len(t.Partitions) {
-					// In the metadata, so read, and not led here.
-					sp.ErrorCode = kerr.NotLeaderForPartition.Code
-					urgent = true
-				}
-				st.Partitions = append(st.Partitions, sp)
-				continue
-			}
-			maxBytes := min(int(rp.PartitionMaxBytes), budget-total)
-			var n int
-			switch {
-			case replicaID >= 0:
-				waitOn = append(waitOn, p.Appended())
-				n = b.fetchForFollower(p, replicaID, rp, &sp, maxBytes)
-			case !p.IsLeader():
+			continue
+		}
+		p, ok := b.cfg.Replicas.Partition(t.Name, fp.Partition)
+		if !ok {
+			sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if fp.Partition >= 0 && int(fp.Partition) < len(t.Partitions) {
+				// In the metadata, so read, and not led here.
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
-			default:
-				waitOn = append(waitOn, p.Appended())
-				n = b.fetchPartition(p, rp, &sp, maxBytes, total == 0, req.IsolationLevel == 1)
+				r.urgent = true
 			}
-			total += n
-			urgent = urgent || sp.ErrorCode != 0 || sp.DivergingEpoch.Epoch >= 0
-			st.Partitions = append(st.Partitions, sp)
+			continue
 		}
-		resp.Topics = append(resp.Topics, st)
+		r.ps[i] = p
+		r.watch = append(r.watch, i)
+		b.readPartition(req, r, i, fp.Request)
 	}
-	return resp, total, waitOn, urgent
+	return r
+}
+
+// resetFetchPartition makes sp the answer of a partition not read yet.
+func resetFetchPartition(sp *kmsg.FetchResponseTopicPartition, partition int32) {
+	sp.Default()
+	sp.Partition = partition
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+	// Records are nullable on the wire, but Kafka always sends a
+	// (possibly empty) record set, and librdkafka rejects a null one
+	// ("invalid MessageSetSize -1").
+	sp.RecordBatches = []byte{}
+}
+
+// readPartition reads partition i of r (again), replacing its answer.
+func (b *Broker) readPartition(req *kmsg.FetchRequest, r *fetchRead, i int, rp fetchsession.Request) {
+	sp, p := &r.parts[i], r.ps[i]
+	r.total -= len(sp.RecordBatches)
+	resetFetchPartition(sp, sp.Partition)
+	r.moves[i] = p.Moves()
+	maxBytes := min(int(rp.MaxBytes), r.budget-r.total)
+	var n int
+	switch {
+	case r.replicaID >= 0:
+		n = b.fetchForFollower(p, r.replicaID, rp, sp, maxBytes)
+	case !p.IsLeader():
+		sp.ErrorCode = kerr.NotLeaderForPartition.Code
+	default:
+		n = b.fetchPartition(p, rp, sp, maxBytes, r.total == 0, req.IsolationLevel == 1)
+	}
+	r.total += n
+	r.urgent = r.urgent || sp.ErrorCode != 0 || sp.DivergingEpoch.Epoch >= 0
+}
+
+// fetchResponse completes the fetch context with what was read and
+// builds the response: every partition read, except that an incremental
+// response leaves out those with nothing new. Consecutive partitions of
+// one topic share a topic entry, as in Kafka's FetchResponse.
+func (b *Broker) fetchResponse(req *kmsg.FetchRequest, fctx *fetchsession.Context, r *fetchRead) *kmsg.FetchResponse {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.Version = req.Version
+	results := make([]fetchsession.Result, len(r.parts))
+	for i := range r.parts {
+		sp := &r.parts[i]
+		results[i] = fetchsession.Result{RecordBytes: len(sp.RecordBatches), HighWatermark: sp.HighWatermark,
+			LogStartOffset: sp.LogStartOffset, ErrorCode: sp.ErrorCode, PreferredReplica: sp.PreferredReadReplica,
+			Diverging: sp.DivergingEpoch.Epoch >= 0}
+	}
+	var include []bool
+	resp.SessionID, resp.ErrorCode, include = fctx.Respond(results, b.cfg.Now().UnixMilli())
+	if resp.ErrorCode != 0 {
+		return resp
+	}
+	var prev *fetchsession.Partition
+	for i := range fctx.Partitions {
+		if include != nil && !include[i] {
+			continue
+		}
+		fp := &fctx.Partitions[i]
+		if prev == nil || fp.TopicID != prev.TopicID || fp.Topic != prev.Topic {
+			st := kmsg.NewFetchResponseTopic()
+			st.Topic, st.TopicID = r.names[i], fp.TopicID
+			resp.Topics = append(resp.Topics, st)
+		}
+		prev = fp
+		st := &resp.Topics[len(resp.Topics)-1]
+		st.Partitions = append(st.Partitions, r.parts[i])
+	}
+	return resp
 }
 
 // fetchPartition fills one partition's answer and returns its byte count.
-func (b *Broker) fetchPartition(p *replica.Partition, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, maxBytes int, first, readCommitted bool) int {
+func (b *Broker) fetchPartition(p *replica.Partition, rp fetchsession.Request, sp *kmsg.FetchResponseTopicPartition, maxBytes int, first, readCommitted bool) int {
 	off := p.Offsets()
 	sp.HighWatermark = off.HighWatermark
 	sp.LastStableOffset = off.LastStableOffset
@@ -217,7 +433,7 @@ func (b *Broker) fetchPartition(p *replica.Partition, rp kmsg.FetchRequestTopicP
 
 // fetchForFollower serves one partition to a follower replica and
 // returns the byte count.
-func (b *Broker) fetchForFollower(p *replica.Partition, replicaID int32, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, maxBytes int) int {
+func (b *Broker) fetchForFollower(p *replica.Partition, replicaID int32, rp fetchsession.Request, sp *kmsg.FetchResponseTopicPartition, maxBytes int) int {
 	res, err := p.FetchForFollower(replica.FollowerFetch{
 		ReplicaID:          replicaID,
 		FetchOffset:        rp.FetchOffset,
@@ -243,20 +459,15 @@ func (b *Broker) fetchForFollower(p *replica.Partition, replicaID int32, rp kmsg
 	return len(res.Records)
 }
 
-// waitForAppend waits until one of chans is closed (an append happened),
-// the timeout passes or ctx ends. It reports whether an append happened.
-func waitForAppend(ctx context.Context, chans []<-chan struct{}, timeout time.Duration) bool {
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	cases := make([]reflect.SelectCase, 0, len(chans)+2)
-	cases = append(cases,
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)})
-	for _, ch := range chans {
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+// newFetchSessions is the broker's fetch session cache, of
+// max.incremental.fetch.session.cache.slots sessions (Kafka's default
+// without a configuration).
+func newFetchSessions(cfg *config.Config) *fetchsession.Cache {
+	slots := 1000
+	if cfg != nil {
+		slots = cfg.MaxIncrementalFetchSessionCacheSlots
 	}
-	i, _, _ := reflect.Select(cases)
-	return i >= 2
+	return fetchsession.NewCache(slots)
 }
 
 // fetchReplicaID is the replica a Fetch comes from: a follower's node id,

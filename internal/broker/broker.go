@@ -14,6 +14,7 @@ import (
 	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/controller"
 	"github.com/samsa-io/samsa/internal/coordinator"
+	"github.com/samsa-io/samsa/internal/fetchsession"
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/replica"
@@ -107,6 +108,10 @@ type Broker struct {
 		sync.Mutex
 		topics map[string]bool
 	}
+	// fetchSessions are the incremental fetch sessions (01_fetch.go).
+	fetchSessions *fetchsession.Cache
+	// parkedFollowers are the followers' parked fetches (01_fetch.go).
+	parkedFollowers followerFetches
 }
 
 // handler answers one API. It returns the response with its version set
@@ -125,7 +130,7 @@ func New(cfg Config) *Broker {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.timed() // delegates.go
-	b := &Broker{cfg: cfg, handlers: handlers()}
+	b := &Broker{cfg: cfg, handlers: handlers(), fetchSessions: newFetchSessions(cfg.Static)}
 	ranges := make([]wire.VersionRange, 0, len(b.handlers))
 	for k, h := range b.handlers {
 		ranges = append(ranges, wire.VersionRange{Key: k, Min: h.min, Max: h.max})

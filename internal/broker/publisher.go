@@ -75,9 +75,17 @@ func (b *Broker) publishPartition(t *metadata.TopicImage, p metadata.PartitionIm
 	if !follows {
 		b.cfg.Fetchers.Unfollow(tp)
 	}
+	ledBefore := false
+	if prev, hosted := b.cfg.Replicas.Partition(t.Name, p.Partition); hosted {
+		st := prev.State()
+		ledBefore = st.Leader == self && st.LeaderEpoch == p.LeaderEpoch
+	}
 	if _, err := b.cfg.Replicas.Ensure(t.Name, t.ID, p.Partition, partitionState(p), pcfg); err != nil {
 		b.cfg.Logger.Error("open partition", "topic", t.Name, "partition", p.Partition, "err", err)
 		return
+	}
+	if p.Leader == self && !ledBefore {
+		b.parkedFollowers.kick(p.Replicas) // 01_fetch.go
 	}
 	if follows {
 		b.cfg.Fetchers.Follow(tp, t.ID, p.Leader, p.LeaderEpoch)

@@ -81,7 +81,7 @@ var brokerKeyList = []*Key{
 	k("max.connections.per.ip.overrides", String, "", hostCounts{}, Medium, ClusterWide, "Per-IP or per-host connection limits, as host:count pairs."),
 	k("max.connection.creation.rate", Int, maxInt, atLeast(0), Medium, ClusterWide, "Maximum new connections per second on the broker."),
 	k("fetch.max.bytes", Int, "57671680", atLeast(1024), Medium, ReadOnly, "Most bytes returned by one fetch request."),
-	k("max.incremental.fetch.session.cache.slots", Int, "1000", atLeast(0), Medium, ReadOnly, "Maximum incremental fetch sessions kept."),
+	k("max.incremental.fetch.session.cache.slots", Int, "1000", atLeast(0), Medium, ReadOnly, "Most incremental fetch sessions (KIP-227) kept, split evenly over 8 shards; a new session goes to the next shard in turn and may evict only from its own shard."),
 	k("fetch.purgatory.purge.interval.requests", Int, "1000", nil, Medium, ReadOnly, "Purge interval, in requests, of the fetch purgatory."),
 	k("producer.purgatory.purge.interval.requests", Int, "1000", nil, Medium, ReadOnly, "Purge interval, in requests, of the produce purgatory."),
 	k("controlled.shutdown.enable", Boolean, "true", nil, Medium, ReadOnly, "Move leadership away before shutting down."),

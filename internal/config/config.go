@@ -139,6 +139,7 @@ type Config struct {
 	ReplicaFetchResponseMaxBytes             int32
 	ReplicaFetchMaxBytes                     int32
 	ReplicaFetchBackoffMs                    int32
+	MaxIncrementalFetchSessionCacheSlots     int
 	ReplicaHighWatermarkCheckpointIntervalMs int64
 
 	BrokerHeartbeatIntervalMs           int32
@@ -499,6 +500,7 @@ func (c *Config) fill() error {
 	c.ReplicaFetchResponseMaxBytes = c.i32("replica.fetch.response.max.bytes")
 	c.ReplicaFetchMaxBytes = c.i32("replica.fetch.max.bytes")
 	c.ReplicaFetchBackoffMs = c.i32("replica.fetch.backoff.ms")
+	c.MaxIncrementalFetchSessionCacheSlots = int(c.i32("max.incremental.fetch.session.cache.slots"))
 	c.ReplicaHighWatermarkCheckpointIntervalMs = c.i64("replica.high.watermark.checkpoint.interval.ms")
 	c.BrokerHeartbeatIntervalMs = c.i32("broker.heartbeat.interval.ms")
 	c.BrokerSessionTimeoutMs = c.i32("broker.session.timeout.ms")

@@ -4,9 +4,13 @@ package replica
 // ReplicaFetcherManager and ReplicaFetcherThread).
 //
 // A FetcherManager runs one replicaFetcher goroutine per source broker (the
-// leader of the partitions fetched). Each fetcher sends one full Fetch for
-// all of its partitions at a time (no fetch session), as replica NodeID,
-// and applies each partition's answer to the local replica: append,
+// leader of the partitions fetched). Each fetcher sends one Fetch for all
+// of its partitions at a time, as replica NodeID, in an incremental fetch
+// session (KIP-227) with the leader as Kafka's FetchSessionHandler keeps
+// one: after a full fetch that opens it, each fetch names only the
+// partitions whose fetch position changed and forgets those no longer
+// fetched, and the leader answers only the partitions with news. It
+// applies each partition's answer to the local replica: append,
 // high-watermark update, truncation on divergence or out of range. The
 // broker's metadata publisher adds and removes partitions (Follow,
 // Unfollow) as leaders change; it never waits on the network.
@@ -25,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/fetchsession"
 	"github.com/samsa-io/samsa/internal/kclient"
 	"github.com/samsa-io/samsa/internal/metadata"
 )
@@ -255,6 +260,7 @@ type replicaFetcher struct {
 
 	conn     PeerConn             // owned by run
 	lastWarn map[string]time.Time // owned by run
+	session  fetchSession         // owned by run
 
 	mu struct {
 		sync.Mutex
@@ -322,6 +328,7 @@ func (f *replicaFetcher) run(ctx context.Context) {
 			}
 			f.conn = conn
 		}
+		f.session.prepare(req)
 		kresp, err := f.conn.Request(ctx, req)
 		if errors.Is(err, kclient.ErrSessionExpired) {
 			// Not sent: the SASL session with the leader ends
@@ -345,10 +352,14 @@ func (f *replicaFetcher) run(ctx context.Context) {
 			continue
 		}
 		if resp.ErrorCode != 0 {
-			f.warn("fetch-error", "replica fetch refused", "leader", f.leader, "err", kerr.ErrorForCode(resp.ErrorCode))
-			backoff = f.cfg.Backoff
+			f.session.failed(resp.ErrorCode)
+			if !isSessionError(resp.ErrorCode) {
+				f.warn("fetch-error", "replica fetch refused", "leader", f.leader, "err", kerr.ErrorForCode(resp.ErrorCode))
+				backoff = f.cfg.Backoff
+			}
 			continue
 		}
+		f.session.succeeded(resp.SessionID)
 		// Failed partitions are delayed on their own (retryAt); the
 		// others go on at the leader's long-poll pace.
 		f.apply(ctx, resp, sent)
@@ -382,7 +393,6 @@ func (f *replicaFetcher) buildFetch() (*kmsg.FetchRequest, map[TopicPartition]se
 	req.MaxWaitMillis = f.cfg.MaxWaitMs
 	req.MinBytes = f.cfg.MinBytes
 	req.MaxBytes = f.cfg.MaxBytes
-	req.SessionID, req.SessionEpoch = 0, -1
 	sent := make(map[TopicPartition]sentPartition)
 	var next time.Time
 	now := f.cfg.Now()
@@ -600,6 +610,9 @@ func (f *replicaFetcher) closeConn() {
 		_ = f.conn.Close()
 		f.conn = nil
 	}
+	// What the leader holds is unknown now: start over with a full
+	// fetch that closes the session.
+	f.session.failed(kerr.InvalidFetchSessionEpoch.Code)
 }
 
 // warn logs at Warn, at most once per warnInterval for each key.
@@ -610,6 +623,111 @@ func (f *replicaFetcher) warn(key, msg string, args ...any) {
 	}
 	f.lastWarn[key] = now
 	f.cfg.Logger.Warn(msg, args...)
+}
+
+// fetchSession is a fetcher's side of its incremental fetch session with
+// the leader (Kafka's FetchSessionHandler). It is owned by run.
+type fetchSession struct {
+	id int32 // 0: none
+	// epoch is the next fetch's; 0 makes it a full fetch, which opens a
+	// session and closes the one id names.
+	epoch int32
+	// parts is what the leader's session holds: each partition with
+	// what was last sent for it; pending is what parts becomes when the
+	// fetch in flight succeeds.
+	parts, pending map[sessionKey]kmsg.FetchRequestTopicPartition
+}
+
+type sessionKey struct {
+	topicID   [16]byte
+	topic     string
+	partition int32
+}
+
+// prepare turns req, a full fetch of every partition ready to fetch, into
+// the session's next fetch: in an open session, it names only the
+// partitions that are new or whose fetch position changed, and forgets
+// those the session holds that req does not fetch.
+func (s *fetchSession) prepare(req *kmsg.FetchRequest) {
+	s.pending = make(map[sessionKey]kmsg.FetchRequestTopicPartition, len(s.parts))
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			s.pending[sessionKey{t.TopicID, t.Topic, p.Partition}] = p
+		}
+	}
+	req.SessionID, req.SessionEpoch = s.id, s.epoch
+	if s.epoch == fetchsession.InitialEpoch {
+		return
+	}
+	topics := req.Topics[:0]
+	for _, t := range req.Topics {
+		changed := t.Partitions[:0]
+		for _, p := range t.Partitions {
+			if old, ok := s.parts[sessionKey{t.TopicID, t.Topic, p.Partition}]; !ok || !samePartitionFetch(old, p) {
+				changed = append(changed, p)
+			}
+		}
+		if len(changed) > 0 {
+			t.Partitions = changed
+			topics = append(topics, t)
+		}
+	}
+	req.Topics = topics
+	forgotten := make(map[sessionKey]int) // topic (partition 0) → index
+	for k := range s.parts {
+		if _, ok := s.pending[k]; ok {
+			continue
+		}
+		tk := sessionKey{topicID: k.topicID, topic: k.topic}
+		i, ok := forgotten[tk]
+		if !ok {
+			ft := kmsg.NewFetchRequestForgottenTopic()
+			ft.Topic, ft.TopicID = k.topic, k.topicID
+			req.ForgottenTopics = append(req.ForgottenTopics, ft)
+			i = len(req.ForgottenTopics) - 1
+			forgotten[tk] = i
+		}
+		req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, k.partition)
+	}
+}
+
+func samePartitionFetch(a, b kmsg.FetchRequestTopicPartition) bool {
+	return a.FetchOffset == b.FetchOffset && a.LastFetchedEpoch == b.LastFetchedEpoch &&
+		a.CurrentLeaderEpoch == b.CurrentLeaderEpoch && a.LogStartOffset == b.LogStartOffset &&
+		a.PartitionMaxBytes == b.PartitionMaxBytes
+}
+
+// succeeded records the leader's answer to the fetch prepared last.
+func (s *fetchSession) succeeded(sessionID int32) {
+	switch {
+	case s.epoch != fetchsession.InitialEpoch:
+		s.epoch = fetchsession.NextEpoch(s.epoch)
+		s.parts = s.pending
+	case sessionID == fetchsession.InvalidSessionID:
+		// The leader keeps no session for us (its cache is full): the
+		// next fetch is full again and asks again.
+		s.id, s.parts = 0, nil
+	default:
+		s.id, s.epoch, s.parts = sessionID, fetchsession.NextEpoch(fetchsession.InitialEpoch), s.pending
+	}
+	s.pending = nil
+}
+
+// failed starts the session over after a top-level error or a lost
+// connection: the next fetch is full, closing the old session unless
+// the leader no longer knows it.
+func (s *fetchSession) failed(code int16) {
+	if code == kerr.FetchSessionIDNotFound.Code {
+		s.id = fetchsession.InvalidSessionID
+	}
+	s.epoch, s.parts, s.pending = fetchsession.InitialEpoch, nil, nil
+}
+
+// isSessionError is whether a top-level fetch error is about the session
+// alone, so that a full fetch at once is the cure.
+func isSessionError(code int16) bool {
+	return code == kerr.FetchSessionIDNotFound.Code || code == kerr.InvalidFetchSessionEpoch.Code ||
+		code == kerr.FetchSessionTopicIDError.Code
 }
 
 // wholeBatches drops a trailing partial batch: a response cut at a size

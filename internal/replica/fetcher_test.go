@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -230,7 +231,7 @@ func TestFetcherReplicates(t *testing.T) {
 	if req.ReplicaID != 1 || req.ReplicaState.ID != 1 || req.ReplicaState.Epoch != 7 {
 		t.Errorf("replica id %d state %+v, want 1 / {1 7}", req.ReplicaID, req.ReplicaState)
 	}
-	if req.SessionID != 0 || req.SessionEpoch != -1 || req.MaxWaitMillis != 500 || req.MinBytes != 1 || req.MaxBytes != 1000 {
+	if req.SessionID != 0 || req.SessionEpoch != 0 || req.MaxWaitMillis != 500 || req.MinBytes != 1 || req.MaxBytes != 1000 {
 		t.Errorf("session %d/%d wait %d min %d max %d", req.SessionID, req.SessionEpoch, req.MaxWaitMillis, req.MinBytes, req.MaxBytes)
 	}
 	if len(req.Topics) != 1 || req.Topics[0].TopicID != testTopicID || req.Topics[0].Topic != "t" || len(req.Topics[0].Partitions) != 1 {
@@ -316,6 +317,89 @@ func TestFetcherReplicates(t *testing.T) {
 	if log.calls[len(log.calls)-1] != "hw=12 ls=3" {
 		t.Errorf("response for an unfollowed partition applied: %q", log.calls)
 	}
+}
+
+// TestFetcherSession: the fetcher keeps an incremental fetch session with
+// the leader as Kafka's FetchSessionHandler does.
+func TestFetcherSession(t *testing.T) {
+	leader := newFakeLeader()
+	log := &fakeFollower{fetchOff: 10, lastEpoch: 4}
+	m := testFetchers(t, leader, log, func(c *FetcherConfig) {
+		c.partition = func(topic string, p int32) (followerLog, bool) { return log, topic == "t" }
+	})
+	p0, p1 := TopicPartition{Topic: "t", Partition: 0}, TopicPartition{Topic: "t", Partition: 1}
+	reply := func(sessionID int32, parts ...int32) {
+		resp := kmsg.NewPtrFetchResponse()
+		resp.Version, resp.SessionID = 17, sessionID
+		if len(parts) > 0 {
+			rt := kmsg.NewFetchResponseTopic()
+			rt.TopicID = testTopicID
+			for _, p := range parts {
+				rp := kmsg.NewFetchResponseTopicPartition()
+				rp.Partition, rp.HighWatermark, rp.LogStartOffset = p, 10, 0
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		leader.reply(resp, nil)
+	}
+	// want checks the next fetch's session, the partitions it names (as
+	// partition@offset) and those it forgets.
+	want := func(what string, sessionID, epoch int32, named string, forgotten string) {
+		t.Helper()
+		req := leader.nextFetch(t)
+		var gotNamed, gotForgotten []string
+		for _, rt := range req.Topics {
+			for _, p := range rt.Partitions {
+				gotNamed = append(gotNamed, fmt.Sprintf("%d@%d", p.Partition, p.FetchOffset))
+			}
+		}
+		for _, ft := range req.ForgottenTopics {
+			for _, p := range ft.Partitions {
+				gotForgotten = append(gotForgotten, fmt.Sprint(p))
+			}
+		}
+		slices.Sort(gotNamed) // the fetcher's partitions are a map
+		if req.SessionID != sessionID || req.SessionEpoch != epoch || fmt.Sprint(gotNamed) != named || fmt.Sprint(gotForgotten) != forgotten {
+			t.Fatalf("%s: session %d epoch %d names %v forgets %v; want session %d epoch %d names %s forgets %s",
+				what, req.SessionID, req.SessionEpoch, gotNamed, gotForgotten, sessionID, epoch, named, forgotten)
+		}
+	}
+
+	m.Follow(p0, testTopicID, 2, 5)
+	want("first fetch", 0, 0, "[0@10]", "[]")
+	reply(77, 0)
+	want("nothing changed", 77, 1, "[]", "[]")
+	m.Follow(p1, testTopicID, 2, 5)
+	reply(77)
+	want("p1 followed", 77, 2, "[1@10]", "[]")
+	log.mu.Lock()
+	log.fetchOff = 11 // as if records were appended
+	log.mu.Unlock()
+	reply(77, 1)
+	want("fetch offsets moved", 77, 3, "[0@11 1@11]", "[]")
+	m.Unfollow(p1)
+	reply(77)
+	want("p1 unfollowed", 77, 4, "[]", "[1]")
+
+	// Session errors start over with a full fetch at once: closing the
+	// session, unless the leader no longer knows it.
+	resp := kmsg.NewPtrFetchResponse()
+	resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
+	leader.reply(resp, nil)
+	want("after INVALID_FETCH_SESSION_EPOCH", 77, 0, "[0@11]", "[]")
+	resp = kmsg.NewPtrFetchResponse()
+	resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+	leader.reply(resp, nil)
+	want("after FETCH_SESSION_ID_NOT_FOUND", 0, 0, "[0@11]", "[]")
+	reply(0, 0)
+	want("no session given", 0, 0, "[0@11]", "[]")
+	reply(78, 0)
+	want("a session given", 78, 1, "[]", "[]")
+	// A lost connection: what the leader holds is unknown.
+	leader.reply(nil, errors.New("connection reset"))
+	want("after a lost connection", 78, 0, "[0@11]", "[]")
+	reply(79, 0)
 }
 
 func listOffsetsReply(t *testing.T, leader *fakeLeader, wantTs, offset int64) {

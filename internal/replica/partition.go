@@ -63,8 +63,11 @@ type Partition struct {
 		highWatermark int64
 		producers     producerState
 		// appended is closed and replaced whenever the log end offset or
-		// the high watermark moves, and on a role change.
+		// the high watermark moves, and on a role change; moves counts
+		// those events, and waiters are told of each (FetchWaiter).
 		appended chan struct{}
+		moves    uint64
+		waiters  map[*FetchWaiter]int
 		// Leader only (isr.go): follower positions, the ISR change in
 		// flight and where this leader epoch began.
 		followers     map[int32]*followerState
@@ -259,10 +262,101 @@ func (p *Partition) advanceLocked() {
 	p.wakeLocked()
 }
 
-// wakeLocked wakes fetches waiting on Appended and WaitCommitted callers.
+// wakeLocked wakes fetches waiting on Appended or parked in a
+// FetchWaiter, and WaitCommitted callers.
 func (p *Partition) wakeLocked() {
 	close(p.mu.appended)
 	p.mu.appended = make(chan struct{})
+	p.mu.moves++
+	for w, i := range p.mu.waiters {
+		w.notify(i)
+	}
+}
+
+// Moves counts the moves of the log end offset and the high watermark
+// and the role changes so far: a fetch takes it before reading and hands
+// it to FetchWaiter.Watch, so no move after the read goes unseen.
+func (p *Partition) Moves() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.moves
+}
+
+// FetchWaiter is a parked fetch, as in Kafka's fetch purgatory
+// (DelayedFetch): each partition it watches tells it when its log end
+// offset or high watermark moves or its role changes, by the index the
+// fetch gave the partition, so that the fetch reads only those again.
+// Lock order: a partition's lock, then the waiter's.
+type FetchWaiter struct {
+	// C receives when a watched partition changed since the last call
+	// of Changed.
+	C chan struct{}
+
+	watched []*Partition // owned by the fetch
+	mu      struct {
+		sync.Mutex
+		changed []int
+		marked  []bool // by index: in changed
+	}
+}
+
+// NewFetchWaiter returns a waiter for partitions indexed 0..n-1, watching
+// none yet.
+func NewFetchWaiter(n int) *FetchWaiter {
+	w := &FetchWaiter{C: make(chan struct{}, 1)}
+	w.mu.marked = make([]bool, n)
+	return w
+}
+
+// Watch makes p tell w of its changes as index i, from now and at once
+// if p moved since moves (Partition.Moves) was taken. Stop ends it.
+func (w *FetchWaiter) Watch(p *Partition, i int, moves uint64) {
+	w.watched = append(w.watched, p)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.waiters == nil {
+		p.mu.waiters = make(map[*FetchWaiter]int)
+	}
+	p.mu.waiters[w] = i
+	if p.mu.moves != moves {
+		w.notify(i)
+	}
+}
+
+// Changed returns the indexes of the partitions that changed since the
+// last call, appended to dst, each once.
+func (w *FetchWaiter) Changed(dst []int) []int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	dst = append(dst, w.mu.changed...)
+	for _, i := range w.mu.changed {
+		w.mu.marked[i] = false
+	}
+	w.mu.changed = w.mu.changed[:0]
+	return dst
+}
+
+// Stop unregisters w from every partition it watches.
+func (w *FetchWaiter) Stop() {
+	for _, p := range w.watched {
+		p.mu.Lock()
+		delete(p.mu.waiters, w)
+		p.mu.Unlock()
+	}
+	w.watched = nil
+}
+
+func (w *FetchWaiter) notify(i int) {
+	w.mu.Lock()
+	if !w.mu.marked[i] {
+		w.mu.marked[i] = true
+		w.mu.changed = append(w.mu.changed, i)
+	}
+	w.mu.Unlock()
+	select {
+	case w.C <- struct{}{}:
+	default:
+	}
 }
 
 // setHighWatermarkLocked moves the high watermark and tells the log, whose
