@@ -240,6 +240,7 @@ func (l *Log) SetConfig(cfg LogConfig) error {
 	if cfg.Fault == nil {
 		cfg.Fault = l.mu.cfg.Fault
 	}
+	cfg.Files = l.mu.cfg.Files
 	l.mu.cfg = cfg.withDefaults()
 	return nil
 }
