@@ -148,7 +148,7 @@ func openSegmentFiles(c *FileCache, dir string, baseOffset int64, f *cachedFile,
 	if indexErr == nil {
 		indexErr = err
 	}
-	if s.txnIndex, err = openTxnIndex(c, segmentFileName(dir, baseOffset, txnIndexSuffix) + suffix); err != nil {
+	if s.txnIndex, err = openTxnIndex(c, segmentFileName(dir, baseOffset, txnIndexSuffix)+suffix); err != nil {
 		f.Close()
 		s.index.close()
 		s.timeIndex.close()
