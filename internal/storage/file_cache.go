@@ -34,6 +34,7 @@ type FileCache struct {
 	}
 	opens     atomic.Int64 // descriptors opened, for tests and the scale benchmark
 	evictions atomic.Int64
+	syncs     atomic.Int64 // fsyncs done (Sync of a clean file does none)
 }
 
 // DefaultMaxOpenFiles is the capacity NewFileCache(0) picks: half of the
@@ -79,13 +80,14 @@ type FileCacheStats struct {
 	Open      int   // descriptors open now
 	Opens     int64 // descriptors opened since the cache was made
 	Evictions int64 // idle descriptors closed to make room
+	Syncs     int64 // fsyncs of files
 }
 
 // Stats returns the cache's counters.
 func (c *FileCache) Stats() FileCacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return FileCacheStats{Open: c.mu.open, Opens: c.opens.Load(), Evictions: c.evictions.Load()}
+	return FileCacheStats{Open: c.mu.open, Opens: c.opens.Load(), Evictions: c.evictions.Load(), Syncs: c.syncs.Load()}
 }
 
 // cachedFile is a file the FileCache may close while idle and reopen on
@@ -104,6 +106,11 @@ type cachedFile struct {
 	path       string
 	closed     bool
 	prev, next *cachedFile // in the idle list when f != nil, refs == 0 and !closed
+
+	// dirty is set after every write, truncation, creation or rename and
+	// cleared by Sync, which skips the fsync of a clean file: a clean stop
+	// of a node whose partitions are idle then costs no fsync per file.
+	dirty atomic.Bool
 }
 
 // openCachedFile opens path with flag (os.O_CREATE, os.O_EXCL and the like
@@ -117,6 +124,7 @@ func (c *FileCache) openCachedFile(path string, flag int) (*cachedFile, error) {
 	}
 	x := &cachedFile{cache: c, path: path}
 	x.f.Store(f)
+	x.dirty.Store(flag&os.O_CREATE != 0)
 	c.mu.open++
 	c.pushIdleLocked(x)
 	c.evictLocked()
@@ -245,6 +253,7 @@ func (x *cachedFile) WriteAt(b []byte, off int64) (int, error) {
 		return 0, err
 	}
 	defer x.release()
+	defer x.dirty.Store(true) // after the write: a Sync that sees it covers it
 	return f.WriteAt(b, off)
 }
 
@@ -254,21 +263,33 @@ func (x *cachedFile) Truncate(size int64) error {
 		return err
 	}
 	defer x.release()
+	defer x.dirty.Store(true)
 	return f.Truncate(size)
 }
 
-// Sync fsyncs the file. One that the cache closed is reopened for it: on
-// Linux fsync writes back every dirty page of the file, whichever
-// descriptor wrote it, and a write-back error nobody has seen yet is
-// reported to a descriptor opened after it.
+// Sync fsyncs the file if it changed since the last Sync: writes that
+// returned before Sync was called are durable when it returns. A file that
+// the cache closed is reopened for it: on Linux fsync writes back every
+// dirty page of the file, whichever descriptor wrote it, and a write-back
+// error nobody has seen yet is reported to a descriptor opened after it.
 func (x *cachedFile) Sync() error {
-	f, err := x.acquire()
-	if err != nil {
-		return err
+	if !x.dirty.Swap(false) {
+		return nil
 	}
-	defer x.release()
-	return f.Sync()
+	f, err := x.acquire()
+	if err == nil {
+		err = f.Sync()
+		x.release()
+		x.cache.syncs.Add(1)
+	}
+	if err != nil {
+		x.dirty.Store(true)
+	}
+	return err
 }
+
+// isDirty reports changes that Sync has not made durable yet.
+func (x *cachedFile) isDirty() bool { return x.dirty.Load() }
 
 func (x *cachedFile) Stat() (os.FileInfo, error) {
 	f, err := x.acquire()
@@ -297,6 +318,7 @@ func (x *cachedFile) rename(path string) error {
 		return err
 	}
 	x.path = path
+	x.dirty.Store(true) // the next flush syncs it and its directory
 	return nil
 }
 

@@ -224,3 +224,85 @@ func TestCachedFileCloseAndRename(t *testing.T) {
 		t.Fatalf("%d files open after both closed", st.Open)
 	}
 }
+
+// Opening an idle log after a clean stop and closing it again changes none
+// of its segment files and fsyncs none: a node with many idle partitions
+// starts and stops without touching them. An append after the reopen sizes
+// the indexes again and is flushed on close.
+func TestIdleLogReopenTouchesNoFile(t *testing.T) {
+	dir := t.TempDir()
+	cache := NewFileCache(16)
+	cfg := LogConfig{Files: cache, IndexIntervalBytes: 1}
+	l, err := Open(dir, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		mustAppend(t, l, makeBatch(t, 2, int64(i), 50))
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	type file struct {
+		size  int64
+		mtime int64
+	}
+	files := func() map[string]file {
+		out := map[string]file{}
+		for _, ext := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			st, err := os.Stat(segmentFileName(dir, 0, ext))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[ext] = file{st.Size(), st.ModTime().UnixNano()}
+		}
+		return out
+	}
+	before := files()
+	syncs := cache.Stats().Syncs
+	l, err = OpenWithOptions(dir, cfg, nil, OpenOptions{CleanShutdown: true, RecoveryPoint: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := readChecked(t, l); n != 6 {
+		t.Fatalf("read %d records after reopen, want 6", n)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after := files(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("segment files changed by an idle open and close: %v, then %v", before, after)
+	}
+	if n := cache.Stats().Syncs - syncs; n != 0 {
+		t.Fatalf("%d fsyncs for an idle open and close, want 0", n)
+	}
+
+	l, err = OpenWithOptions(dir, cfg, nil, OpenOptions{CleanShutdown: true, RecoveryPoint: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		mustAppend(t, l, makeBatch(t, 2, int64(10+i), 50))
+	}
+	if segs := l.Segments(); len(segs) != 1 || segs[0].IndexEntries != 5 {
+		t.Fatalf("segments %+v after three more appends: want one segment (its trimmed indexes sized again) with 5 index entries", segs)
+	}
+	syncs = cache.Stats().Syncs
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := cache.Stats().Syncs - syncs; n < 3 {
+		t.Fatalf("%d fsyncs closing a log with new appends, want the log and both indexes", n)
+	}
+	if st, _ := os.Stat(segmentFileName(dir, 0, indexSuffix)); st.Size() != 5*offsetIndexEntrySize {
+		t.Fatalf("index of %d bytes after close, want 5 entries trimmed", st.Size())
+	}
+	l, err = OpenWithOptions(dir, cfg, nil, OpenOptions{CleanShutdown: true, RecoveryPoint: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if n := readChecked(t, l); n != 12 {
+		t.Fatalf("read %d records after the second reopen, want 12", n)
+	}
+}

@@ -25,6 +25,7 @@ type indexFile struct {
 	f          *cachedFile
 	entrySize  int
 	maxEntries int          // capacity of the file as sized now
+	length     int64        // of the file; resize to the same length is a no-op
 	n          atomic.Int64 // valid entries
 }
 
@@ -42,7 +43,7 @@ func openIndexFile(c *FileCache, path string, entrySize int) (*indexFile, error)
 		f.Close()
 		return nil, err
 	}
-	x := &indexFile{path: path, f: f, entrySize: entrySize}
+	x := &indexFile{path: path, f: f, entrySize: entrySize, length: st.Size()}
 	x.maxEntries = int(st.Size()) / entrySize
 	x.n.Store(int64(x.maxEntries))
 	if st.Size()%int64(entrySize) != 0 {
@@ -93,8 +94,11 @@ func (x *indexFile) resize(maxBytes int) error {
 	if n := x.entries(); max < n {
 		max = n
 	}
-	if err := x.f.Truncate(int64(max) * int64(x.entrySize)); err != nil {
-		return err
+	if n := int64(max) * int64(x.entrySize); n != x.length {
+		if err := x.f.Truncate(n); err != nil {
+			return err
+		}
+		x.length = n
 	}
 	x.maxEntries = max
 	return nil

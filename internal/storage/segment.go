@@ -47,6 +47,11 @@ type segment struct {
 	bytesSinceIndexEntry int       // writer
 	firstBatchTimestamp  int64     // writer: rolling base for segment.ms; noTimestamp if unknown
 	created              time.Time // writer: fallback base for segment.ms
+	// unsized (writer) marks an active segment loaded after a clean stop
+	// whose indexes still have their trimmed length: the first append
+	// preallocates them, so that loading and stopping an idle partition
+	// changes none of its files.
+	unsized bool
 }
 
 // batchMeta describes one batch of an append, found by walking its headers.
@@ -425,6 +430,12 @@ func (s *segment) truncateTo(offset int64, indexInterval int) (int64, error) {
 
 func (s *segment) flush() error {
 	return errors.Join(s.log.Sync(), s.index.sync(), s.timeIndex.sync(), s.txnIndex.sync())
+}
+
+// dirty reports changes to the segment's files that flush has not made
+// durable yet.
+func (s *segment) dirty() bool {
+	return s.log.isDirty() || s.index.f.isDirty() || s.timeIndex.f.isDirty() || s.txnIndex.dirty()
 }
 
 func (s *segment) close() error {

@@ -202,6 +202,12 @@ func (x *txnIndex) sync() error {
 	return x.f.Sync()
 }
 
+func (x *txnIndex) dirty() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.f != nil && x.f.isDirty()
+}
+
 func (x *txnIndex) close() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
