@@ -11,13 +11,13 @@ import (
 
 // TestManyPartitionsUnderLowFileLimit runs a node whose open-file limit
 // (RLIMIT_NOFILE 256, set by the child process on itself) is far below the
-// files of its partitions (400 partitions, three files each): the node must
+// files of its partitions (300 partitions, three files each): the node must
 // still accept connections, take writes to every partition, serve them back,
 // stop cleanly, start again on the same directory and serve everything once
 // more, new writes included.
 func TestManyPartitionsUnderLowFileLimit(t *testing.T) {
 	ctx := testContext(t)
-	const limit, topics, partitions, perPartition = 256, 40, 10, 3
+	const limit, topics, partitions, perPartition = 256, 30, 10, 3
 	dir := t.TempDir()
 	env := childNofileEnv + "=" + strconv.Itoa(limit)
 	addr, stop, _ := startChild(t, dir, env)
