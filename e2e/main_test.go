@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,9 +24,24 @@ const childDirEnv = "SAMSA_E2E_SERVER_DIR"
 // line.
 const childPropsEnv = "SAMSA_E2E_SERVER_PROPS"
 
+// childNofileEnv, when set with childDirEnv, is the open-file limit
+// (RLIMIT_NOFILE, soft and hard) the server child sets on itself before it
+// starts: lowering the hard limit cannot be undone, so only a child does it.
+const childNofileEnv = "SAMSA_E2E_SERVER_NOFILE"
+
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(childDirEnv); dir != "" {
 		flag.Parse() // servertest.Logger asks testing.Verbose
+		if v := os.Getenv(childNofileEnv); v != "" {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err == nil {
+				err = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: n, Max: n})
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "set RLIMIT_NOFILE to %q: %v\n", v, err)
+				os.Exit(2)
+			}
+		}
 		os.Exit(serveChild(dir))
 	}
 	os.Exit(m.Run())
@@ -71,8 +87,18 @@ func (c *childTB) cleanup() {
 // and waits for it to exit: a crash, with no shutdown code run.
 func startKillable(t *testing.T, dir string, extra ...string) (addr string, kill func()) {
 	t.Helper()
+	addr, _, kill = startChild(t, dir, childPropsEnv+"="+strings.Join(extra, "\n"))
+	return addr, kill
+}
+
+// startChild starts a server on dir in a child process, with extra
+// environment (childPropsEnv, childNofileEnv), and returns its address, a
+// function that stops it cleanly (SIGTERM) and fails the test unless it
+// exits with status 0, and one that SIGKILLs it.
+func startChild(t *testing.T, dir string, env ...string) (addr string, stop, kill func()) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childDirEnv+"="+dir, childPropsEnv+"="+strings.Join(extra, "\n"))
+	cmd.Env = append(append(os.Environ(), childDirEnv+"="+dir), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -91,6 +117,17 @@ func startKillable(t *testing.T, dir string, extra ...string) (addr string, kill
 		cmd.Wait()
 	}
 	t.Cleanup(kill)
+	stop = func() {
+		t.Helper()
+		if killed {
+			return
+		}
+		killed = true
+		cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("server child on %s: clean stop: %v", dir, err)
+		}
+	}
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		if a, ok := strings.CutPrefix(sc.Text(), "addr="); ok {
@@ -98,10 +135,10 @@ func startKillable(t *testing.T, dir string, extra ...string) (addr string, kill
 				for sc.Scan() {
 				}
 			}()
-			return a, kill
+			return a, stop, kill
 		}
 	}
 	kill()
 	t.Fatalf("server child on %s exited before serving: %v", dir, sc.Err())
-	return "", nil
+	return "", nil, nil
 }

@@ -144,6 +144,7 @@ var brokerKeyList = []*Key{
 	k("log.message.timestamp.after.max.ms", Long, "3600000", atLeast(0), Medium, ClusterWide, "How far in the future a CreateTime timestamp may be."),
 	k("log.cleaner.enable", Boolean, "true", nil, Medium, ReadOnly, "Run the log cleaner (compaction)."),
 	k("log.cleaner.threads", Int, "1", atLeast(0), Medium, ClusterWide, "Log cleaner threads."),
+	internal(k("samsa.log.max.open.files", Int, "0", atLeast(0), Medium, ReadOnly, "Samsa only: the most segment and index files the node keeps open at once; idle ones are closed least recently used first and reopened on demand. 0 means half of the process's open-file limit (RLIMIT_NOFILE).")),
 	k("log.cleaner.io.max.bytes.per.second", Double, "1.7976931348623157E308", nil, Medium, ClusterWide, "I/O throttle of the log cleaner."),
 	k("log.cleaner.dedupe.buffer.size", Long, "134217728", nil, Medium, ClusterWide, "Memory for deduplication across all cleaner threads."),
 	k("log.cleaner.io.buffer.size", Int, "524288", atLeast(0), Medium, ClusterWide, "I/O buffer memory across all cleaner threads."),

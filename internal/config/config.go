@@ -177,6 +177,7 @@ type Config struct {
 	LogCleanerThreads                  int32
 	LogCleanerDedupeBufferSize         int64
 	LogCleanerBackoffMs                int64
+	SamsaLogMaxOpenFiles               int // 0: derived from RLIMIT_NOFILE
 
 	OffsetsTopicReplicationFactor    int16
 	OffsetsTopicNumPartitions        int32
@@ -534,6 +535,7 @@ func (c *Config) fill() error {
 	c.LogCleanerThreads = c.i32("log.cleaner.threads")
 	c.LogCleanerDedupeBufferSize = c.i64("log.cleaner.dedupe.buffer.size")
 	c.LogCleanerBackoffMs = c.i64("log.cleaner.backoff.ms")
+	c.SamsaLogMaxOpenFiles = int(c.i32("samsa.log.max.open.files"))
 
 	c.OffsetsTopicReplicationFactor = c.i16("offsets.topic.replication.factor")
 	c.OffsetsTopicNumPartitions = c.i32("offsets.topic.num.partitions")

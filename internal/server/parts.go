@@ -161,6 +161,7 @@ func (s *Server) openLogs(context.Context) error {
 		return err
 	}
 	defaults.Log.Fault = s.hooks.Fault
+	defaults.Log.Files = storage.NewFileCache(s.cfg.SamsaLogMaxOpenFiles)
 	mcfg := managerConfig(s.cfg, defaults.Log, s.logger)
 	mcfg.OnDirFailure = func(dir string, err error, online int) {
 		if online == 0 {

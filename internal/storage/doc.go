@@ -146,6 +146,19 @@
 // the log's locks; Open completes a committed swap and drops the rest.
 // retention.go and cleaner.go describe the rules.
 //
+// # Open files
+//
+// A node may hold far more segment and index files than it may open
+// (three per partition, 100,000 partitions). Every one of them is a
+// cachedFile in the node's FileCache (file_cache.go; size
+// samsa.log.max.open.files, by default half of RLIMIT_NOFILE): idle ones
+// are closed least recently used first and reopened on their next use,
+// and a use holds a reference, so nothing is closed under a reader or the
+// writer. Sync fsyncs only files changed since their last fsync, and the
+// active segment of a cleanly stopped log keeps its trimmed indexes until
+// its first append, so an idle partition's files are neither written nor
+// fsynced by a restart.
+//
 // Batches are opaque to this package on the append and read paths: it
 // reads their headers but never decodes records. Validating what a
 // producer sent is internal/record's job, done by the caller before

@@ -22,9 +22,10 @@ var errCorruptIndex = errors.New("corrupt index")
 // writes entry n and only then publishes n+1.
 type indexFile struct {
 	path       string
-	f          *os.File
+	f          *cachedFile
 	entrySize  int
 	maxEntries int          // capacity of the file as sized now
+	length     int64        // of the file; resize to the same length is a no-op
 	n          atomic.Int64 // valid entries
 }
 
@@ -32,8 +33,8 @@ type indexFile struct {
 // trusted up to its length rounded down to whole entries; callers sanity
 // check them. A file whose length is not a multiple of the entry size is
 // reported as corrupt (Kafka's sanityCheck does the same).
-func openIndexFile(path string, entrySize int) (*indexFile, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+func openIndexFile(c *FileCache, path string, entrySize int) (*indexFile, error) {
+	f, err := c.openCachedFile(path, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +43,7 @@ func openIndexFile(path string, entrySize int) (*indexFile, error) {
 		f.Close()
 		return nil, err
 	}
-	x := &indexFile{path: path, f: f, entrySize: entrySize}
+	x := &indexFile{path: path, f: f, entrySize: entrySize, length: st.Size()}
 	x.maxEntries = int(st.Size()) / entrySize
 	x.n.Store(int64(x.maxEntries))
 	if st.Size()%int64(entrySize) != 0 {
@@ -93,8 +94,11 @@ func (x *indexFile) resize(maxBytes int) error {
 	if n := x.entries(); max < n {
 		max = n
 	}
-	if err := x.f.Truncate(int64(max) * int64(x.entrySize)); err != nil {
-		return err
+	if n := int64(max) * int64(x.entrySize); n != x.length {
+		if err := x.f.Truncate(n); err != nil {
+			return err
+		}
+		x.length = n
 	}
 	x.maxEntries = max
 	return nil
@@ -109,6 +113,14 @@ func (x *indexFile) trim() error { return x.resize(x.entries() * x.entrySize) }
 func (x *indexFile) search(target int64, key func(buf []byte) int64) (int, []byte, error) {
 	buf := make([]byte, x.entrySize)
 	lo, hi := 0, x.entries()-1
+	if hi < 0 {
+		return -1, nil, nil
+	}
+	// One reference for the whole search, not one per pread.
+	if _, err := x.f.acquire(); err != nil {
+		return -1, nil, err
+	}
+	defer x.f.release()
 	found := -1
 	for lo <= hi {
 		mid := int(uint(lo+hi) >> 1)

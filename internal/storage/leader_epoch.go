@@ -158,13 +158,12 @@ func (c *epochCache) truncateFromStart(startOffset int64) error {
 	return c.writeLocked()
 }
 
-// clear empties the cache (the log was truncated fully).
+// clear empties the cache (the log was truncated fully). It writes even
+// an empty cache: the file may still hold the entries loadEpochs dropped
+// in memory only.
 func (c *epochCache) clear() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.entries) == 0 {
-		return nil
-	}
 	c.entries = nil
 	return c.writeLocked()
 }
@@ -273,8 +272,26 @@ func (l *Log) loadEpochs() error {
 			return err
 		}
 	}
+	if leo := l.leo.Load(); leo == l.logStart.Load() && allStartAtOrAfter(c.entries, leo) {
+		// An empty log whose entries all start at its end (a leader
+		// epoch began and nothing was written): empty the cache in
+		// memory only. With the cache empty the next assign rewrites
+		// the file, and a load before that trims it the same way, so
+		// the write (two fsyncs per partition at start-up) is saved.
+		c.entries = nil
+		return nil
+	}
 	if err := c.truncateFromEnd(l.leo.Load()); err != nil {
 		return err
 	}
 	return c.truncateFromStart(l.logStart.Load())
+}
+
+func allStartAtOrAfter(entries []EpochEntry, offset int64) bool {
+	for _, e := range entries {
+		if e.StartOffset < offset {
+			return false
+		}
+	}
+	return true
 }

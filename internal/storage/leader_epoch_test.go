@@ -117,3 +117,57 @@ func TestLeaderEpochCache(t *testing.T) {
 		t.Fatalf("after full truncation: %v, log %d..%d", got, l.LogStartOffset(), l.LogEndOffset())
 	}
 }
+
+// Loading an empty log whose leader epoch began at its end drops the entry
+// in memory without rewriting the file; the next assign writes the file,
+// and a reload in between drops the entry the same way.
+func TestEmptyLogEpochEntryDroppedWithoutWrite(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, LogConfig{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AssignLeaderEpoch(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "leader-epoch-checkpoint")
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		l, err = Open(dir, LogConfig{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := l.LeaderEpochs(); len(got) != 0 {
+			t.Fatalf("epochs %v of an empty log after load, want none", got)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after, err := os.Stat(path); err != nil || !after.ModTime().Equal(before.ModTime()) {
+		t.Fatalf("leader-epoch-checkpoint rewritten by loading an empty log (%v)", err)
+	}
+	l, err = Open(dir, LogConfig{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AssignLeaderEpoch(3, 0); err != nil {
+		t.Fatal(err)
+	}
+	b := makeBatch(t, 2, 1, 10)
+	record.SetPartitionLeaderEpoch(b, 3)
+	mustAppend(t, l, b)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, LogConfig{})
+	if got := l.LeaderEpochs(); len(got) != 1 || got[0] != (EpochEntry{3, 0}) {
+		t.Fatalf("epochs %v after an assign, an append and a reload, want [{3 0}]", got)
+	}
+}

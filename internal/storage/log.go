@@ -255,6 +255,7 @@ func (l *Log) SetConfig(cfg LogConfig) error {
 	if cfg.Fault == nil {
 		cfg.Fault = l.mu.cfg.Fault
 	}
+	cfg.Files = l.mu.cfg.Files
 	l.mu.cfg = cfg.withDefaults()
 	return nil
 }
@@ -382,6 +383,12 @@ func (l *Log) appendLocked(batches []byte, assign bool, parsed *record.Header) (
 	cfg := l.mu.cfg
 	segs := l.segments()
 	active := segs[len(segs)-1]
+	if active.unsized {
+		if err := active.resizeIndexes(cfg.SegmentIndexBytes); err != nil {
+			return 0, 0, false, l.fail("size indexes", err)
+		}
+		active.unsized = false
+	}
 	if active.shouldRoll(cfg, len(batches), last, maxTs) ||
 		active.size.Load() == 0 && last-active.baseOffset > math.MaxInt32 {
 		if active, err = l.rollLocked(first); err != nil {
@@ -722,12 +729,17 @@ func (l *Log) Flush() error {
 func (l *Log) flushLocked() error {
 	leo := l.leo.Load()
 	err := l.injectFault("sync", l.dir)
+	changed := false // a file changed: new names may need the directory synced
 	for _, s := range l.segments() {
 		if s.nextOffset.Load() > l.mu.recoveryPoint || s.size.Load() == 0 {
+			changed = changed || s.dirty()
 			err = errors.Join(err, l.injectFault("sync", s.path), s.flush())
 		}
 	}
-	if err = errors.Join(err, syncDir(l.dir)); err != nil {
+	if changed {
+		err = errors.Join(err, syncDir(l.dir))
+	}
+	if err != nil {
 		return fmt.Errorf("flush %s: %w", l.dir, err)
 	}
 	l.mu.recoveryPoint = leo

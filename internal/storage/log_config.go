@@ -103,6 +103,13 @@ type LogConfig struct {
 	// EIO) in the spirit of pebble's errorfs, and to model power loss
 	// (internal/powerloss); production leaves it nil.
 	Fault func(op, path string) error
+
+	// Files is the cache of open segment and index files the log shares
+	// with the other logs of the process (not a Kafka config: the broker
+	// sizes it with samsa.log.max.open.files). Nil means the process's
+	// shared cache, sized from RLIMIT_NOFILE. A log keeps the cache it was
+	// opened with; SetConfig does not change it.
+	Files *FileCache
 }
 
 // DefaultLogConfig returns Kafka's defaults, all fields filled in.
@@ -151,6 +158,9 @@ func (c LogConfig) withDefaults() LogConfig {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Files == nil {
+		c.Files = sharedFileCache()
 	}
 	return c
 }

@@ -505,6 +505,9 @@ func mergeConfig(cfg, def LogConfig) LogConfig {
 	if cfg.Fault == nil {
 		cfg.Fault = def.Fault
 	}
+	if cfg.Files == nil {
+		cfg.Files = def.Files
+	}
 	return cfg
 }
 

@@ -24,8 +24,8 @@ type indexEntry struct {
 	position int64
 }
 
-func openOffsetIndex(path string, baseOffset int64) (*offsetIndex, error) {
-	f, err := openIndexFile(path, offsetIndexEntrySize)
+func openOffsetIndex(c *FileCache, path string, baseOffset int64) (*offsetIndex, error) {
+	f, err := openIndexFile(c, path, offsetIndexEntrySize)
 	if f == nil {
 		return nil, err
 	}

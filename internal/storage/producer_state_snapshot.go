@@ -137,6 +137,12 @@ func (l *Log) WriteProducerSnapshot(offset, gen int64, entries []ProducerSnapsho
 	if l.snapGen.Load() != gen {
 		return nil
 	}
+	if segs := l.segments(); len(entries) == 0 && offset == l.leo.Load() && offset == segs[0].baseOffset {
+		// A log without a batch has no producer state: loading it
+		// without a snapshot replays nothing. Skipping the file saves
+		// two fsyncs per idle partition at a clean stop.
+		return nil
+	}
 	name := segmentFileName(l.dir, offset, producerSnapshotSuffix)
 	tmp := name + ".tmp"
 	if err := writeFileSync(tmp, EncodeProducerSnapshot(entries)); err != nil {

@@ -183,3 +183,26 @@ func TestScanBatchHeaders(t *testing.T) {
 		t.Fatalf("bases %v timestamps %v", bases, ts)
 	}
 }
+
+// A log without a batch gets no empty snapshot (nothing to replay on
+// load); one with batches does, even an empty one.
+func TestEmptyLogSkipsEmptyProducerSnapshot(t *testing.T) {
+	l, err := Open(t.TempDir()+"/t-0", LogConfig{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.WriteProducerSnapshot(0, l.ProducerSnapshotGeneration(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshotOffsets(t, l); len(got) != 0 {
+		t.Fatalf("snapshots %v of a log without batches, want none", got)
+	}
+	appendN(t, l, 3)
+	if err := l.WriteProducerSnapshot(3, l.ProducerSnapshotGeneration(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshotOffsets(t, l); !slices.Equal(got, []int64{3}) {
+		t.Fatalf("snapshots %v, want [3]", got)
+	}
+}

@@ -332,9 +332,9 @@ func (l *Log) load(opts OpenOptions) error {
 			}
 		}
 	}
-	if err := active.resizeIndexes(cfg.SegmentIndexBytes); err != nil {
-		return fail(err)
-	}
+	// An active segment that was not recovered keeps its trimmed indexes
+	// until its first append (Log.append sizes them).
+	active.unsized = !recovered[active]
 	// Recovered bytes came from the page cache; make them durable so the
 	// recovery point can move to the end.
 	for _, s := range segs {

@@ -34,7 +34,7 @@ func segmentFileName(dir string, baseOffset int64, suffix string) string {
 type segment struct {
 	baseOffset int64
 	path       string // of the .log file; changes when renameFiles renames it
-	log        *os.File
+	log        *cachedFile
 	index      *offsetIndex
 	timeIndex  *timeIndex
 	txnIndex   *txnIndex
@@ -47,6 +47,11 @@ type segment struct {
 	bytesSinceIndexEntry int       // writer
 	firstBatchTimestamp  int64     // writer: rolling base for segment.ms; noTimestamp if unknown
 	created              time.Time // writer: fallback base for segment.ms
+	// unsized (writer) marks an active segment loaded after a clean stop
+	// whose indexes still have their trimmed length: the first append
+	// preallocates them, so that loading and stopping an idle partition
+	// changes none of its files.
+	unsized bool
 }
 
 // batchMeta describes one batch of an append, found by walking its headers.
@@ -70,7 +75,7 @@ func createSegment(dir string, baseOffset int64, cfg LogConfig) (*segment, error
 func createSegmentFiles(dir string, baseOffset int64, cfg LogConfig, suffix string, indexBytes int) (*segment, error) {
 	// O_EXCL: a leftover file with this name means our bookkeeping is wrong,
 	// and overwriting it could destroy data.
-	f, err := os.OpenFile(segmentFileName(dir, baseOffset, logSuffix)+suffix, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := cfg.Files.openCachedFile(segmentFileName(dir, baseOffset, logSuffix)+suffix, os.O_RDWR|os.O_CREATE|os.O_EXCL)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +85,7 @@ func createSegmentFiles(dir string, baseOffset int64, cfg LogConfig, suffix stri
 			return nil, err
 		}
 	}
-	s, _, err := openSegmentFiles(dir, baseOffset, f, suffix)
+	s, _, err := openSegmentFiles(cfg.Files, dir, baseOffset, f, suffix)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +100,7 @@ func createSegmentFiles(dir string, baseOffset int64, cfg LogConfig, suffix stri
 // openSegment opens an existing segment. indexErr reports indexes that fail
 // their sanity check and must be rebuilt with recover; err is fatal.
 func openSegment(dir string, baseOffset int64, cfg LogConfig) (s *segment, indexErr, err error) {
-	f, err := os.OpenFile(segmentFileName(dir, baseOffset, logSuffix), os.O_RDWR, 0o644)
+	f, err := cfg.Files.openCachedFile(segmentFileName(dir, baseOffset, logSuffix), os.O_RDWR)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -105,7 +110,7 @@ func openSegment(dir string, baseOffset int64, cfg LogConfig) (s *segment, index
 			missing = fmt.Errorf("%w: %s is missing", errCorruptIndex, segmentFileName(dir, baseOffset, suffix))
 		}
 	}
-	s, indexErr, err = openSegmentFiles(dir, baseOffset, f, "")
+	s, indexErr, err = openSegmentFiles(cfg.Files, dir, baseOffset, f, "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -129,18 +134,18 @@ func openSegment(dir string, baseOffset int64, cfg LogConfig) (s *segment, index
 	return s, indexErr, nil
 }
 
-func openSegmentFiles(dir string, baseOffset int64, f *os.File, suffix string) (*segment, error, error) {
+func openSegmentFiles(c *FileCache, dir string, baseOffset int64, f *cachedFile, suffix string) (*segment, error, error) {
 	s := &segment{baseOffset: baseOffset, path: f.Name(), log: f, firstBatchTimestamp: noTimestamp}
 	s.nextOffset.Store(baseOffset)
 	s.maxTimestamp.Store(noTimestamp)
 	var indexErr error
 	var err error
-	if s.index, err = openOffsetIndex(segmentFileName(dir, baseOffset, indexSuffix)+suffix, baseOffset); s.index == nil {
+	if s.index, err = openOffsetIndex(c, segmentFileName(dir, baseOffset, indexSuffix)+suffix, baseOffset); s.index == nil {
 		f.Close()
 		return nil, nil, err
 	}
 	indexErr = err
-	if s.timeIndex, err = openTimeIndex(segmentFileName(dir, baseOffset, timeIndexSuffix)+suffix, baseOffset); s.timeIndex == nil {
+	if s.timeIndex, err = openTimeIndex(c, segmentFileName(dir, baseOffset, timeIndexSuffix)+suffix, baseOffset); s.timeIndex == nil {
 		f.Close()
 		s.index.close()
 		return nil, nil, err
@@ -148,7 +153,7 @@ func openSegmentFiles(dir string, baseOffset int64, f *os.File, suffix string) (
 	if indexErr == nil {
 		indexErr = err
 	}
-	if s.txnIndex, err = openTxnIndex(segmentFileName(dir, baseOffset, txnIndexSuffix) + suffix); err != nil {
+	if s.txnIndex, err = openTxnIndex(c, segmentFileName(dir, baseOffset, txnIndexSuffix)+suffix); err != nil {
 		f.Close()
 		s.index.close()
 		s.timeIndex.close()
@@ -433,6 +438,12 @@ func (s *segment) syncData() error {
 	return errors.Join(s.log.Sync(), s.txnIndex.sync())
 }
 
+// dirty reports changes to the segment's files that flush has not made
+// durable yet.
+func (s *segment) dirty() bool {
+	return s.log.isDirty() || s.index.f.isDirty() || s.timeIndex.f.isDirty() || s.txnIndex.dirty()
+}
+
 func (s *segment) close() error {
 	return errors.Join(s.log.Close(), s.index.close(), s.timeIndex.close(), s.txnIndex.close())
 }
@@ -461,12 +472,13 @@ func (s *segment) renameFiles(suffix string) error {
 	for _, f := range []struct {
 		path *string
 		ext  string
-	}{{&s.index.path, indexSuffix}, {&s.timeIndex.path, timeIndexSuffix}, {&s.path, logSuffix}} {
+		file *cachedFile
+	}{{&s.index.path, indexSuffix, s.index.f}, {&s.timeIndex.path, timeIndexSuffix, s.timeIndex.f}, {&s.path, logSuffix, s.log}} {
 		to := segmentFileName(dir, s.baseOffset, f.ext) + suffix
 		if *f.path == to {
 			continue
 		}
-		if err := os.Rename(*f.path, to); err != nil {
+		if err := f.file.rename(to); err != nil {
 			return fmt.Errorf("rename segment file: %w", err)
 		}
 		*f.path = to

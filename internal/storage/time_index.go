@@ -25,8 +25,8 @@ type timeEntry struct {
 	offset    int64
 }
 
-func openTimeIndex(path string, baseOffset int64) (*timeIndex, error) {
-	f, err := openIndexFile(path, timeIndexEntrySize)
+func openTimeIndex(c *FileCache, path string, baseOffset int64) (*timeIndex, error) {
+	f, err := openIndexFile(c, path, timeIndexEntrySize)
 	if f == nil {
 		return nil, err
 	}

@@ -37,8 +37,9 @@ type AbortedTxn struct {
 // them without I/O; mu guards them against the writer (who holds Log.mu).
 type txnIndex struct {
 	mu      sync.Mutex
+	cache   *FileCache
 	path    string
-	f       *os.File // nil until the first entry (or when the file is absent)
+	f       *cachedFile // nil until the first entry (or when the file is absent)
 	entries []AbortedTxn
 }
 
@@ -46,8 +47,8 @@ type txnIndex struct {
 // multiple of the entry size) or an entry of an unknown version ends the
 // usable part; the file is cut there, and the lost entries come back when
 // the partition replays its transaction markers.
-func openTxnIndex(path string) (*txnIndex, error) {
-	x := &txnIndex{path: path}
+func openTxnIndex(c *FileCache, path string) (*txnIndex, error) {
+	x := &txnIndex{cache: c, path: path}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return x, nil
@@ -68,7 +69,7 @@ func openTxnIndex(path string) (*txnIndex, error) {
 			LastStableOffset: int64(binary.BigEndian.Uint64(e[26:])),
 		})
 	}
-	if x.f, err = os.OpenFile(path, os.O_RDWR, 0o644); err != nil {
+	if x.f, err = c.openCachedFile(path, os.O_RDWR); err != nil {
 		return nil, err
 	}
 	if n != len(b) {
@@ -92,7 +93,7 @@ func (x *txnIndex) openLocked() error {
 	if x.f != nil {
 		return nil
 	}
-	f, err := os.OpenFile(x.path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := x.cache.openCachedFile(x.path, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return err
 	}
@@ -201,6 +202,12 @@ func (x *txnIndex) sync() error {
 	return x.f.Sync()
 }
 
+func (x *txnIndex) dirty() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.f != nil && x.f.isDirty()
+}
+
 func (x *txnIndex) close() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -220,7 +227,11 @@ func (x *txnIndex) rename(path string) error {
 	if x.path == path {
 		return nil
 	}
-	if err := os.Rename(x.path, path); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if x.f != nil {
+		if err := x.f.rename(path); err != nil {
+			return err
+		}
+	} else if err := os.Rename(x.path, path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	x.path = path
