@@ -52,7 +52,7 @@ func describeELR(ctx context.Context, cl *kgo.Client, id int32, topic string) (e
 func TestEligibleLeaderReplicas(t *testing.T) {
 	const topic = "elr"
 	c := startClusterWith(t, devcluster.Config{Controllers: 1, Brokers: 4})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	adm := kadm.NewClient(client(t, c))
 	minISR := "2"
