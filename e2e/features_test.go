@@ -48,8 +48,8 @@ func TestFeatureLevelsFranz(t *testing.T) {
 		}
 		return kerr.ErrorForCode(resp.ErrorCode)
 	}
-	if f := finalized(); f["metadata.version"] != 27 || f["group.version"] != 1 || f["streams.version"] != 1 || f["share.version"] != 1 || f["transaction.version"] != 2 || len(f) != 5 {
-		t.Fatalf("finalized features %v, want metadata.version 27, group.version 1, streams.version 1, share.version 1 and transaction.version 2", f)
+	if f := finalized(); f["metadata.version"] != 27 || f["group.version"] != 1 || f["streams.version"] != 1 || f["share.version"] != 1 || f["transaction.version"] != 2 || f["eligible.leader.replicas.version"] != 1 || len(f) != 6 {
+		t.Fatalf("finalized features %v, want metadata.version 27, group.version 1, streams.version 1, share.version 1, transaction.version 2 and eligible.leader.replicas.version 1", f)
 	}
 	if err := heartbeat("m1"); err != nil {
 		t.Fatalf("KIP-848 heartbeat at group.version 1: %v", err)
