@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -37,19 +38,27 @@ func TestFeatureLevelsFranz(t *testing.T) {
 		}
 		return out
 	}
+	// heartbeat retries while the group coordinator loads (a new
+	// cluster's __consumer_offsets), as clients do.
 	heartbeat := func(member string) error {
 		t.Helper()
-		hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-		hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "features", member, 0, 5000
-		hb.SubscribedTopicNames, hb.Topics = []string{"features"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-		resp, err := hb.RequestWith(ctx, cl)
-		if err != nil {
-			t.Fatal(err)
+		for {
+			hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "features", member, 0, 5000
+			hb.SubscribedTopicNames, hb.Topics = []string{"features"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+			resp, err := hb.RequestWith(ctx, cl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = kerr.ErrorForCode(resp.ErrorCode)
+			if (err != kerr.CoordinatorLoadInProgress && err != kerr.CoordinatorNotAvailable) || ctx.Err() != nil {
+				return err
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		return kerr.ErrorForCode(resp.ErrorCode)
 	}
-	if f := finalized(); f["metadata.version"] != 27 || f["group.version"] != 1 || f["streams.version"] != 1 || f["share.version"] != 1 || f["transaction.version"] != 2 || len(f) != 5 {
-		t.Fatalf("finalized features %v, want metadata.version 27, group.version 1, streams.version 1, share.version 1 and transaction.version 2", f)
+	if f := finalized(); f["metadata.version"] != 27 || f["group.version"] != 1 || f["streams.version"] != 1 || f["share.version"] != 1 || f["transaction.version"] != 2 || f["eligible.leader.replicas.version"] != 1 || len(f) != 6 {
+		t.Fatalf("finalized features %v, want metadata.version 27, group.version 1, streams.version 1, share.version 1, transaction.version 2 and eligible.leader.replicas.version 1", f)
 	}
 	if err := heartbeat("m1"); err != nil {
 		t.Fatalf("KIP-848 heartbeat at group.version 1: %v", err)

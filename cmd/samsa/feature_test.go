@@ -15,7 +15,7 @@ func TestFeatureDescribeUpgradeDowngrade(t *testing.T) {
 	}
 	want := [][]string{
 		{"FEATURE", "SUPPORTED", "FINALIZED"},
-		{"eligible.leader.replicas.version", "0-0", "0"},
+		{"eligible.leader.replicas.version", "0-1", "1"},
 		{"group.version", "0-1", "1"},
 		{"kraft.version", "0-1", "0"},
 		{"metadata.version", "7", "(3.3)-27", "(4.1)", "27", "(4.1)"},
@@ -65,9 +65,16 @@ func TestFeatureDescribeUpgradeDowngrade(t *testing.T) {
 	failsWith(t, "kraft.version cannot be downgraded", "feature", "downgrade", "--feature", "kraft.version=0", "--bootstrap", b)
 	failsWith(t, "Refusing to perform the requested downgrade because it might delete metadata information",
 		"feature", "downgrade", "--feature", "metadata.version=21", "--bootstrap", b)
+	// eligible.leader.replicas.version downgrades safely, as Kafka's,
+	// and upgrades back.
+	mustRun(t, "", "feature", "downgrade", "--feature", "eligible.leader.replicas.version=0", "--bootstrap", b)
+	if got := describe(); got[1][2] != "0" {
+		t.Fatalf("after the ELR downgrade: %q", got[1])
+	}
+	mustRun(t, "", "feature", "upgrade", "--feature", "eligible.leader.replicas.version=1", "--bootstrap", b)
 	// --release-version names what Samsa does not implement.
-	r = samsa(t, "", "feature", "upgrade", "--release-version", "4.1", "--bootstrap", b)
-	if r.code != exitUsage || !strings.Contains(r.stderr, "=1 (the default of release 4.1) is not supported: Samsa implements") {
-		t.Errorf("upgrade --release-version 4.1: exit %d, stderr %q", r.code, r.stderr)
+	r = samsa(t, "", "feature", "upgrade", "--release-version", "4.2", "--bootstrap", b)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "metadata.version=29 (the default of release 4.2) is not supported: Samsa implements") {
+		t.Errorf("upgrade --release-version 4.2: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

@@ -126,7 +126,7 @@ func describeTopicPartitions(t *metadata.TopicImage, start, n int32, live func(i
 		rp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
 		rp.Partition, rp.LeaderID, rp.LeaderEpoch = p.Partition, liveLeader(p, live), p.LeaderEpoch
 		rp.Replicas, rp.ISR = slices.Clone(p.Replicas), slices.Clone(p.ISR)
-		rp.EligibleLeaderReplicas, rp.LastKnownELR = []int32{}, []int32{}
+		rp.EligibleLeaderReplicas, rp.LastKnownELR = append([]int32{}, p.ELR...), append([]int32{}, p.LastKnownELR...)
 		rp.OfflineReplicas = offlineReplicas(p, live)
 		rt.Partitions = append(rt.Partitions, rp)
 	}

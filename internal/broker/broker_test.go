@@ -119,7 +119,7 @@ func TestAPIVersionsResponseListsTable(t *testing.T) {
 			finalized = append(finalized, fmt.Sprintf("%s=%d-%d", f.Name, f.MinVersionLevel, f.MaxVersionLevel))
 		}
 		wantSupported := map[int16]string{0: "", 3: "metadata.version=7-27",
-			4: "eligible.leader.replicas.version=0-0 group.version=0-1 kraft.version=0-1 metadata.version=7-27 share.version=0-1 streams.version=0-1 transaction.version=0-2"}[ver]
+			4: "eligible.leader.replicas.version=0-1 group.version=0-1 kraft.version=0-1 metadata.version=7-27 share.version=0-1 streams.version=0-1 transaction.version=0-2"}[ver]
 		wantFinalized, wantEpoch := "group.version=1-1 metadata.version=27-27", int64(7)
 		if ver < 3 {
 			wantFinalized, wantEpoch = "", -1 // kmsg's default, not sent

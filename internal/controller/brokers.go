@@ -81,6 +81,12 @@ func (c *Controller) registerLocked(ctx context.Context, req *kmsg.BrokerRegistr
 		// The previous incarnation's leaderships and ISR places go: the
 		// new one starts fenced and must catch up first.
 		ch.fence(id)
+		// A broker that did not shut down cleanly (it does not name its
+		// previous epoch, KIP-966) may have lost records it
+		// acknowledged: it leaves every ELR too.
+		if ch.elr && req.PreviousBrokerEpoch != old.Epoch {
+			ch.uncleanShutdown(id)
+		}
 	}
 	rec := &metadata.RegisterBrokerRecord{BrokerID: id, IncarnationID: req.IncarnationID, BrokerEpoch: epoch,
 		Rack: req.Rack, Fenced: true, Features: features}
@@ -279,7 +285,7 @@ func (c *Controller) electUncleanLeaders(img *metadata.Image, ch *changes) {
 			if p.Leader != -1 {
 				continue // elected earlier in this batch
 			}
-			if p.Leader = ch.electLeader(p); p.Leader != -1 {
+			if ch.settle(p, *p, -1); p.Leader != -1 {
 				c.cfg.Logger.Error("Triggering unclean leader election for offline partition", "topic", t.Name, "partition", i, "leader", p.Leader)
 			} else {
 				c.cfg.Logger.Warn("Cannot trigger unclean leader election for offline partition: no eligible replica", "topic", t.Name, "partition", i)

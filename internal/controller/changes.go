@@ -30,6 +30,11 @@ type changes struct {
 	// unclean reports whether a topic's unclean.leader.election.enable
 	// is on (Controller.uncleanEnabled); nil: never.
 	unclean func(topic string) bool
+	// elr: eligible.leader.replicas.version is 1 or more (KIP-966).
+	// minISR is a topic's effective min.insync.replicas, at most its
+	// replication factor rf (Controller.minISR).
+	elr    bool
+	minISR func(topic string, rf int) int
 }
 
 func newChanges(img *metadata.Image) *changes {
@@ -42,6 +47,8 @@ func newChanges(img *metadata.Image) *changes {
 func (c *Controller) changes(img *metadata.Image) *changes {
 	ch := newChanges(img)
 	ch.unclean = c.uncleanEnabled(img)
+	ch.elr = img.Features()[metadata.ELRVersionFeature] >= 1
+	ch.minISR = c.minISR(img)
 	return ch
 }
 
@@ -81,22 +88,46 @@ func (c *changes) partition(t *metadata.TopicImage, part int32) *metadata.Partit
 	return &p
 }
 
-// electLeader is Kafka's election of a partition's leader: the first
-// replica, in Replicas order, that is in the ISR and eligible. If there
-// is none and the topic allows it (unclean.leader.election.enable), the
-// first eligible replica, with the ISR reset to it: records only the
-// others had may be lost, as Kafka's unclean election loses them. -1 if
-// there is none.
+// electLeader is Kafka's election of a partition's leader (its
+// PartitionChangeBuilder with ELR, KIP-966): the first replica, in
+// Replicas order, that is in the ISR and eligible; if the ISR is empty,
+// the first eligible member of the ELR, which becomes the ISR on its own;
+// if the ELR is empty too, the last known leader once it is eligible
+// again. Failing those, if the topic allows it
+// (unclean.leader.election.enable), the first eligible replica, with the
+// ISR reset to it and the ELR cleared: records only the others had may be
+// lost, as Kafka's unclean election loses them. -1 if there is none.
 func (c *changes) electLeader(p *metadata.PartitionImage) int32 {
+	return c.elect(p, c.unclean != nil && c.unclean(c.topicOf[p]), -1)
+}
+
+// elect is electLeader with the unclean choice given, and a broker that
+// may not lead (one shutting down uncleanly; -1 none).
+func (c *changes) elect(p *metadata.PartitionImage, unclean bool, barred int32) int32 {
+	ok := func(r int32) bool { return r != barred && c.eligible(r) }
 	for _, r := range p.Replicas {
-		if slices.Contains(p.ISR, r) && c.eligible(r) {
+		if slices.Contains(p.ISR, r) && ok(r) {
 			return r
 		}
 	}
-	if c.unclean != nil && c.unclean(c.topicOf[p]) {
+	if c.elr && len(p.ISR) == 0 {
 		for _, r := range p.Replicas {
-			if c.eligible(r) {
+			if slices.Contains(p.ELR, r) && ok(r) {
 				p.ISR = []int32{r}
+				p.ELR = without(p.ELR, r)
+				return r
+			}
+		}
+		if len(p.ELR) == 0 && len(p.LastKnownELR) == 1 && ok(p.LastKnownELR[0]) {
+			r := p.LastKnownELR[0]
+			p.ISR = []int32{r}
+			return r
+		}
+	}
+	if unclean {
+		for _, r := range p.Replicas {
+			if ok(r) {
+				p.ISR, p.ELR = []int32{r}, nil
 				return r
 			}
 		}
@@ -104,10 +135,79 @@ func (c *changes) electLeader(p *metadata.PartitionImage) int32 {
 	return -1
 }
 
+// settle finishes a change of partition p from before (its state when
+// the change began; p already holds the new ISR) as Kafka's
+// PartitionChangeBuilder does with eligible leader replicas: while the
+// ISR is below the topic's min.insync.replicas, the replicas that leave
+// it join the ELR (they hold every committed record, since the high
+// watermark cannot move then), and barred (a broker that shut down
+// uncleanly; -1 none) leaves it; at min.insync.replicas or above the ELR
+// is cleared. Then a leader is elected if the current one may no longer
+// lead, and LastKnownELR keeps the last leader of a partition whose ISR
+// emptied. Without ELR the ISR never empties (its last member stays) and
+// both lists are cleared.
+func (c *changes) settle(p *metadata.PartitionImage, before metadata.PartitionImage, barred int32) {
+	if !c.elr {
+		if len(p.ISR) == 0 {
+			p.ISR = before.ISR
+		}
+		if p.Leader == -1 || !slices.Contains(p.ISR, p.Leader) || !c.eligible(p.Leader) {
+			p.Leader = c.electLeader(p)
+		}
+		p.ELR, p.LastKnownELR = nil, nil
+		return
+	}
+	c.populateELR(p, before, barred)
+	if p.Leader == -1 || p.Leader == barred || !slices.Contains(p.ISR, p.Leader) || !c.eligible(p.Leader) {
+		p.Leader = c.elect(p, c.unclean != nil && c.unclean(c.topicOf[p]), barred)
+	}
+	c.lastKnownLeader(p, before)
+}
+
+// populateELR updates p's ELR for its new ISR (see settle).
+func (c *changes) populateELR(p *metadata.PartitionImage, before metadata.PartitionImage, barred int32) {
+	if !c.elr {
+		p.ELR, p.LastKnownELR = nil, nil
+		return
+	}
+	if len(p.ISR) >= c.minISR(c.topicOf[p], len(p.Replicas)) {
+		p.ELR = nil
+		return
+	}
+	var elr []int32
+	for _, r := range append(slices.Clone(before.ELR), before.ISR...) {
+		if r != barred && !slices.Contains(p.ISR, r) && !slices.Contains(elr, r) {
+			elr = append(elr, r)
+		}
+	}
+	slices.Sort(elr)
+	p.ELR = elr
+}
+
+// lastKnownLeader records the leader of a partition whose ISR just
+// emptied in LastKnownELR, and clears it once the partition has a leader
+// (Kafka's maybeUpdateLastKnownLeader).
+func (c *changes) lastKnownLeader(p *metadata.PartitionImage, before metadata.PartitionImage) {
+	if !c.elr {
+		return
+	}
+	switch {
+	case len(p.ISR) == 0 && len(before.ISR) > 0 && before.Leader >= 0 &&
+		!(len(before.LastKnownELR) == 1 && before.LastKnownELR[0] == before.Leader):
+		p.LastKnownELR = []int32{before.Leader}
+	case p.Leader >= 0 && len(before.LastKnownELR) > 0:
+		p.LastKnownELR = nil
+	}
+}
+
+// without returns a copy of s without r.
+func without(s []int32, r int32) []int32 {
+	return slices.DeleteFunc(slices.Clone(s), func(x int32) bool { return x == r })
+}
+
 // fence fences broker id and takes it out of its partitions (Kafka's
-// handleBrokerFenced): leaderships move to another eligible ISR member or
-// become -1, and it leaves every ISR where another member remains (the
-// last member stays, so that it can come back as a clean leader).
+// handleBrokerFenced): leaderships move to another eligible ISR member
+// (or ELR member) or become -1, and it leaves every ISR (see settle).
 func (c *changes) fence(id int32) {
 	if b, ok := c.broker(id); ok && !b.Fenced {
 		b.Fenced = true
@@ -116,8 +216,9 @@ func (c *changes) fence(id int32) {
 	c.evict(id)
 }
 
-// unfence unfences broker id and elects it (or another eligible ISR
-// member) where a partition it is in sync for has no leader.
+// unfence unfences broker id and elects a leader where a partition it is
+// a replica of has none: it, or another eligible member of the ISR (or
+// of the ELR when the ISR is empty).
 func (c *changes) unfence(id int32) {
 	if b, ok := c.broker(id); ok && b.Fenced {
 		b.Fenced = false
@@ -125,8 +226,8 @@ func (c *changes) unfence(id int32) {
 	}
 	for _, ref := range c.img.PartitionsWithReplica(id) {
 		p := c.partition(ref.Topic, ref.Partition.Partition)
-		if p.Leader == -1 && slices.Contains(p.ISR, id) {
-			p.Leader = c.electLeader(p)
+		if p.Leader == -1 {
+			c.settle(p, *p, -1)
 		}
 	}
 }
@@ -135,8 +236,8 @@ func (c *changes) unfence(id int32) {
 // handleBrokerInControlledShutdown): its leaderships move to other
 // eligible ISR members, or to no leader where it is the last one (the
 // partition is offline until it returns, as it would be once the process
-// exits), and it leaves the ISRs where others remain. It then leads
-// nothing, so the heartbeat answers ShouldShutdown.
+// exits), and it leaves the ISRs. It then leads nothing, so the heartbeat
+// answers ShouldShutdown.
 func (c *changes) shutdown(id int32) {
 	if b, ok := c.broker(id); ok && !b.InControlledShutdown {
 		b.InControlledShutdown = true
@@ -146,17 +247,32 @@ func (c *changes) shutdown(id int32) {
 }
 
 // evict moves leadership away from a broker that is no longer eligible
-// (to no leader when no other is eligible) and removes it from
-// non-singleton ISRs.
+// and removes it from the ISRs it is in (see settle).
 func (c *changes) evict(id int32) {
 	for _, ref := range c.img.PartitionsWithReplica(id) {
 		p := c.partition(ref.Topic, ref.Partition.Partition)
-		if p.Leader == id {
-			p.Leader = c.electLeader(p)
+		if p.Leader != id && !slices.Contains(p.ISR, id) {
+			continue
 		}
-		if len(p.ISR) > 1 && slices.Contains(p.ISR, id) {
-			p.ISR = slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return r == id })
+		before := *p
+		p.ISR = without(p.ISR, id)
+		c.settle(p, before, -1)
+	}
+}
+
+// uncleanShutdown takes broker id, registering again after a shutdown
+// that was not clean (Kafka's handleBrokerUncleanShutdown, KIP-966), out
+// of every ISR and ELR: its log may have lost a suffix, so it may only
+// lead again after catching up or by an unclean election.
+func (c *changes) uncleanShutdown(id int32) {
+	for _, ref := range c.img.PartitionsWithReplica(id) {
+		p := c.partition(ref.Topic, ref.Partition.Partition)
+		if !slices.Contains(p.ISR, id) && !slices.Contains(p.ELR, id) {
+			continue
 		}
+		before := *p
+		p.ISR = without(p.ISR, id)
+		c.settle(p, before, id)
 	}
 }
 
@@ -216,6 +332,12 @@ func (c *changes) records() []metadata.Record {
 		if !slices.Equal(p.RemovingReplicas, old.RemovingReplicas) {
 			r.RemovingReplicas, changed = append([]int32{}, p.RemovingReplicas...), true
 		}
+		if !slices.Equal(p.ELR, old.ELR) {
+			r.EligibleLeaderReplicas, changed = append([]int32{}, p.ELR...), true
+		}
+		if !slices.Equal(p.LastKnownELR, old.LastKnownELR) {
+			r.LastKnownElr, changed = append([]int32{}, p.LastKnownELR...), true
+		}
 		if changed {
 			recs = append(recs, r)
 		}
@@ -239,5 +361,27 @@ func (c *Controller) uncleanEnabled(img *metadata.Image) func(topic string) bool
 			}
 		}
 		return c.cfg.UncleanLeaderElectionEnable
+	}
+}
+
+// minISR answers, over img, a topic's effective min.insync.replicas as
+// Kafka's getTopicEffectiveMinIsr does: looked up like
+// unclean.leader.election.enable (uncleanEnabled), and at most the
+// replication factor rf.
+func (c *Controller) minISR(img *metadata.Image) func(topic string, rf int) int {
+	const key = "min.insync.replicas"
+	cluster := img.Configs(int8(kmsg.ConfigResourceTypeBroker), "")
+	node := img.Configs(int8(kmsg.ConfigResourceTypeBroker), strconv.Itoa(int(c.cfg.NodeID)))
+	return func(topic string, rf int) int {
+		n := max(c.cfg.MinInsyncReplicas, 1)
+		for _, cfgs := range []map[string]string{img.Configs(int8(kmsg.ConfigResourceTypeTopic), topic), cluster, node} {
+			if v, ok := cfgs[key]; ok {
+				if i, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+					n = i
+				}
+				break
+			}
+		}
+		return min(n, rf)
 	}
 }

@@ -211,6 +211,18 @@ func (c *Controller) decideConfigChange(img *metadata.Image, ch configChange) ([
 			rec.Value = &nv
 		}
 		recs = append(recs, rec)
+		// With ELR, a new min.insync.replicas (a topic's, or the
+		// cluster default's even when unchanged) clears the ELRs it
+		// governs, as Kafka does: they were chosen under the old value.
+		if k == "min.insync.replicas" && img.Features()[metadata.ELRVersionFeature] >= 1 {
+			switch {
+			case rtype == metadata.ResourceTopic:
+				t, _ := img.Topic(ch.name)
+				recs = append(recs, clearELRsOf(img, []*metadata.TopicImage{t})...)
+			case ch.name == "":
+				recs = append(recs, clearELRsOf(img, img.Topics())...)
+			}
+		}
 	}
 	return recs, nil
 }

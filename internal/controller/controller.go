@@ -91,6 +91,10 @@ type Config struct {
 	// unclean leaders for leaderless partitions of topics that allow it.
 	UncleanLeaderElectionEnable        bool
 	UncleanLeaderElectionCheckInterval time.Duration
+	// MinInsyncReplicas is this node's static min.insync.replicas, the
+	// last fallback of a topic's effective value (minISR), which decides
+	// when replicas leaving the ISR join the ELR (KIP-966).
+	MinInsyncReplicas int
 	// BootstrapRecords are written with the metadata.version when the
 	// log is bootstrapped (SCRAM credentials from --add-scram), and
 	// ignored, with a warning, once it exists.

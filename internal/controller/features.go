@@ -51,7 +51,7 @@ func (c *Controller) UpdateFeatures(ctx context.Context, req *kmsg.UpdateFeature
 		var recs []metadata.Record
 		if recs, err = decideFeatureUpdates(img, c.cfg.NodeID, req); err == nil && !req.ValidateOnly {
 			if err = c.upgradeKRaftVersion(ctx, img, recs); err == nil {
-				err = c.writeLocked(ctx, recs)
+				err = c.writeLocked(ctx, append(recs, clearELRs(img, recs)...))
 			}
 		}
 	}
@@ -128,6 +128,37 @@ func checkFeatureUpdate(img *metadata.Image, nodeID int32, current int16, name s
 		return wire.Errorf(kerr.InvalidUpdateVersion, "Invalid metadata.version %d. Refusing to perform the requested downgrade because it might delete metadata information.", level)
 	}
 	return nil
+}
+
+// clearELRs is, when recs turn eligible.leader.replicas.version off,
+// a change record for every partition with an ELR or a last known leader
+// that empties both: the controller no longer keeps them up to date.
+func clearELRs(img *metadata.Image, recs []metadata.Record) []metadata.Record {
+	off := false
+	for _, r := range recs {
+		if f, ok := r.(*metadata.FeatureLevelRecord); ok && f.Name == metadata.ELRVersionFeature {
+			off = f.FeatureLevel == 0 && img.Features()[f.Name] > 0
+		}
+	}
+	if !off {
+		return nil
+	}
+	return clearELRsOf(img, img.Topics())
+}
+
+// clearELRsOf is a change record for every partition of topics with an
+// ELR or a last known leader that empties both.
+func clearELRsOf(img *metadata.Image, topics []*metadata.TopicImage) []metadata.Record {
+	var out []metadata.Record
+	for _, t := range topics {
+		for _, p := range t.Partitions {
+			if len(p.ELR) > 0 || len(p.LastKnownELR) > 0 {
+				out = append(out, &metadata.PartitionChangeRecord{TopicID: t.ID, PartitionID: p.Partition,
+					EligibleLeaderReplicas: []int32{}, LastKnownElr: []int32{}})
+			}
+		}
+	}
+	return out
 }
 
 // notSupported is why who, supporting r, cannot run at level ("" if it

@@ -26,7 +26,7 @@ func (h *harness) updateFeatures(t *testing.T, version int16, validateOnly bool,
 
 func TestBootstrapFeatureLevels(t *testing.T) {
 	h := start(t, t.TempDir(), 0)
-	want := map[string]int16{"metadata.version": 27, "group.version": 1, "share.version": 1, "streams.version": 1, "transaction.version": 2}
+	want := map[string]int16{"metadata.version": 27, "group.version": 1, "share.version": 1, "streams.version": 1, "transaction.version": 2, "eligible.leader.replicas.version": 1}
 	if got := h.loader.Image().Features(); !maps.Equal(got, want) {
 		t.Fatalf("bootstrapped features %v, want %v", got, want)
 	}
@@ -140,7 +140,7 @@ func TestRegistrationNeedsFinalizedLevels(t *testing.T) {
 	}
 	// The response has no message; the controller's reason is Kafka's.
 	err := unsupportedFinalized(h.loader.Image(), []metadata.FeatureRange{{Name: "metadata.version", Min: 7, Max: 27}})
-	want := "Unable to register because the broker does not support finalized version 1 of group.version. The broker wants a version between 0 and 0, inclusive."
+	want := "Unable to register because the broker does not support finalized version 1 of eligible.leader.replicas.version. The broker wants a version between 0 and 0, inclusive."
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("reason %v, want %q", err, want)
 	}

@@ -125,7 +125,11 @@ func (cl *cluster) part(name string, p int32) string {
 		cl.t.Fatalf("no topic %s", name)
 	}
 	pi := ti.Partitions[p]
-	return fmt.Sprintf("%d/%d/%d %v", pi.Leader, pi.LeaderEpoch, pi.PartitionEpoch, pi.ISR)
+	s := fmt.Sprintf("%d/%d/%d %v", pi.Leader, pi.LeaderEpoch, pi.PartitionEpoch, pi.ISR)
+	if len(pi.ELR) > 0 || len(pi.LastKnownELR) > 0 {
+		s += fmt.Sprintf(" elr=%v lke=%v", pi.ELR, pi.LastKnownELR)
+	}
+	return s
 }
 
 func (cl *cluster) tick() {
@@ -252,11 +256,12 @@ func TestSessionExpiryMovesLeadershipAndShrinksISR(t *testing.T) {
 		t.Fatalf("fencing took %d batches, want 1", cl.loader.Image().Offset-off)
 	}
 	// Leader 1 → next ISR member in replica order; follower 1 leaves the
-	// ISR; the last ISR member stays with no leader.
+	// ISR; the last ISR member leaves it for the ELR (KIP-966), with no
+	// leader, and is the last known leader.
 	for _, c := range []struct{ name, want string }{
 		{cl.part("t", 0), "2/1/1 [2 3]"},
 		{cl.part("t", 1), "2/0/1 [2 3]"},
-		{cl.part("solo", 0), "-1/1/1 [1]"},
+		{cl.part("solo", 0), "-1/1/1 [] elr=[1] lke=[1]"},
 	} {
 		if c.name != c.want {
 			t.Errorf("got %s, want %s", c.name, c.want)
@@ -318,7 +323,7 @@ func TestControlledShutdown(t *testing.T) {
 		{cl.part("a", 0), "2/1/1 [2 3]"},
 		{cl.part("a", 1), "2/0/1 [2 3]"},
 		{cl.part("a", 2), "3/0/1 [3 2]"},
-		{cl.part("b", 0), "-1/1/1 [1]"}, // nobody else: offline until 1 returns
+		{cl.part("b", 0), "-1/1/1 [] elr=[1] lke=[1]"}, // nobody else: offline until 1 returns
 	} {
 		if c.got != c.want {
 			t.Errorf("got %s, want %s", c.got, c.want)
@@ -352,7 +357,7 @@ func TestUnregisterBroker(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
 		{cl.part("a", 0), "2/1/1 [2 3]"},
 		{cl.part("a", 1), "2/0/1 [2 3]"},
-		{cl.part("b", 0), "-1/1/1 [1]"}, // the last ISR member stays
+		{cl.part("b", 0), "-1/1/1 [] elr=[1] lke=[1]"}, // the last ISR member moves to the ELR
 	} {
 		if c.got != c.want {
 			t.Errorf("got %s, want %s", c.got, c.want)
@@ -646,7 +651,7 @@ func TestUncleanElection(t *testing.T) {
 	id := cl.createManual("u", []int32{1, 2})
 	cl.alter(3, 1, id, 0, 0, 1)  // ISR [1]
 	cl.heartbeat(1, true, false) // last ISR member fenced: no leader
-	if got := cl.part("u", 0); got != "-1/1/2 [1]" {
+	if got := cl.part("u", 0); got != "-1/1/2 [] elr=[1] lke=[1]" {
 		t.Fatalf("offline: %s", got)
 	}
 	if got := electCodes(elect(cl, 0, map[string][]int32{"u": {0}})); got != "[u-0:80]" {

@@ -132,9 +132,12 @@ func (c *Controller) alterOne(ch *changes, topic *metadata.TopicImage, req *kmsg
 			return kerr.IneligibleReplica
 		}
 	}
+	before := *cur
 	cur.ISR = slices.Clone(isr)
 	// An ISR that now holds every adding replica completes a reassignment.
 	ch.completeReassignment(cur)
+	ch.populateELR(cur, before, -1)
+	ch.lastKnownLeader(cur, before)
 	return nil
 }
 
@@ -244,15 +247,10 @@ func (c *Controller) electOne(ch *changes, ti *metadata.TopicImage, part int32, 
 	if p.Leader != -1 {
 		return wire.Errorf(kerr.ElectionNotNeeded, "Leader election not needed for topic partition.")
 	}
-	if l := ch.electLeader(p); l != -1 {
-		p.Leader = l
+	before := *p
+	if p.Leader = ch.elect(p, true, -1); p.Leader != -1 {
+		ch.lastKnownLeader(p, before)
 		return nil
-	}
-	for _, r := range p.Replicas {
-		if ch.eligible(r) {
-			p.Leader, p.ISR = r, []int32{r}
-			return nil
-		}
 	}
 	return wire.Errorf(kerr.EligibleLeadersNotAvailable, "Failed to elect leader for partition %s-%d under strategy OfflinePartitionLeaderElectionStrategy", ti.Name, part)
 }

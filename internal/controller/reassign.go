@@ -183,7 +183,9 @@ func (ch *changes) reelect(p *metadata.PartitionImage) {
 	if p.Leader != -1 && slices.Contains(p.ISR, p.Leader) && ch.eligible(p.Leader) {
 		return
 	}
+	before := *p
 	p.Leader = ch.electLeader(p)
+	ch.lastKnownLeader(p, before)
 }
 
 // ListPartitionReassignments lists the reassignments in progress. Version

@@ -264,7 +264,8 @@ func (b *builder) applyPartition(r *PartitionRecord) error {
 	}
 	p := PartitionImage{Partition: r.PartitionID, Leader: r.Leader, LeaderEpoch: r.LeaderEpoch,
 		PartitionEpoch: r.PartitionEpoch, Replicas: slices.Clone(r.Replicas), ISR: slices.Clone(r.ISR),
-		AddingReplicas: nilIfEmpty(r.AddingReplicas), RemovingReplicas: nilIfEmpty(r.RemovingReplicas)}
+		AddingReplicas: nilIfEmpty(r.AddingReplicas), RemovingReplicas: nilIfEmpty(r.RemovingReplicas),
+		ELR: nilIfEmpty(r.EligibleLeaderReplicas), LastKnownELR: nilIfEmpty(r.LastKnownElr)}
 	switch {
 	case int(r.PartitionID) == len(t.Partitions):
 		t.Partitions = append(t.Partitions, p)
@@ -301,6 +302,12 @@ func (b *builder) applyPartitionChange(r *PartitionChangeRecord) error {
 	}
 	if r.RemovingReplicas != nil {
 		p.RemovingReplicas = nilIfEmpty(r.RemovingReplicas)
+	}
+	if r.EligibleLeaderReplicas != nil {
+		p.ELR = nilIfEmpty(r.EligibleLeaderReplicas)
+	}
+	if r.LastKnownElr != nil {
+		p.LastKnownELR = nilIfEmpty(r.LastKnownElr)
 	}
 	p.PartitionEpoch++
 	b.markPartition(r.TopicID, r.PartitionID)

@@ -54,13 +54,14 @@ const MetadataVersionMin int16 = 7
 //     transaction, partitions added by their leaders).
 //   - share.version 1: KIP-932 share groups.
 //   - streams.version 1: KIP-1071 streams groups.
-//   - eligible.leader.replicas.version 0: not built.
+//   - eligible.leader.replicas.version 1: KIP-966 eligible leader
+//     replicas (the controller keeps the ELR and elects from it).
 var supportedFeatures = []FeatureRange{
 	{MetadataVersionFeature, MetadataVersionMin, MetadataVersionLatest},
 	{KRaftVersionFeature, 0, 1},
 	{GroupVersionFeature, 0, 1},
 	{TransactionVersionFeature, 0, 2},
-	{ELRVersionFeature, 0, 0},
+	{ELRVersionFeature, 0, 1},
 	{ShareVersionFeature, 0, 1},
 	{StreamsVersionFeature, 0, 1},
 }
@@ -108,7 +109,7 @@ var releaseFeatures = map[string]map[string]int16{
 // Levels 0 are left out (a missing feature is at 0), and so is
 // kraft.version: it is the quorum's, not a FeatureLevelRecord.
 func InitialFeatures(release string, features []string) (map[string]int16, error) {
-	levels := map[string]int16{MetadataVersionFeature: MetadataVersionLatest, GroupVersionFeature: 1, StreamsVersionFeature: 1, ShareVersionFeature: 1, TransactionVersionFeature: 2}
+	levels := map[string]int16{MetadataVersionFeature: MetadataVersionLatest, GroupVersionFeature: 1, StreamsVersionFeature: 1, ShareVersionFeature: 1, TransactionVersionFeature: 2, ELRVersionFeature: 1}
 	from := "Samsa's default"
 	if release != "" {
 		r, _, _ := strings.Cut(release, "-") // 3.9-IV0: the release's features

@@ -77,6 +77,13 @@ type PartitionImage struct {
 	// RemovingReplicas (Kafka's KIP-455).
 	AddingReplicas   []int32
 	RemovingReplicas []int32
+	// ELR and LastKnownELR are KIP-966's eligible leader replicas (out of
+	// the ISR, but holding every committed record: they left it while it
+	// was below min.insync.replicas, when the high watermark cannot
+	// move) and the last known leader of a partition whose ISR emptied.
+	// Both stay empty while eligible.leader.replicas.version is 0.
+	ELR          []int32
+	LastKnownELR []int32
 }
 
 // Reassigning reports whether a reassignment is in progress.
@@ -392,7 +399,8 @@ func (m *Image) records() []Record {
 			recs = append(recs, &PartitionRecord{PartitionID: p.Partition, TopicID: t.ID,
 				Replicas: p.Replicas, ISR: p.ISR, Leader: p.Leader,
 				LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
-				AddingReplicas: p.AddingReplicas, RemovingReplicas: p.RemovingReplicas})
+				AddingReplicas: p.AddingReplicas, RemovingReplicas: p.RemovingReplicas,
+				EligibleLeaderReplicas: p.ELR, LastKnownElr: p.LastKnownELR})
 		}
 	}
 	res := slices.Collect(maps.Keys(m.configs))

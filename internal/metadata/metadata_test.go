@@ -3,6 +3,7 @@ package metadata
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"maps"
@@ -424,4 +425,58 @@ func mustEncode(t *testing.T, recs ...Record) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// The KIP-966 lists: a change record's nil list leaves them, an empty
+// one clears them, records written before they existed read back as
+// unchanged, and a snapshot keeps them.
+func TestEligibleLeaderReplicasRecords(t *testing.T) {
+	l := NewLoader("clu", nil)
+	foo := uuidN(1)
+	apply(t, l, 2, &TopicRecord{Name: "foo", TopicID: foo},
+		&PartitionRecord{TopicID: foo, Replicas: []int32{1, 2, 3}, ISR: []int32{1}, Leader: 1,
+			EligibleLeaderReplicas: []int32{2}, LastKnownElr: []int32{3}})
+	part := func() PartitionImage {
+		t.Helper()
+		ti, _ := l.Image().Topic("foo")
+		return ti.Partitions[0]
+	}
+	if p := part(); !slices.Equal(p.ELR, []int32{2}) || !slices.Equal(p.LastKnownELR, []int32{3}) {
+		t.Fatalf("after the partition record: %+v", p)
+	}
+	apply(t, l, 3, &PartitionChangeRecord{TopicID: foo, ISR: []int32{}})
+	if p := part(); !slices.Equal(p.ELR, []int32{2}) || !slices.Equal(p.LastKnownELR, []int32{3}) {
+		t.Fatalf("a change without the lists changed them: %+v", p)
+	}
+	// An older record, without the fields at all.
+	if err := l.Apply(4, oldChangeBatch(t, foo)); err != nil {
+		t.Fatal(err)
+	}
+	if p := part(); !slices.Equal(p.ELR, []int32{2}) {
+		t.Fatalf("an old change record changed the ELR: %+v", p)
+	}
+	apply(t, l, 5, &PartitionChangeRecord{TopicID: foo, EligibleLeaderReplicas: []int32{1, 2}, LastKnownElr: []int32{}})
+	if p := part(); !slices.Equal(p.ELR, []int32{1, 2}) || p.LastKnownELR != nil {
+		t.Fatalf("after setting the ELR and clearing the last known leader: %+v", p)
+	}
+	snap, err := l.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2 := NewLoader("clu", nil)
+	if err := l2.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	if ti, _ := l2.Image().Topic("foo"); !slices.Equal(ti.Partitions[0].ELR, []int32{1, 2}) {
+		t.Fatalf("restored partition %+v", ti.Partitions[0])
+	}
+}
+
+// oldChangeBatch is a batch of one PartitionChangeRecord as written
+// before the ELR fields existed.
+func oldChangeBatch(t *testing.T, topic Uuid) []byte {
+	t.Helper()
+	body := fmt.Sprintf(`{"PartitionID":0,"TopicID":%q,"ISR":[1],"Replicas":null,"AddingReplicas":null,"RemovingReplicas":null}`, topic.String())
+	b := binary.AppendUvarint([]byte{batchFormatV1, 1, byte(TypePartitionChange), 0}, uint64(len(body)))
+	return append(b, body...)
 }

@@ -74,6 +74,12 @@ type PartitionRecord struct {
 	// progress (KIP-455); absent when there is none.
 	AddingReplicas   []int32 `json:",omitempty"`
 	RemovingReplicas []int32 `json:",omitempty"`
+	// EligibleLeaderReplicas and LastKnownElr are KIP-966's lists (Kafka's
+	// tagged fields of the same names): replicas that left the ISR while it
+	// was below min.insync.replicas and may still lead, and the last
+	// leader of a partition that lost its whole ISR. Absent when empty.
+	EligibleLeaderReplicas []int32 `json:",omitempty"`
+	LastKnownElr           []int32 `json:",omitempty"`
 }
 
 // PartitionChangeRecord changes some fields of a partition; nil fields
@@ -92,6 +98,10 @@ type PartitionChangeRecord struct {
 	// before they existed decode as unchanged.
 	AddingReplicas   []int32
 	RemovingReplicas []int32
+	// EligibleLeaderReplicas and LastKnownElr (KIP-966), likewise nil
+	// when unchanged and empty to clear.
+	EligibleLeaderReplicas []int32
+	LastKnownElr           []int32
 }
 
 // RemoveTopicRecord deletes a topic, its partitions and its configs.

@@ -66,9 +66,13 @@ func (p *Partition) maximalISRLocked() []int32 {
 }
 
 // maybeIncrementHWLocked moves the high watermark up to the smallest log
-// end offset of the maximal ISR and reports whether it moved.
+// end offset of the maximal ISR and reports whether it moved. It stays
+// put while the ISR is below min.insync.replicas (at most the replica
+// count), as Kafka 4's does ("strict min ISR", KIP-966): a replica that
+// leaves the ISR then holds every committed record, which is what lets
+// the controller elect it from the ELR.
 func (p *Partition) maybeIncrementHWLocked() bool {
-	if !p.mu.leader {
+	if !p.mu.leader || len(p.mu.state.ISR) < min(p.minISRLocked(), max(len(p.mu.state.Replicas), 1)) {
 		return false
 	}
 	hw := p.Log().SyncedEnd()

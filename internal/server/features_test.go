@@ -21,9 +21,9 @@ import (
 func TestReleaseVersionAtFormat(t *testing.T) {
 	dir := t.TempDir()
 	cfg := loadCluster(t, "log.dirs="+dir, "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0")
-	cfg.ReleaseVersion = "4.1"
-	if _, err := Start(cfg, quiet(), nil); err == nil || !strings.Contains(err.Error(), "(the default of release 4.1) is not supported") {
-		t.Fatalf("start with --release-version 4.1: %v", err)
+	cfg.ReleaseVersion = "4.2"
+	if _, err := Start(cfg, quiet(), nil); err == nil || !strings.Contains(err.Error(), "(the default of release 4.2) is not supported") {
+		t.Fatalf("start with --release-version 4.2: %v", err)
 	}
 	cfg.ReleaseVersion = "3.9"
 	s := start(t, cfg)

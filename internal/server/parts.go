@@ -308,6 +308,7 @@ func (s *Server) startController(context.Context) error {
 		SessionTimeout:               time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		AutoLeaderRebalance:          cfg.AutoLeaderRebalanceEnable,
 		UncleanLeaderElectionEnable:  cfg.UncleanLeaderElectionEnable,
+		MinInsyncReplicas:            cfg.MinInsyncReplicas,
 		LeaderImbalanceCheckInterval: time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
 		Voters:                       voterEndpoints(cfg),
 		DynamicQuorum:                s.dynamicQuorum(),

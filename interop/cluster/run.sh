@@ -4,7 +4,8 @@
 # TopicCommand with replication factor 3, MetadataQuorumCommand,
 # LogDirsCommand, ConsoleProducer/ConsoleConsumer with acks=all, a kill -9
 # of a partition leader and its restart, LeaderElectionCommand (preferred)
-# and ReassignPartitionsCommand; the Java transactional producer
+# and ReassignPartitionsCommand; eligible leader replicas in
+# TopicCommand --describe; the Java transactional producer
 # (transaction version 2) through a kill -9 of its transaction coordinator
 # (TxnFailover.java). Needs SAMSA_BIN, INTEROP_RESULTS and
 # KAFKA_TOOLS_DIR (see ../run); the Python row runs when the venv of the
@@ -265,6 +266,33 @@ fi
 d=$(describe mv)
 expect_eq "$C" "reassigned partition: Replicas 2,3, ISR 2,3, 20 records readable" "2,3 isr 2,3 read 20" \
 	"$(field "$d" 0 Replicas) isr $(field "$d" 0 Isr | tr ',' '\n' | sort -n | paste -sd,) read $(distinct_values mv 20)"
+
+# 8b. Eligible leader replicas (KIP-966): with min.insync.replicas=3, a
+# follower that stops answering leaves the ISR below min ISR and is kept
+# as an eligible leader replica, which kafka-topics --describe shows; it
+# leaves the ELR when it is back in the ISR.
+kt TopicCommand --bootstrap-server "$B" --create --topic elr --partitions 1 --replication-factor 3 \
+	--config min.insync.replicas=3 >/dev/null 2>&1
+wait_for 10 full_isr elr 1
+d=$(describe elr)
+F=$(field "$d" 0 Replicas | tr ',' '\n' | grep -vx "$(field "$d" 0 Leader)" | head -1)
+fpid=$(node_pid "$F")
+in_elr() { [ "$(field "$(describe elr)" 0 Elr)" == "$F" ]; }
+start=$SECONDS
+if [ -n "$fpid" ] && kill -STOP "$fpid" && wait_for 40 in_elr; then
+	record "$C" "TopicCommand --describe: Elr shows a stopped follower below min.insync.replicas (KIP-966)" pass "$((SECONDS - start)) s"
+else
+	record "$C" "TopicCommand --describe: Elr shows a stopped follower below min.insync.replicas (KIP-966)" fail \
+		"follower '$F' stopped; after 40 s: $(describe elr | grep -o 'Partition: 0.*' | tr '\t' ' ')"
+fi
+[ -n "$fpid" ] && kill -CONT "$fpid"
+back() { full_isr elr 1 && [ -z "$(field "$(describe elr)" 0 Elr)" ]; }
+if wait_for 40 back; then
+	record "$C" "TopicCommand --describe: Elr empty again once the follower is back in the ISR" pass
+else
+	record "$C" "TopicCommand --describe: Elr empty again once the follower is back in the ISR" fail \
+		"after 40 s: $(describe elr | grep -o 'Partition: 0.*' | tr '\t' ' ')"
+fi
 
 # 9. The Java transactional producer (transaction version 2, KIP-890)
 # through a kill -9 of its transaction coordinator: read_committed sees

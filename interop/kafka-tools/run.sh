@@ -50,6 +50,8 @@ out=$(kt TopicCommand --bootstrap-server "$B" --list 2>&1)
 expect_eq "$C" "TopicCommand --list" $'dump\ngrow' "$out"
 out=$(kt TopicCommand --bootstrap-server "$B" --describe --topic dump 2>&1)
 has "TopicCommand --describe" "$out" $'^\tTopic: dump\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1'
+# DescribeTopicPartitions (KIP-966) answers the ELR lists, empty here.
+has "TopicCommand --describe: Elr and LastKnownElr (DescribeTopicPartitions)" "$out" $'^\tTopic: dump\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: \tLastKnownElr: $'
 out=$(kt TopicCommand --bootstrap-server "$B" --delete --topic grow 2>&1; kt TopicCommand --bootstrap-server "$B" --list 2>&1)
 expect_eq "$C" "TopicCommand --delete" "dump" "$out"
 
@@ -167,6 +169,9 @@ has "FeatureCommand upgrade --feature group.version=1" "$out" '^Feature: group\.
 # may go down to v1 and back, as Kafka allows.
 out=$(kt FeatureCommand --bootstrap-server "$B" describe 2>&1)
 has "FeatureCommand describe (transaction.version)" "$out" '^Feature: transaction\.version +SupportedMinVersion: 0 +SupportedMaxVersion: 2 +FinalizedVersionLevel: 2 '
+# eligible.leader.replicas.version: a new cluster runs KIP-966's ELR, as
+# Kafka 4.4 formats one.
+has "FeatureCommand describe (eligible.leader.replicas.version)" "$out" '^Feature: eligible\.leader\.replicas\.version +SupportedMinVersion: 0 +SupportedMaxVersion: 1 +FinalizedVersionLevel: 1 '
 out=$(kt FeatureCommand --bootstrap-server "$B" downgrade --feature transaction.version=0 2>&1; kt FeatureCommand --bootstrap-server "$B" describe 2>&1)
 has "FeatureCommand downgrade --feature transaction.version=0" "$out" '^Feature: transaction\.version +SupportedMinVersion: 0 +SupportedMaxVersion: 2 +FinalizedVersionLevel: 0 '
 out=$(kt FeatureCommand --bootstrap-server "$B" upgrade --feature transaction.version=2 2>&1; kt FeatureCommand --bootstrap-server "$B" describe 2>&1)
