@@ -68,6 +68,12 @@ func streamsHeartbeat(t *testing.T, ctx context.Context, cl *kgo.Broker, group s
 		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = taskList(m.active), []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
 	}
 	resp, err := req.RequestWith(ctx, cl)
+	for err == nil && (resp.ErrorCode == kerr.CoordinatorLoadInProgress.Code || resp.ErrorCode == kerr.CoordinatorNotAvailable.Code) && ctx.Err() == nil {
+		// The group's partition of __consumer_offsets is still loading:
+		// a client retries.
+		time.Sleep(50 * time.Millisecond)
+		resp, err = req.RequestWith(ctx, cl)
+	}
 	if err != nil {
 		t.Fatalf("StreamsGroupHeartbeat of %s: %v", m.id, err)
 	}

@@ -533,7 +533,13 @@ func TestTxnAbortedVisibility(t *testing.T) {
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
-	if got := listLatest(1); got != 13 {
+	// The commit's markers are written after EndTxn answers, as in
+	// Kafka: the last stable offset gets there a moment later.
+	got := listLatest(1)
+	for deadline := time.Now().Add(10 * time.Second); got != 13 && time.Now().Before(deadline); got = listLatest(1) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got != 13 {
 		t.Errorf("ListOffsets latest read_committed after commit: %d, want 13", got)
 	}
 }
