@@ -122,7 +122,7 @@ func (c *Coordinator) describeShareOffsets(ctx context.Context, rg kmsg.Describe
 					dp.ErrorCode, dp.ErrorMessage = sp.ErrorCode, sp.ErrorMessage
 					dp.StartOffset, dp.LeaderEpoch = sp.StartOffset, sp.LeaderEpoch
 					if sp.ErrorCode == 0 && sp.StartOffset >= 0 && c.cfg.HighWatermark != nil {
-						if hw, known := c.cfg.HighWatermark(t.Topic, p); known {
+						if hw, known := c.cfg.HighWatermark(ctx, t.Topic, p); known {
 							dp.Lag = max(hw-sp.StartOffset-int64(max(sp.DeliveryCompleteCount, 0)), 0)
 						}
 					}
