@@ -161,11 +161,14 @@ func (c *Coordinator) checkEmptyShareGroup(id string) (int16, string) {
 // epoch, so that share partitions holding the old state reload it.
 func (c *Coordinator) AlterShareGroupOffsets(ctx context.Context, req *kmsg.AlterShareGroupOffsetsRequest) *kmsg.AlterShareGroupOffsetsResponse {
 	r := kmsg.NewPtrAlterShareGroupOffsetsResponse()
+	c.shareInitMu.Lock() // no heartbeat initializes the partitions meanwhile
+	defer c.shareInitMu.Unlock()
 	if code, msg := c.checkEmptyShareGroup(req.GroupID); code != 0 {
 		r.ErrorCode, r.ErrorMessage = code, nullable(msg)
 		return r
 	}
 	view := c.topics()
+	altered := map[[16]byte][]int32{}
 	for _, t := range req.Topics {
 		rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
 		rt.Topic = t.Topic
@@ -181,10 +184,18 @@ func (c *Coordinator) AlterShareGroupOffsets(ctx context.Context, req *kmsg.Alte
 				rp.ErrorCode = kerr.InvalidRequest.Code
 			default:
 				rp.ErrorCode = c.resetShareState(ctx, req.GroupID, info.ID, p.Partition, p.StartOffset)
+				if rp.ErrorCode == 0 {
+					altered[info.ID] = append(altered[info.ID], p.Partition)
+				}
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		r.Topics = append(r.Topics, rt)
+	}
+	// The altered partitions have share state now: a member's heartbeat
+	// must not initialize them again.
+	if code := c.addInitialized(ctx, req.GroupID, altered); code != 0 {
+		c.cfg.Logger.Warn("recording altered share partitions failed", "group", req.GroupID, "code", code)
 	}
 	return r
 }
