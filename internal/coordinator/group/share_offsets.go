@@ -39,9 +39,9 @@ func (c *Coordinator) shareGroupSnapshot(id string) (exists, active bool, init i
 
 // DescribeShareGroupOffsets serves DescribeShareGroupOffsets v0-v1: each
 // partition's start offset, leader epoch and (v1) lag, read from the share
-// coordinator. Without topics it describes every partition the group was
-// assigned (ShareGroupStatePartitionMetadata), leaving out those without
-// share state yet.
+// coordinator. Without topics it describes every partition the group has
+// initialized (ShareGroupStatePartitionMetadata), as Kafka does: start
+// offset -1 until a member's first fetch applied share.auto.offset.reset.
 func (c *Coordinator) DescribeShareGroupOffsets(ctx context.Context, req *kmsg.DescribeShareGroupOffsetsRequest) *kmsg.DescribeShareGroupOffsetsResponse {
 	r := kmsg.NewPtrDescribeShareGroupOffsetsResponse()
 	for _, rg := range req.Groups {
@@ -128,8 +128,8 @@ func (c *Coordinator) describeShareOffsets(ctx context.Context, rg kmsg.Describe
 					}
 				}
 			}
-			if all && (dp.ErrorCode == kerr.UnknownTopicOrPartition.Code || dp.StartOffset < 0) {
-				continue // never initialized: not described
+			if all && dp.ErrorCode == kerr.UnknownTopicOrPartition.Code {
+				continue // the topic is gone
 			}
 			dt.Partitions = append(dt.Partitions, dp)
 		}
