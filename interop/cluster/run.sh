@@ -293,30 +293,13 @@ if [ -n "$n" ]; then
 	wait_for 30 full_isr jtx 1
 fi
 
-# 10. confluent-kafka (librdkafka), idempotent acks=all through a leader kill.
-venv=${INTEROP_VENV:-$HOME/.cache/samsa-interop/venv}
-if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c 'import confluent_kafka' 2>/dev/null; then
-	py="python confluent-kafka (3 nodes)"
-	kt TopicCommand --bootstrap-server "$B" --create --topic py --partitions 1 --replication-factor 3 \
-		--config min.insync.replicas=2 >/dev/null 2>&1
-	wait_for 10 full_isr py 1
-	pl=$(field "$(describe py)" 0 Leader)
-	pid=$(node_pid "$pl")
-	out="no process for the leader '$pl' of py-0"
-	[ -n "$pid" ] && out=$(timeout 120 "$venv/bin/python" "$here/failover.py" "$B" py 3000 "$pid" 2>&1)
-	expect_eq "$py" "idempotent acks=all through kill -9 of the leader: no loss, no duplicates" \
-		"killed=True acked=3000 errors=0 read=3000 unique=3000 missing=0 duplicates=0" "$(tail -1 <<<"$out")"
-else
-	record "python confluent-kafka (3 nodes)" "idempotent acks=all through kill -9 of the leader: no loss, no duplicates" \
-		skip "no venv with confluent_kafka at $venv (run the python suite first)"
-fi
-
-# 10b. Share groups (KIP-932) on 3 nodes: Kafka's ConsoleShareConsumer (the
+# 9a. Share groups (KIP-932) on 3 nodes: Kafka's ConsoleShareConsumer (the
 # Java KafkaShareConsumer) reads a topic whose partitions are led by all
 # three brokers, and kafka-share-groups resets the group's offsets
 # (--to-earliest, --to-offset) through the group coordinator, wherever the
 # partitions are led: the next consumer gets exactly the records past the
-# new start offsets.
+# new start offsets. All three brokers run again here: the share state
+# topic, replication factor 3, cannot be created with one down.
 sg=cluster-share
 kt TopicCommand --bootstrap-server "$B" --create --topic sq --partitions 3 --replication-factor 1 >/dev/null 2>&1
 produce sq 1 30
@@ -352,6 +335,24 @@ expect_eq "$C" "ShareGroupCommand --reset-offsets --topic sq:0 --to-offset --exe
 expect_eq "$C" "ConsoleShareConsumer after --to-offset reads the $((p0 - to)) records past it" "$((p0 - to))" "$(share_read $((p0 - to)))"
 wait_for 30 at_ends
 expect_eq "$C" "ShareGroupCommand --describe: start offsets at the ends again" "$ends" "$(share_starts)"
+
+# 10. confluent-kafka (librdkafka), idempotent acks=all through a leader kill.
+venv=${INTEROP_VENV:-$HOME/.cache/samsa-interop/venv}
+if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c 'import confluent_kafka' 2>/dev/null; then
+	py="python confluent-kafka (3 nodes)"
+	kt TopicCommand --bootstrap-server "$B" --create --topic py --partitions 1 --replication-factor 3 \
+		--config min.insync.replicas=2 >/dev/null 2>&1
+	wait_for 10 full_isr py 1
+	pl=$(field "$(describe py)" 0 Leader)
+	pid=$(node_pid "$pl")
+	out="no process for the leader '$pl' of py-0"
+	[ -n "$pid" ] && out=$(timeout 120 "$venv/bin/python" "$here/failover.py" "$B" py 3000 "$pid" 2>&1)
+	expect_eq "$py" "idempotent acks=all through kill -9 of the leader: no loss, no duplicates" \
+		"killed=True acked=3000 errors=0 read=3000 unique=3000 missing=0 duplicates=0" "$(tail -1 <<<"$out")"
+else
+	record "python confluent-kafka (3 nodes)" "idempotent acks=all through kill -9 of the leader: no loss, no duplicates" \
+		skip "no venv with confluent_kafka at $venv (run the python suite first)"
+fi
 
 # 9b. The static quorum upgraded to kraft.version 1 with kafka-features, as
 # Kafka 4.4 allows; then a controller that joins through
