@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -65,7 +66,11 @@ func (c *Coordinator) initShareTopics(ctx context.Context, s *shard, req *kmsg.S
 		}
 		ireq.Topics = append(ireq.Topics, it)
 	}
-	resp, err := c.cfg.SharePersister.InitializeState(ctx, ireq)
+	// Bounded, so that the heartbeat is answered well within a client's
+	// request timeout while the share coordinator moves or loads.
+	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := c.cfg.SharePersister.InitializeState(ictx, ireq)
 	if err != nil {
 		c.cfg.Logger.Warn("initializing share group state failed", "group", req.GroupID, "err", err)
 		return
