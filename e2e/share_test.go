@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -654,5 +655,56 @@ func TestShareGroupConfigs(t *testing.T) {
 	fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
 	if fmt.Sprint(got) != "[a b]" {
 		t.Fatalf("read_committed from the earliest offset consumed %v, want [a b]", got)
+	}
+}
+
+// TestShareGroupNewPartitionFromZero: as in Kafka 4.4, a partition added
+// to a topic the share group already reads starts at offset 0 whatever
+// share.auto.offset.reset says (latest here): the group coordinator
+// initializes it before assigning it, so the records produced into it
+// before any member fetched from it are delivered.
+func TestShareGroupNewPartitionFromZero(t *testing.T) {
+	ctx := testContext(t)
+	srv := servertest.Start(t)
+	persister := srv.SharePersister()
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(servertest.Addr(srv)), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	const topic, group = "share-grow", "sg-grow"
+	id := shareTopic(ctx, t, adm, topic, 1)
+	first := shareClient(t, srv, group, topic)
+	waitInitializedBy(ctx, t, first, persister, group, id)
+	first.Close()
+
+	if resp, err := adm.CreatePartitions(ctx, 1, topic); err != nil || resp.Error() != nil {
+		t.Fatalf("add a partition: %v %v", err, resp.Error())
+	}
+	for i := range 3 {
+		r := &kgo.Record{Topic: topic, Partition: 1, Value: []byte(strconv.Itoa(i))}
+		if err := admCl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl := shareClient(t, srv, group, topic)
+	defer cl.Close()
+	var got []int64
+	for len(got) < 3 {
+		fs := pollShort(ctx, cl)
+		if ctx.Err() != nil {
+			t.Fatalf("partition 1 delivered offsets %v, want [0 1 2]", got)
+		}
+		cl.MarkAcks(kgo.AckAccept, fs.Records()...)
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Partition == 1 {
+				got = append(got, r.Offset)
+			}
+		})
+	}
+	slices.Sort(got)
+	if fmt.Sprint(got) != "[0 1 2]" {
+		t.Fatalf("partition 1 delivered offsets %v, want [0 1 2]", got)
 	}
 }

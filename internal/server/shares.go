@@ -1,7 +1,13 @@
 package server
 
 import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/broker"
 	"github.com/samsa-io/samsa/internal/config"
@@ -23,13 +29,69 @@ func (s *Server) shareGroupConfig(gcfg *group.Config) {
 	s.shareParts = s.newShareParts(p)
 	gcfg.SharePersister = p
 	gcfg.ShareStateReset = s.shareParts.Forget
-	gcfg.HighWatermark = func(topic string, partition int32) (int64, bool) {
-		rp, err := s.broker.LeaderPartition(topic, partition)
-		if err != nil {
-			return 0, false
-		}
+	gcfg.HighWatermark = s.highWatermark
+}
+
+// highWatermark is a partition's high watermark, for the lag of
+// DescribeShareGroupOffsets: read here when this node leads the
+// partition, otherwise asked of its leader with a ListOffsets for the
+// latest offset, as Kafka's group coordinator does (its
+// PartitionMetadataClient). false when the leader is unknown or does not
+// answer.
+func (s *Server) highWatermark(ctx context.Context, topic string, partition int32) (int64, bool) {
+	if rp, err := s.broker.LeaderPartition(topic, partition); err == nil {
 		return rp.Offsets().HighWatermark, true
 	}
+	img := s.loader.Image()
+	t, ok := img.Topic(topic)
+	if !ok || partition < 0 || int(partition) >= len(t.Partitions) {
+		return 0, false
+	}
+	leader := t.Partitions[partition].Leader
+	br, ok := img.Broker(leader)
+	if !ok || br.Fenced || leader == s.cfg.NodeID {
+		return 0, false
+	}
+	listener := s.cfg.InterBrokerListenerName
+	if listener == "" {
+		listener = "PLAINTEXT"
+	}
+	var addr string
+	for _, ep := range br.Endpoints {
+		if ep.Name == listener {
+			addr = net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port)))
+		}
+	}
+	if addr == "" {
+		return 0, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := s.dial.interBroker.dial(ctx, addr, fmt.Sprintf("samsa-share-lag-%d", s.cfg.NodeID))
+	if err != nil {
+		return 0, false
+	}
+	defer conn.Close()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = partition, -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := conn.Request(ctx, req)
+	if err != nil {
+		return 0, false
+	}
+	for _, t := range resp.(*kmsg.ListOffsetsResponse).Topics {
+		for _, p := range t.Partitions {
+			if t.Topic == topic && p.Partition == partition && p.ErrorCode == 0 {
+				return p.Offset, true
+			}
+		}
+	}
+	return 0, false
 }
 
 func (s *Server) newShareParts(p share.Persister) *sharepartition.Manager {

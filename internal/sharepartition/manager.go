@@ -58,6 +58,10 @@ type Manager struct {
 		sync.Mutex
 		sessions map[sessionKey]*session
 		parts    map[Key]*partition
+		// check holds the loaded share partitions a share session has
+		// just started to fetch: their state is compared with the share
+		// coordinator's before they serve it (Manager.partition).
+		check map[Key]bool
 		// released is closed (and replaced) when records become
 		// available again, to wake waiting fetches.
 		released chan struct{}
@@ -97,6 +101,7 @@ func New(cfg Config) *Manager {
 	m := &Manager{cfg: cfg}
 	m.mu.sessions = map[sessionKey]*session{}
 	m.mu.parts = map[Key]*partition{}
+	m.mu.check = map[Key]bool{}
 	m.mu.released = make(chan struct{})
 	return m
 }
@@ -202,6 +207,9 @@ func (m *Manager) checkSessionLocked(conn context.Context, group, member string,
 		tp := TopicPartition{p.TopicID, p.Partition}
 		if _, ok := s.parts[tp]; !ok {
 			s.order = append(s.order, tp)
+			if m.mu.parts[p.Key] != nil {
+				m.mu.check[p.Key] = true
+			}
 		}
 		s.parts[tp] = p.Key
 	}
@@ -353,7 +361,9 @@ func (m *Manager) signalReleased() {
 }
 
 // partition returns the share partition of k, loading its state from the
-// persister on first use.
+// persister on first use, and again when a share session starts to fetch
+// it and the share coordinator's state epoch moved past the one loaded
+// (stale).
 func (m *Manager) partition(ctx context.Context, k Key, rp *replica.Partition, gc GroupConfig) (*partition, error) {
 	m.mu.Lock()
 	p := m.mu.parts[k]
@@ -361,7 +371,13 @@ func (m *Manager) partition(ctx context.Context, k Key, rp *replica.Partition, g
 		p = &partition{key: k}
 		m.mu.parts[k] = p
 	}
+	check := m.mu.check[k]
+	delete(m.mu.check, k)
 	m.mu.Unlock()
+	if check && m.stale(ctx, p) {
+		m.drop(p)
+		return m.partition(ctx, k, rp, gc)
+	}
 	p.mu.Lock()
 	loaded := p.mu.loaded
 	p.mu.Unlock()
@@ -423,27 +439,17 @@ func (m *Manager) load(ctx context.Context, p *partition, rp *replica.Partition,
 		return kerr.UnknownServerError
 	case st.ErrorCode != 0:
 		// No state yet: start at the reset offset and record it.
-		ireq := kmsg.NewPtrInitializeShareGroupStateRequest()
-		ireq.GroupID = p.key.Group
-		it := kmsg.NewInitializeShareGroupStateRequestTopic()
-		it.TopicID = p.key.TopicID
-		ip := kmsg.NewInitializeShareGroupStateRequestTopicPartition()
-		ip.Partition, ip.StartOffset = p.key.Partition, reset
-		it.Partitions = append(it.Partitions, ip)
-		ireq.Topics = append(ireq.Topics, it)
-		iresp, err := m.cfg.Persister.InitializeState(ctx, ireq)
-		if err != nil {
-			return fmt.Errorf("initializing share state of %s: %w", p.key.Group, err)
+		if err := m.initialize(ctx, p.key, 0, reset); err != nil {
+			return err
 		}
-		for _, t := range iresp.Topics {
-			for _, ipr := range t.Partitions {
-				if ipr.ErrorCode != 0 {
-					return kerr.ErrorForCode(ipr.ErrorCode)
-				}
-			}
-		}
-		p.mu.start, p.mu.recs = reset, nil
+		p.mu.start, p.mu.stateEpoch, p.mu.recs = reset, 0, nil
 	case st.StartOffset < 0:
+		// Initialized without an offset (Kafka's group coordinator does
+		// so on subscription): share.auto.offset.reset applies now, and
+		// is recorded at the same state epoch.
+		if err := m.initialize(ctx, p.key, st.StateEpoch, reset); err != nil {
+			return err
+		}
 		p.mu.start, p.mu.stateEpoch, p.mu.recs = reset, st.StateEpoch, nil
 	default:
 		p.mu.start, p.mu.stateEpoch, p.mu.recs = st.StartOffset, st.StateEpoch, nil
@@ -467,6 +473,77 @@ func (m *Manager) load(ctx context.Context, p *partition, rp *replica.Partition,
 	p.mu.loaded = true
 	p.mu.dirty = false
 	return nil
+}
+
+// initialize records k's state as starting at start, at stateEpoch.
+func (m *Manager) initialize(ctx context.Context, k Key, stateEpoch int32, start int64) error {
+	req := kmsg.NewPtrInitializeShareGroupStateRequest()
+	req.GroupID = k.Group
+	it := kmsg.NewInitializeShareGroupStateRequestTopic()
+	it.TopicID = k.TopicID
+	ip := kmsg.NewInitializeShareGroupStateRequestTopicPartition()
+	ip.Partition, ip.StateEpoch, ip.StartOffset = k.Partition, stateEpoch, start
+	it.Partitions = append(it.Partitions, ip)
+	req.Topics = append(req.Topics, it)
+	resp, err := m.cfg.Persister.InitializeState(ctx, req)
+	if err != nil {
+		return fmt.Errorf("initializing share state of %s: %w", k.Group, err)
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return kerr.ErrorForCode(p.ErrorCode)
+			}
+		}
+	}
+	return nil
+}
+
+// stale reports whether p's loaded state was replaced at the share
+// coordinator: an admin altered the group's offsets (a higher state
+// epoch) or deleted them (no start offset), possibly through the group
+// coordinator of another node. Kafka's share partition learns it from
+// FENCED_STATE_EPOCH on its next write; checking when a share session
+// starts to fetch the partition also keeps a member of the (necessarily
+// empty, then rejoined) group from being served the old state first. A
+// failed read keeps the state.
+func (m *Manager) stale(ctx context.Context, p *partition) bool {
+	p.mu.Lock()
+	loaded, epoch := p.mu.loaded, p.mu.stateEpoch
+	p.mu.Unlock()
+	if !loaded {
+		return false
+	}
+	req := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+	req.GroupID = p.key.Group
+	rt := kmsg.NewReadShareGroupStateSummaryRequestTopic()
+	rt.TopicID = p.key.TopicID
+	rp := kmsg.NewReadShareGroupStateSummaryRequestTopicPartition()
+	rp.Partition = p.key.Partition
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := m.cfg.Persister.ReadStateSummary(ctx, req)
+	if err != nil {
+		return false
+	}
+	for _, t := range resp.Topics {
+		for _, sp := range t.Partitions {
+			if t.TopicID == p.key.TopicID && sp.Partition == p.key.Partition && sp.ErrorCode == 0 {
+				return sp.StateEpoch != epoch || sp.StartOffset < 0
+			}
+		}
+	}
+	return false
+}
+
+// drop forgets p if it is still k's share partition: its next use loads
+// the state again.
+func (m *Manager) drop(p *partition) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.parts[p.key] == p {
+		delete(m.mu.parts, p.key)
+	}
 }
 
 // acknowledge applies the acknowledgements of parts, persisting each
@@ -504,7 +581,7 @@ func (m *Manager) acknowledge(ctx context.Context, group, member string, parts [
 		}
 		req := m.writeRequestLocked(p, rp)
 		p.mu.Unlock()
-		if err := m.write(ctx, req); err != nil && r.AckErr == nil {
+		if err := m.write(ctx, p, req); err != nil && r.AckErr == nil {
 			r.AckErr = err
 		}
 		p.writeMu.Unlock()
@@ -550,7 +627,11 @@ func (m *Manager) writeRequestLocked(p *partition, rp *replica.Partition) *kmsg.
 	return req
 }
 
-func (m *Manager) write(ctx context.Context, req *kmsg.WriteShareGroupStateRequest) error {
+// write persists req, p's state. A state the share coordinator no longer
+// takes (FENCED_STATE_EPOCH: an admin replaced it; INVALID_REQUEST: it was
+// deleted) drops p, to be loaded again, and the client sees
+// NOT_LEADER_OR_FOLLOWER and retries, as in Kafka.
+func (m *Manager) write(ctx context.Context, p *partition, req *kmsg.WriteShareGroupStateRequest) error {
 	if req == nil {
 		return nil
 	}
@@ -560,9 +641,14 @@ func (m *Manager) write(ctx context.Context, req *kmsg.WriteShareGroupStateReque
 		return kerr.CoordinatorNotAvailable
 	}
 	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if p.ErrorCode != 0 {
-				return kerr.ErrorForCode(p.ErrorCode)
+		for _, sp := range t.Partitions {
+			switch sp.ErrorCode {
+			case 0:
+			case kerr.FencedStateEpoch.Code, kerr.InvalidRequest.Code:
+				m.drop(p)
+				return kerr.NotLeaderForPartition
+			default:
+				return kerr.ErrorForCode(sp.ErrorCode)
 			}
 		}
 	}
@@ -590,7 +676,7 @@ func (m *Manager) releaseSession(ctx context.Context, group, member string, s *s
 			req = m.writeRequestLocked(p, rp)
 		}
 		p.mu.Unlock()
-		_ = m.write(ctx, req)
+		_ = m.write(ctx, p, req)
 		p.writeMu.Unlock()
 	}
 	if released {

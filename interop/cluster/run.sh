@@ -7,7 +7,9 @@
 # and ReassignPartitionsCommand; eligible leader replicas in
 # TopicCommand --describe; the Java transactional producer
 # (transaction version 2) through a kill -9 of its transaction coordinator
-# (TxnFailover.java). Needs SAMSA_BIN, INTEROP_RESULTS and
+# (TxnFailover.java); share groups: ConsoleShareConsumer and
+# ShareGroupCommand --reset-offsets over partitions led by all three
+# brokers. Needs SAMSA_BIN, INTEROP_RESULTS and
 # KAFKA_TOOLS_DIR (see ../run); the Python row runs when the venv of the
 # python suite exists ($INTEROP_VENV, default ~/.cache/samsa-interop/venv).
 set -uo pipefail
@@ -318,6 +320,49 @@ if [ -n "$n" ]; then
 	restart_node "$n"
 	wait_for 30 full_isr jtx 1
 fi
+
+# 9a. Share groups (KIP-932) on 3 nodes: Kafka's ConsoleShareConsumer (the
+# Java KafkaShareConsumer) reads a topic whose partitions are led by all
+# three brokers, and kafka-share-groups resets the group's offsets
+# (--to-earliest, --to-offset) through the group coordinator, wherever the
+# partitions are led: the next consumer gets exactly the records past the
+# new start offsets. All three brokers run again here: the share state
+# topic, replication factor 3, cannot be created with one down.
+sg=cluster-share
+kt TopicCommand --bootstrap-server "$B" --create --topic sq --partitions 3 --replication-factor 1 >/dev/null 2>&1
+produce sq 1 30
+kt ConfigCommand --bootstrap-server "$B" --alter --entity-type groups --entity-name "$sg" \
+	--add-config share.auto.offset.reset=earliest >/dev/null 2>&1
+# share_read N: how many distinct values a ConsoleShareConsumer of the
+# group reads (stops after N).
+share_read() {
+	kt consumer.ConsoleShareConsumer --bootstrap-server "$B" --topic sq --group "$sg" \
+		--max-messages "$1" --timeout-ms 30000 2>/dev/null | grep -E '^v[0-9]+$' | sort -u | wc -l
+}
+# share_starts: "partition:start-offset" of each partition, from --describe.
+share_starts() {
+	kt consumer.group.ShareGroupCommand --bootstrap-server "$B" --describe --group "$sg" 2>&1 |
+		awk -v g="$sg" '$1 == g && $2 == "sq" { print $3 ":" $4 }' | sort | paste -sd' '
+}
+ends=$(kt GetOffsetShell --bootstrap-server "$B" --topic sq 2>&1 | awk -F: '{ print $2 ":" $3 }' | sort | paste -sd' ')
+expect_eq "$C" "ConsoleShareConsumer (KafkaShareConsumer) reads 30 records of 3 partitions on 3 brokers" 30 "$(share_read 30)"
+# at_ends: every start offset is its partition's end (acknowledged, empty group).
+at_ends() { [ "$(share_starts)" == "$ends" ] && kt consumer.group.ShareGroupCommand --bootstrap-server "$B" --describe --group "$sg" --members 2>&1 | grep -q "has no active members"; }
+wait_for 30 at_ends
+expect_eq "$C" "ShareGroupCommand --describe: start offsets at the partitions' ends" "$ends" "$(share_starts)"
+out=$(kt consumer.group.ShareGroupCommand --bootstrap-server "$B" --reset-offsets --group "$sg" --topic sq --to-earliest --execute 2>&1)
+expect_eq "$C" "ShareGroupCommand --reset-offsets --to-earliest --execute: start offsets 0" "0:0 1:0 2:0" "$(share_starts)" \
+	"$([ -n "$(share_starts)" ] || head -c 100 <<<"$out")"
+expect_eq "$C" "ConsoleShareConsumer after --to-earliest reads all 30 again" 30 "$(share_read 30)"
+wait_for 30 at_ends
+p0=$(sed -n 's/.*\b0:\([0-9]*\).*/\1/p' <<<"$ends")
+to=$((p0 > 2 ? p0 - 2 : 0))
+kt consumer.group.ShareGroupCommand --bootstrap-server "$B" --reset-offsets --group "$sg" --topic sq:0 --to-offset "$to" --execute >/dev/null 2>&1
+expect_eq "$C" "ShareGroupCommand --reset-offsets --topic sq:0 --to-offset --execute" \
+	"$(sed "s/\b0:$p0/0:$to/" <<<"$ends")" "$(share_starts)"
+expect_eq "$C" "ConsoleShareConsumer after --to-offset reads the $((p0 - to)) records past it" "$((p0 - to))" "$(share_read $((p0 - to)))"
+wait_for 30 at_ends
+expect_eq "$C" "ShareGroupCommand --describe: start offsets at the ends again" "$ends" "$(share_starts)"
 
 # 10. confluent-kafka (librdkafka), idempotent acks=all through a leader kill.
 venv=${INTEROP_VENV:-$HOME/.cache/samsa-interop/venv}

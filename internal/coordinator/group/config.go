@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math"
@@ -62,10 +63,10 @@ type Config struct {
 	SharePersister share.Persister
 	// ShareStateReset tells this node's share partitions that the state
 	// of a group's partition was replaced (offsets altered or deleted).
-	// HighWatermark is a partition's high watermark when this node leads
-	// it, for the lag DescribeShareGroupOffsets reports (-1 otherwise).
+	// HighWatermark is a partition's high watermark, wherever it is led,
+	// for the lag DescribeShareGroupOffsets reports (-1 when false).
 	ShareStateReset func(group string, topicID [16]byte, partition int32)
-	HighWatermark   func(topic string, partition int32) (int64, bool)
+	HighWatermark   func(ctx context.Context, topic string, partition int32) (int64, bool)
 	// Topics lists the cluster's topics by name, for KIP-848 subscriptions
 	// (regexes need the full list). Nil falls back to TopicID and
 	// PartitionExists for subscriptions by name, and regexes match nothing.

@@ -24,6 +24,9 @@ type KV = coordinator.KV
 type Coordinator struct {
 	cfg Config
 	rt  *coordinator.Runtime[*shard]
+	// shareInitMu serializes the initializations of share partitions
+	// (share_init.go).
+	shareInitMu sync.Mutex
 }
 
 // shard is one loaded partition of __consumer_offsets and the groups on it.

@@ -13,8 +13,9 @@ import (
 // takes partition j mod n. Members are taken in id order and topics by
 // name so that the result depends only on the group. Unknown topics are
 // skipped until they exist. It returns a target for every member (empty
-// when it gets nothing).
-func assignShareSimple(v *topicView, members []*shareMember) map[string]assignment {
+// when it gets nothing). When only is not nil, only its partitions of a
+// topic are assigned (those with share state).
+func assignShareSimple(v *topicView, members []*shareMember, only initTopics) map[string]assignment {
 	out := make(map[string]map[[16]byte][]int32, len(members))
 	for _, m := range members {
 		out[m.id] = map[[16]byte][]int32{}
@@ -33,16 +34,25 @@ func assignShareSimple(v *topicView, members []*shareMember) map[string]assignme
 		}
 		ids := subs[name]
 		slices.SortFunc(ids, compareStrings)
-		n := int(info.Partitions)
+		var parts []int32
+		for p := range info.Partitions {
+			if only == nil || slices.Contains(only[info.ID].partitions, p) {
+				parts = append(parts, p)
+			}
+		}
+		n := len(parts)
+		if n == 0 {
+			continue
+		}
 		if len(ids) <= n {
-			for p := range n {
-				id := ids[(p+next)%len(ids)]
-				out[id][info.ID] = append(out[id][info.ID], int32(p))
+			for i, p := range parts {
+				id := ids[(i+next)%len(ids)]
+				out[id][info.ID] = append(out[id][info.ID], p)
 			}
 			next += n
 		} else {
 			for j, id := range ids {
-				out[id][info.ID] = append(out[id][info.ID], int32((j+next)%n))
+				out[id][info.ID] = append(out[id][info.ID], parts[(j+next)%n])
 			}
 			next += len(ids)
 		}

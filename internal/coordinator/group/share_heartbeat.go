@@ -31,6 +31,7 @@ func (c *Coordinator) ShareGroupHeartbeat(ctx context.Context, req *kmsg.ShareGr
 	if code != 0 {
 		return shbError(code, "")
 	}
+	c.initShareTopics(ctx, s, req)
 	ci := clientFrom(ctx)
 	var resp *kmsg.ShareGroupHeartbeatResponse
 	ok := s.p.Write(ctx, func() ([]KV, func(error)) {
@@ -186,7 +187,14 @@ func (s *shard) decideShareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest,
 // were added or removed); it returns the records and the epoch the members
 // are at after them.
 func (s *shard) shareTargetLocked(g *shareGroup, members []*shareMember, subsChanged bool) ([]*shareRecord, int32) {
-	next := assignShareSimple(s.c.topics(), members)
+	var only initTopics // with a persister, only partitions with share state are assigned
+	if s.c.cfg.SharePersister != nil {
+		only = g.initialized
+		if only == nil {
+			only = initTopics{}
+		}
+	}
+	next := assignShareSimple(s.c.topics(), members, only)
 	changed := subsChanged || len(next) != len(g.target)
 	for id, a := range next {
 		if p, had := g.target[id]; !had || !p.equal(a) {
@@ -212,9 +220,11 @@ func (s *shard) shareTargetLocked(g *shareGroup, members []*shareMember, subsCha
 }
 
 // shareInitRecordLocked records the partitions of a new target that the
-// group had no share state for: the members' share partitions create it
-// on their first fetch (Kafka's ShareGroupStatePartitionMetadata). The
-// offset admin APIs describe and delete these.
+// group had no share state for (Kafka's ShareGroupStatePartitionMetadata);
+// the offset admin APIs describe and delete these. With a persister every
+// assigned partition was initialized first (share_init.go) and this adds
+// nothing; without one, the members' share partitions would create their
+// state on their first fetch.
 func (s *shard) shareInitRecordLocked(g *shareGroup, next map[string]assignment) *shareRecord {
 	view := s.c.topics()
 	merged := initTopics{}

@@ -39,9 +39,9 @@ func (c *Coordinator) shareGroupSnapshot(id string) (exists, active bool, init i
 
 // DescribeShareGroupOffsets serves DescribeShareGroupOffsets v0-v1: each
 // partition's start offset, leader epoch and (v1) lag, read from the share
-// coordinator. Without topics it describes every partition the group was
-// assigned (ShareGroupStatePartitionMetadata), leaving out those without
-// share state yet.
+// coordinator. Without topics it describes every partition the group has
+// initialized (ShareGroupStatePartitionMetadata), as Kafka does: start
+// offset -1 until a member's first fetch applied share.auto.offset.reset.
 func (c *Coordinator) DescribeShareGroupOffsets(ctx context.Context, req *kmsg.DescribeShareGroupOffsetsRequest) *kmsg.DescribeShareGroupOffsetsResponse {
 	r := kmsg.NewPtrDescribeShareGroupOffsetsResponse()
 	for _, rg := range req.Groups {
@@ -122,14 +122,14 @@ func (c *Coordinator) describeShareOffsets(ctx context.Context, rg kmsg.Describe
 					dp.ErrorCode, dp.ErrorMessage = sp.ErrorCode, sp.ErrorMessage
 					dp.StartOffset, dp.LeaderEpoch = sp.StartOffset, sp.LeaderEpoch
 					if sp.ErrorCode == 0 && sp.StartOffset >= 0 && c.cfg.HighWatermark != nil {
-						if hw, known := c.cfg.HighWatermark(t.Topic, p); known {
+						if hw, known := c.cfg.HighWatermark(ctx, t.Topic, p); known {
 							dp.Lag = max(hw-sp.StartOffset-int64(max(sp.DeliveryCompleteCount, 0)), 0)
 						}
 					}
 				}
 			}
-			if all && (dp.ErrorCode == kerr.UnknownTopicOrPartition.Code || dp.StartOffset < 0) {
-				continue // never initialized: not described
+			if all && dp.ErrorCode == kerr.UnknownTopicOrPartition.Code {
+				continue // the topic is gone
 			}
 			dt.Partitions = append(dt.Partitions, dp)
 		}
@@ -161,11 +161,14 @@ func (c *Coordinator) checkEmptyShareGroup(id string) (int16, string) {
 // epoch, so that share partitions holding the old state reload it.
 func (c *Coordinator) AlterShareGroupOffsets(ctx context.Context, req *kmsg.AlterShareGroupOffsetsRequest) *kmsg.AlterShareGroupOffsetsResponse {
 	r := kmsg.NewPtrAlterShareGroupOffsetsResponse()
+	c.shareInitMu.Lock() // no heartbeat initializes the partitions meanwhile
+	defer c.shareInitMu.Unlock()
 	if code, msg := c.checkEmptyShareGroup(req.GroupID); code != 0 {
 		r.ErrorCode, r.ErrorMessage = code, nullable(msg)
 		return r
 	}
 	view := c.topics()
+	altered := map[[16]byte][]int32{}
 	for _, t := range req.Topics {
 		rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
 		rt.Topic = t.Topic
@@ -181,10 +184,18 @@ func (c *Coordinator) AlterShareGroupOffsets(ctx context.Context, req *kmsg.Alte
 				rp.ErrorCode = kerr.InvalidRequest.Code
 			default:
 				rp.ErrorCode = c.resetShareState(ctx, req.GroupID, info.ID, p.Partition, p.StartOffset)
+				if rp.ErrorCode == 0 {
+					altered[info.ID] = append(altered[info.ID], p.Partition)
+				}
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		r.Topics = append(r.Topics, rt)
+	}
+	// The altered partitions have share state now: a member's heartbeat
+	// must not initialize them again.
+	if code := c.addInitialized(ctx, req.GroupID, altered); code != 0 {
+		c.cfg.Logger.Warn("recording altered share partitions failed", "group", req.GroupID, "code", code)
 	}
 	return r
 }
