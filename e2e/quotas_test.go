@@ -271,8 +271,14 @@ func TestRequestQuota(t *testing.T) {
 		}
 		return n, h
 	}
-	busy, bh := spin("busy")
+	// The unthrottled loop runs before and after the throttled one, and
+	// the better run counts: a stall of a loaded machine during one of
+	// them must not pass for the quota.
 	free, fh := spin("free")
+	busy, bh := spin("busy")
+	free2, fh2 := spin("free")
+	free = max(free, free2)
+	fh.n.Add(fh2.n.Load())
 	t.Logf("Metadata requests in 2 s: %d under a 1%% quota (%d throttles, max %d ms), %d without", busy, bh.n.Load(), bh.maxMs.Load(), free)
 	if bh.n.Load() == 0 || bh.maxMs.Load() > 1000 {
 		t.Errorf("under a 1%% request quota: %d throttles, max %d ms; want some, each at most the 1 s window", bh.n.Load(), bh.maxMs.Load())
