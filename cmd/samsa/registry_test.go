@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/sr"
+)
+
+var registryRE = regexp.MustCompile(`schema registry listening" listener=(\S+)`)
+
+// TestRegistryCommands serves the Schema Registry from `samsa server`
+// (schema.registry.listeners) and from `samsa registry` on the same
+// cluster, one after the other, and checks through franz-go's sr client
+// that the second sees what the first stored.
+func TestRegistryCommands(t *testing.T) {
+	srv := startServerProc(t, t.TempDir(), "--override", "schema.registry.listeners=http://127.0.0.1:0")
+	url := waitFor(t, registryRE, srv.stderr.String)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := sr.NewClient(sr.URLs(url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const schema = `{"type":"record","name":"R","fields":[{"name":"a","type":"string"}]}`
+	id, err := cl.RegisterSchema(ctx, "r-value", sr.Schema{Schema: schema}, -1, -1)
+	if err != nil {
+		t.Fatalf("register through samsa server: %v", err)
+	}
+
+	cmd := exec.Command(os.Args[0], "registry", "--bootstrap", srv.addr, "--listen", "http://127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "SAMSA_RUN_MAIN=1")
+	out := &lockedBuffer{}
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait(); pw.Close() }()
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			out.Write([]byte(sc.Text() + "\n"))
+		}
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	cl2, err := sr.NewClient(sr.URLs(waitFor(t, registryRE, out.String)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := cl2.SchemaByID(ctx, id)
+	if err != nil || got.Schema != schema {
+		t.Fatalf("samsa registry: schema %d = %+v, %v", id, got, err)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("samsa registry exit: %v\n%s", err, out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("samsa registry did not stop on SIGTERM:\n%s", out.String())
+	}
+}
+
+// waitFor waits until re matches the output and returns its first group.
+func waitFor(t *testing.T, re *regexp.Regexp, output func() string) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(output()); m != nil {
+			return m[1]
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no %q in:\n%s", re, output())
+	return ""
+}
