@@ -28,7 +28,7 @@ const (
 
 // startRegistry serves a registry over a real HTTP socket, on the given
 // broker and topic, and returns a franz-go sr client of it.
-func startRegistry(t *testing.T, broker, topic string) (*Registry, *sr.Client, string) {
+func startRegistry(t testing.TB, broker, topic string) (*Registry, *sr.Client, string) {
 	t.Helper()
 	reg := New(Config{ClientOpts: []kgo.Opt{kgo.SeedBrokers(broker)}, Topic: topic, Logger: servertest.Logger()})
 	srv := httptest.NewServer(reg.Handler())
