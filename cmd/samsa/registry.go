@@ -12,6 +12,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +30,7 @@ func runRegistry(args []string, _ io.Reader, _, stderr io.Writer) int {
 	cf.register(fs)
 	listen := fs.String("listen", "http://127.0.0.1:8081", "comma-separated `http://host:port` endpoints to serve the REST API on")
 	topic := fs.String("topic", registry.DefaultTopic, "`topic` that stores the schemas (Confluent's kafkastore.topic)")
+	url := fs.String("url", "", "`URL` other registry instances reach this one at, to forward writes to it when it leads (default: the first --listen address; the host name when it binds all interfaces)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
@@ -54,7 +57,7 @@ func runRegistry(args []string, _ io.Reader, _, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	closeRegistry, err := serveRegistry(addrs, registry.Config{ClientOpts: opts, Topic: *topic, Logger: logger})
+	closeRegistry, err := serveRegistry(addrs, registry.Config{ClientOpts: opts, Topic: *topic, URL: *url, Logger: logger}, true)
 	if err != nil {
 		fmt.Fprintf(stderr, "samsa registry: %v\n", err)
 		return exitFail
@@ -65,9 +68,13 @@ func runRegistry(args []string, _ io.Reader, _, stderr io.Writer) int {
 	return exitOK
 }
 
-// serveRegistry binds every address, serves one registry on them and
-// returns the function that stops it.
-func serveRegistry(addrs []string, cfg registry.Config) (stop func(), err error) {
+// serveRegistry binds every address and serves one registry on them; it
+// returns the function that stops it. The registry joins the leader
+// election with the URL of the first address unless cfg.URL is set. With
+// eager it connects to the cluster at once; otherwise at the first
+// request, so an unused registry neither creates _schemas nor joins a
+// group.
+func serveRegistry(addrs []string, cfg registry.Config, eager bool) (stop func(), err error) {
 	var lns []net.Listener
 	for _, a := range addrs {
 		ln, err := net.Listen("tcp", a)
@@ -78,6 +85,9 @@ func serveRegistry(addrs []string, cfg registry.Config) (stop func(), err error)
 			return nil, fmt.Errorf("schema registry: %w", err)
 		}
 		lns = append(lns, ln)
+	}
+	if cfg.URL == "" {
+		cfg.URL = "http://" + reachableAddr(lns[0].Addr().(*net.TCPAddr))
 	}
 	reg := registry.New(cfg)
 	var servers []*http.Server
@@ -93,7 +103,20 @@ func serveRegistry(addrs []string, cfg registry.Config) (stop func(), err error)
 		}()
 		cfg.Logger.Info("schema registry listening", "listener", "http://"+ln.Addr().String())
 	}
+	openCtx, cancelOpen := context.WithCancel(context.Background())
+	opened := make(chan struct{})
+	go func() {
+		defer close(opened)
+		if !eager {
+			return
+		}
+		if err := reg.Open(openCtx); err != nil && openCtx.Err() == nil {
+			cfg.Logger.Warn("schema registry: connecting to the cluster (tried again at the next request)", "err", err)
+		}
+	}()
 	return func() {
+		cancelOpen()
+		<-opened
 		for _, s := range servers {
 			s.Close()
 		}
@@ -102,6 +125,18 @@ func serveRegistry(addrs []string, cfg registry.Config) (stop func(), err error)
 		}
 		reg.Close()
 	}, nil
+}
+
+// reachableAddr is host:port of a bound address as another host can use
+// it: the host name instead of an unspecified address.
+func reachableAddr(a *net.TCPAddr) string {
+	host := a.IP.String()
+	if a.IP.IsUnspecified() {
+		if h, err := os.Hostname(); err == nil {
+			host = h
+		}
+	}
+	return net.JoinHostPort(host, strconv.Itoa(a.Port))
 }
 
 // registryClientOpts are the options of the registry that `samsa
@@ -133,7 +168,7 @@ func startServerRegistry(cfg *config.Config, srv *server.Server, fromDefaults bo
 		logger.Warn("schema registry not started: the node has no PLAINTEXT listener to connect to")
 		return func() {}, nil
 	}
-	stop, err = serveRegistry(addrs, registry.Config{ClientOpts: opts, Logger: logger})
+	stop, err = serveRegistry(addrs, registry.Config{ClientOpts: opts, Logger: logger}, !fromDefaults)
 	if err != nil && fromDefaults {
 		logger.Warn("schema registry not started (set schema.registry.listeners to choose its port, or empty to turn it off)", "err", err)
 		return func() {}, nil

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -25,7 +26,10 @@ func TestRegistryCommands(t *testing.T) {
 	url := waitFor(t, registryRE, srv.stderr.String)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cl, err := sr.NewClient(sr.URLs(url))
+	// The first write waits for the leader election (the group's 3 s
+	// initial rebalance delay): more than sr's 5 s default timeout
+	// allows on a loaded machine.
+	cl, err := sr.NewClient(sr.URLs(url), sr.HTTPClient(&http.Client{Timeout: 60 * time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +61,7 @@ func TestRegistryCommands(t *testing.T) {
 			<-done
 		}
 	})
-	cl2, err := sr.NewClient(sr.URLs(waitFor(t, registryRE, out.String)))
+	cl2, err := sr.NewClient(sr.URLs(waitFor(t, registryRE, out.String)), sr.HTTPClient(&http.Client{Timeout: 60 * time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,12 @@ func (r *Registry) Handler() http.Handler {
 	h := func(pattern string, f func(*http.Request) (any, *Error)) {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, req *http.Request) {
 			v, err := f(req)
+			if err != nil && err.forwarded != nil {
+				w.Header().Set("Content-Type", contentType)
+				w.WriteHeader(err.Status)
+				_, _ = w.Write(err.forwarded)
+				return
+			}
 			if err != nil {
 				write(w, err.Status, map[string]any{"error_code": err.Code, "message": err.Message})
 				return
@@ -30,6 +36,15 @@ func (r *Registry) Handler() http.Handler {
 			write(w, http.StatusOK, v)
 		})
 	}
+	// hw serves a write: on the leader, or forwarded to it.
+	hw := func(pattern string, f func(*http.Request) (any, *Error)) {
+		h(pattern, func(req *http.Request) (any, *Error) {
+			if err := r.forwardIfFollower(req); err != nil {
+				return nil, err
+			}
+			return f(req)
+		})
+	}
 	h("GET /{$}", func(*http.Request) (any, *Error) { return map[string]any{}, nil })
 	h("GET /schemas/types", func(*http.Request) (any, *Error) { return []string{typeAvro}, nil })
 	h("GET /schemas", r.getSchemas)
@@ -39,27 +54,27 @@ func (r *Registry) Handler() http.Handler {
 	h("GET /schemas/ids/{id}/versions", r.getVersionsByID)
 	h("GET /subjects", r.getSubjects)
 	h("POST /subjects/{subject}", r.postLookup)
-	h("DELETE /subjects/{subject}", r.deleteSubjectHandler)
+	hw("DELETE /subjects/{subject}", r.deleteSubjectHandler)
 	h("GET /subjects/{subject}/versions", r.getVersions)
-	h("POST /subjects/{subject}/versions", r.postRegister)
+	hw("POST /subjects/{subject}/versions", r.postRegister)
 	h("GET /subjects/{subject}/versions/{version}", r.getVersion)
 	h("GET /subjects/{subject}/versions/{version}/schema", r.getVersionSchema)
 	h("GET /subjects/{subject}/versions/{version}/referencedby", r.getReferencedBy)
-	h("DELETE /subjects/{subject}/versions/{version}", r.deleteVersionHandler)
+	hw("DELETE /subjects/{subject}/versions/{version}", r.deleteVersionHandler)
 	h("POST /compatibility/subjects/{subject}/versions/{version}", r.postCompat)
 	h("POST /compatibility/subjects/{subject}/versions", r.postCompat)
 	h("GET /config", r.getConfig)
-	h("PUT /config", r.putConfig)
-	h("DELETE /config", r.deleteConfig)
+	hw("PUT /config", r.putConfig)
+	hw("DELETE /config", r.deleteConfig)
 	h("GET /config/{subject}", r.getConfig)
-	h("PUT /config/{subject}", r.putConfig)
-	h("DELETE /config/{subject}", r.deleteConfig)
+	hw("PUT /config/{subject}", r.putConfig)
+	hw("DELETE /config/{subject}", r.deleteConfig)
 	h("GET /mode", r.getMode)
-	h("PUT /mode", r.putMode)
-	h("DELETE /mode", r.deleteMode)
+	hw("PUT /mode", r.putMode)
+	hw("DELETE /mode", r.deleteMode)
 	h("GET /mode/{subject}", r.getMode)
-	h("PUT /mode/{subject}", r.putMode)
-	h("DELETE /mode/{subject}", r.deleteMode)
+	hw("PUT /mode/{subject}", r.putMode)
+	hw("DELETE /mode/{subject}", r.deleteMode)
 	h("GET /contexts", r.getContexts)
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		write(w, http.StatusNotFound, map[string]any{"error_code": 404, "message": "HTTP 404 Not Found"})
@@ -93,8 +108,7 @@ func subjectOf(req *http.Request) (string, *Error) {
 // decode reads a JSON body into v, ignoring unknown fields. A body
 // larger than a schema can be is refused as too large.
 func (r *Registry) decode(req *http.Request, v any) *Error {
-	limit := int64(r.cfg.MaxSchemaBytes)*2 + 64<<10
-	body, err := io.ReadAll(http.MaxBytesReader(nil, req.Body, limit))
+	body, err := io.ReadAll(http.MaxBytesReader(nil, req.Body, r.bodyLimit()))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -107,6 +121,10 @@ func (r *Registry) decode(req *http.Request, v any) *Error {
 	}
 	return nil
 }
+
+// bodyLimit is the largest request body read: a schema of the largest
+// size, escaped, with room for the other fields.
+func (r *Registry) bodyLimit() int64 { return int64(r.cfg.MaxSchemaBytes)*2 + 64<<10 }
 
 // schemaResponse is a version as the API shows it.
 type schemaResponse struct {

@@ -9,8 +9,9 @@
 // _schemas into an in-memory store (store.apply is the only way state
 // changes); a write decides on the current state, appends its records and
 // returns once the replay has applied them. Writes are serialized in this
-// process; several registry instances on one topic (leader election
-// through a group) are not built yet, so run one instance per topic.
+// process. Several instances on one topic elect a leader through a Kafka
+// group of protocol type "sr" (election.go); only the leader writes and
+// the others forward writes to it over HTTP.
 //
 // Schema types: Avro (hamba/avro) with references and the seven
 // compatibility levels. JSON Schema and Protobuf are refused as an invalid
@@ -53,7 +54,14 @@ type Config struct {
 	// MaxSchemaBytes is the largest schema text accepted; 0 means
 	// DefaultMaxSchemaBytes.
 	MaxSchemaBytes int
-	Logger         *slog.Logger
+	// URL is how other registry instances reach this one
+	// (http://host:port). When set, the instance joins Group to elect
+	// the leader that alone writes; the others forward writes to it.
+	// "" runs without election: the only instance on its topic.
+	URL string
+	// Group is the election's Kafka group; "" means DefaultGroup.
+	Group  string
+	Logger *slog.Logger
 }
 
 // Registry serves the Schema Registry API. Its topic is opened on the
@@ -64,7 +72,9 @@ type Registry struct {
 	st  *store
 
 	openMu sync.Mutex
+	closed bool
 	log    *topicLog
+	elect  *election // nil without Config.URL
 
 	// writeMu serializes writes: each decides on the state the previous
 	// one left and returns after its records are replayed.
@@ -84,6 +94,9 @@ func New(cfg Config) *Registry {
 	if cfg.MaxSchemaBytes <= 0 {
 		cfg.MaxSchemaBytes = DefaultMaxSchemaBytes
 	}
+	if cfg.Group == "" {
+		cfg.Group = DefaultGroup
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -97,18 +110,43 @@ func (r *Registry) ready(ctx context.Context) (*topicLog, *Error) {
 	if r.log != nil {
 		return r.log, nil
 	}
+	if r.closed {
+		return nil, errf(http.StatusInternalServerError, 50001, "Error in the backend data store - the registry is closed")
+	}
 	l, err := openLog(ctx, r.cfg.Topic, r.cfg.ClientOpts, r.st, r.cfg.Logger)
 	if err != nil {
 		return nil, storeError(err)
 	}
+	if r.cfg.URL != "" {
+		self, err := parseIdentity(r.cfg.URL)
+		if err != nil {
+			l.close()
+			return nil, storeError(fmt.Errorf("registry URL %q: %w", r.cfg.URL, err))
+		}
+		r.elect = startElection(l.cl, r.cfg.Group, self, l.catchUp)
+	}
 	r.log = l
 	return l, nil
+}
+
+// Open connects now instead of at the first request: it opens the topic
+// (creating it if missing), replays it, and joins the leader election.
+func (r *Registry) Open(ctx context.Context) error {
+	if _, err := r.ready(ctx); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Close stops the topic reader and the client.
 func (r *Registry) Close() {
 	r.openMu.Lock()
 	defer r.openMu.Unlock()
+	r.closed = true
+	if r.elect != nil {
+		r.elect.close()
+		r.elect = nil
+	}
 	if r.log != nil {
 		r.log.close()
 		r.log = nil
@@ -121,6 +159,9 @@ type Error struct {
 	Status  int
 	Code    int
 	Message string
+	// forwarded is the leader's whole answer to a forwarded write (any
+	// status, success included), written back as it came.
+	forwarded []byte
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%d: %s", e.Code, e.Message) }

@@ -27,7 +27,10 @@ USER_BAD = ('{"type":"record","name":"User","namespace":"py","fields":[{"name":"
 
 @pytest.fixture
 def registry(samsa):
-    return SchemaRegistryClient({"url": samsa.registry_url()})
+    # The first write waits for the registry's leader election (the
+    # group's 3 s initial rebalance delay): more than httpx's 5 s default
+    # timeout allows on a loaded machine.
+    return SchemaRegistryClient({"url": samsa.registry_url(), "timeout": 60})
 
 
 def error_code(call):
