@@ -26,8 +26,18 @@ func startElected(t *testing.T, broker string) (*Registry, *sr.Client, func()) {
 	reg := New(Config{ClientOpts: []kgo.Opt{kgo.SeedBrokers(broker)}, URL: url, Logger: servertest.Logger()})
 	srv := &http.Server{Handler: reg.Handler()}
 	go srv.Serve(ln)
-	stop := func() { srv.Close(); reg.Close() }
-	t.Cleanup(stop)
+	t.Cleanup(func() { srv.Close(); reg.Close() })
+	// kill stops the instance as a crash would: no LeaveGroup, so the
+	// group replaces it only after its session times out.
+	kill := func() {
+		srv.Close()
+		reg.openMu.Lock()
+		if reg.elect != nil {
+			reg.elect.noLeave = true
+		}
+		reg.openMu.Unlock()
+		reg.Close()
+	}
 	// The first write waits for the election (the group's initial
 	// rebalance delay, 3 s by default): more than sr's 5 s default
 	// timeout allows on a loaded machine.
@@ -35,7 +45,7 @@ func startElected(t *testing.T, broker string) (*Registry, *sr.Client, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return reg, cl, stop
+	return reg, cl, kill
 }
 
 func (r *Registry) leads() bool {
@@ -52,15 +62,16 @@ func (r *Registry) leads() bool {
 
 // TestLeaderElection runs two registries on one topic: concurrent
 // registrations through both get distinct ids (the follower forwards to
-// the leader), and when the leader stops the other takes over writes.
+// the leader), and when the leader is killed the other takes over writes
+// once the group's session timeout (10 s) has passed.
 func TestLeaderElection(t *testing.T) {
 	s := servertest.Start(t)
 	broker := servertest.Addr(s)
 	regs := make([]*Registry, 2)
 	cls := make([]*sr.Client, 2)
-	stops := make([]func(), 2)
+	kills := make([]func(), 2)
 	for i := range regs {
-		regs[i], cls[i], stops[i] = startElected(t, broker)
+		regs[i], cls[i], kills[i] = startElected(t, broker)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -110,10 +121,10 @@ func TestLeaderElection(t *testing.T) {
 	if !regs[leader].leads() || regs[other].leads() {
 		t.Fatalf("leaders: %v %v, want exactly one", regs[0].leads(), regs[1].leads())
 	}
-	stops[leader]()
+	kills[leader]()
 	id, err := cls[other].RegisterSchema(ctx, "after-failover", sr.Schema{Schema: `"string"`}, -1, -1)
 	if err != nil {
-		t.Fatalf("registration after the leader stopped: %v", err)
+		t.Fatalf("registration after the leader was killed: %v", err)
 	}
 	if _, dup := ids[id]; dup || !regs[other].leads() {
 		t.Fatalf("after failover: id %d reused %v, leads %v", id, dup, regs[other].leads())

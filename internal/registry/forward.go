@@ -13,8 +13,10 @@ import (
 // that is not the leader either never forwards it again.
 const forwardedHeader = "X-Samsa-Registry-Forwarded"
 
-// leaderWait bounds how long a write waits for a leader to be elected.
-const leaderWait = 15 * time.Second
+// leaderWait bounds how long a write waits for a leader to be elected:
+// longer than the session timeout after which the group replaces a
+// leader that died without leaving.
+const leaderWait = 30 * time.Second
 
 // forwardIfFollower returns nil when this instance may write (it is the
 // leader, or runs without election). Otherwise it forwards the request to

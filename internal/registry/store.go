@@ -29,7 +29,9 @@ type schemaDef struct {
 }
 
 // store is the registry's state: exactly what replaying _schemas up to
-// some offset yields. apply is the only way it changes.
+// some offset yields. apply is the only way it changes. The versions it
+// hands out are never modified afterwards (a change replaces them), so
+// readers use them without the lock.
 type store struct {
 	mu       sync.RWMutex
 	subjects map[string][]*version // sorted by Version
@@ -108,9 +110,12 @@ func (s *store) apply(r record) error {
 		if err := json.Unmarshal(r.Value, &v); err != nil {
 			return fmt.Errorf("DELETE_SUBJECT value: %w", err)
 		}
-		for _, ver := range s.subjects[v.Subject] {
-			if ver.Version <= v.Version {
-				ver.Deleted = true
+		// Versions are shared with readers: replace, never modify.
+		for i, ver := range s.subjects[v.Subject] {
+			if ver.Version <= v.Version && !ver.Deleted {
+				cp := *ver
+				cp.Deleted = true
+				s.subjects[v.Subject][i] = &cp
 			}
 		}
 	case keyClearSubject:
