@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -37,6 +39,32 @@ func TestRegistryCommands(t *testing.T) {
 	id, err := cl.RegisterSchema(ctx, "r-value", sr.Schema{Schema: schema}, -1, -1)
 	if err != nil {
 		t.Fatalf("register through samsa server: %v", err)
+	}
+
+	// samsa schema, in-process, against the same registry.
+	const v2 = `{"type":"record","name":"R","fields":[{"name":"a","type":"string"},{"name":"b","type":"int","default":0}]}`
+	const bad = `{"type":"record","name":"R","fields":[{"name":"a","type":"string"},{"name":"c","type":"int"}]}`
+	if out := mustRun(t, "", "schema", "register", "r-value", "--schema", v2, "--registry", url).stdout; strings.TrimSpace(out) == strconv.Itoa(id) {
+		t.Errorf("schema register: id %s, want a new one", out)
+	}
+	if out := mustRun(t, "", "schema", "list", "--registry", url).stdout; out != "r-value\n" {
+		t.Errorf("schema list: %q", out)
+	}
+	if out := mustRun(t, "", "schema", "list", "r-value", "--registry", url).stdout; out != "1\n2\n" {
+		t.Errorf("schema list r-value: %q", out)
+	}
+	if out := mustRun(t, "", "schema", "get", "r-value", "--version", "1", "--registry", url).stdout; out != schema+"\n" {
+		t.Errorf("schema get: %q", out)
+	}
+	r := samsa(t, "", "schema", "compat", "r-value", "--schema", bad, "--registry", url)
+	if r.code != exitFail || !strings.HasPrefix(r.stdout, "incompatible") || !strings.Contains(r.stdout, "'c'") {
+		t.Errorf("schema compat: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	if out := mustRun(t, "", "schema", "compat", "r-value", "--schema", v2, "--version", "1", "--registry", url).stdout; out != "compatible\n" {
+		t.Errorf("schema compat --version 1: %q", out)
+	}
+	if r := samsa(t, "", "schema", "get", "nobody", "--registry", url); r.code != exitFail || !strings.Contains(r.stderr, "Subject 'nobody' not found") {
+		t.Errorf("schema get of an unknown subject: exit %d, %q", r.code, r.stderr)
 	}
 
 	cmd := exec.Command(os.Args[0], "registry", "--bootstrap", srv.addr, "--listen", "http://127.0.0.1:0")
