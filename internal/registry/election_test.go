@@ -86,11 +86,15 @@ func TestLeaderElection(t *testing.T) {
 			defer wg.Done()
 			for i := range 5 {
 				schema := fmt.Sprintf(`{"type":"record","name":"R%d_%d","fields":[{"name":"a","type":"string"}]}`, g, i)
-				id, err := cls[g%2].RegisterSchema(ctx, fmt.Sprintf("s%d-%d", g, i), sr.Schema{Schema: schema}, -1, -1)
+				// CreateSchema reads back what it registered from the
+				// same instance: a follower answers after it replayed
+				// the leader's write.
+				ss, err := cls[g%2].CreateSchema(ctx, fmt.Sprintf("s%d-%d", g, i), sr.Schema{Schema: schema})
 				if err != nil {
 					errs <- fmt.Errorf("instance %d: %w", g%2, err)
 					return
 				}
+				id := ss.ID
 				mu.Lock()
 				if prev, dup := ids[id]; dup {
 					errs <- fmt.Errorf("id %d issued for %s and %s", id, prev, schema)

@@ -23,8 +23,9 @@ const leaderWait = 30 * time.Second
 // the leader and returns the leader's answer as an *Error whose forwarded
 // body the handler writes as it came.
 func (r *Registry) forwardIfFollower(req *http.Request) *Error {
-	if _, err := r.ready(req.Context()); err != nil {
-		return err
+	l, rerr := r.ready(req.Context())
+	if rerr != nil {
+		return rerr
 	}
 	r.openMu.Lock()
 	e := r.elect
@@ -54,6 +55,14 @@ func (r *Registry) forwardIfFollower(req *http.Request) *Error {
 		}
 		answer, ferr := r.forward(ctx, req, body, leader)
 		if ferr == nil {
+			if answer.Status == http.StatusOK {
+				// Read your writes: this instance answers once it has
+				// replayed what the leader wrote, so a client's next
+				// request here finds it.
+				if err := l.catchUp(ctx); err != nil {
+					return storeError(err)
+				}
+			}
 			return answer
 		}
 		// The leader is gone or no longer leads: wait for the election.
