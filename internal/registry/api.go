@@ -76,10 +76,23 @@ func (r *Registry) Handler() http.Handler {
 	hw("PUT /mode/{subject}", r.putMode)
 	hw("DELETE /mode/{subject}", r.deleteMode)
 	h("GET /contexts", r.getContexts)
-	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if _, pattern := mux.Handler(req); pattern != "" {
+			mux.ServeHTTP(w, req)
+			return
+		}
+		// No route: a known path with another method, or an unknown
+		// path, answered in JSON as Confluent does.
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+			other := req.Clone(req.Context())
+			other.Method = m
+			if _, pattern := mux.Handler(other); pattern != "" {
+				write(w, http.StatusMethodNotAllowed, map[string]any{"error_code": 405, "message": "HTTP 405 Method Not Allowed"})
+				return
+			}
+		}
 		write(w, http.StatusNotFound, map[string]any{"error_code": 404, "message": "HTTP 404 Not Found"})
 	})
-	return mux
 }
 
 // rawSchema is a response written as is: the schema text endpoints.

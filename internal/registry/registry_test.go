@@ -255,6 +255,8 @@ func TestRegistry(t *testing.T) {
 			{"oversized schema", "/subjects/bad-value/versions", `{"schema":"` + strings.Repeat("x", 10<<20) + `"}`, 422, 42209},
 			{"invalid subject", "/subjects/__GLOBAL/versions", `{"schema":"\"string\""}`, 422, 42208},
 			{"invalid version", "/subjects/users-value/versions/0", "", 422, 42202},
+			{"method not allowed", "/schemas/types", `{}`, 405, 405},
+			{"unknown path", "/nothing/here", `{}`, 404, 404},
 			{"unknown JSON fields ignored", "/subjects/extra-value/versions", `{"schema":"\"string\"","someNewField":1}`, 200, 0},
 		} {
 			method := http.MethodPost
