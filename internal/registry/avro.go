@@ -146,7 +146,7 @@ func (c *avroChecker) check(reader, writer avro.Schema, path string) {
 		if len(missing) > 0 && !r.HasDefault() {
 			c.fail("MISSING_ENUM_SYMBOLS", "["+strings.Join(missing, ", ")+"]",
 				"The %s schema is missing enum symbols '[%s]' at path '%s' in the %s schema",
-				c.readerName, strings.Join(missing, ", "), orRoot(path)+"/symbols", c.writerName)
+				c.readerName, strings.Join(missing, ", "), path+"/symbols", c.writerName)
 		}
 	case *avro.FixedSchema:
 		w := writer.(*avro.FixedSchema)
@@ -156,7 +156,7 @@ func (c *avroChecker) check(reader, writer avro.Schema, path string) {
 		if r.Size() != w.Size() {
 			c.fail("FIXED_SIZE_MISMATCH", fmt.Sprintf("expected: %d, found: %d", w.Size(), r.Size()),
 				"The size of FIXED type field at path '%s' in the %s schema does not match with the %s schema",
-				orRoot(path)+"/size", c.readerName, c.writerName)
+				path+"/size", c.readerName, c.writerName)
 		}
 	case *avro.ArraySchema:
 		c.check(r.Items(), writer.(*avro.ArraySchema).Items(), path+"/items")
@@ -173,7 +173,7 @@ func (c *avroChecker) names(r, w avro.NamedSchema, path string) bool {
 		return true
 	}
 	c.fail("NAME_MISMATCH", fmt.Sprintf("expected: %s", w.FullName()),
-		"The name of the schema has changed (path '%s')", orRoot(path)+"/name")
+		"The name of the schema has changed (path '%s')", path+"/name")
 	return false
 }
 
