@@ -33,7 +33,9 @@ func startRegistry(t testing.TB, broker, topic string) (*Registry, *sr.Client, s
 	reg := New(Config{ClientOpts: []kgo.Opt{kgo.SeedBrokers(broker)}, Topic: topic, Logger: servertest.Logger()})
 	srv := httptest.NewServer(reg.Handler())
 	t.Cleanup(func() { srv.Close(); reg.Close() })
-	cl, err := sr.NewClient(sr.URLs(srv.URL))
+	// The first request opens the topic (create, wait for its leader,
+	// replay): on a loaded machine more than sr's 5 s default timeout.
+	cl, err := sr.NewClient(sr.URLs(srv.URL), sr.HTTPClient(&http.Client{Timeout: 60 * time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}
