@@ -217,6 +217,26 @@ func TestRegistry(t *testing.T) {
 		if r := cl.SetMode(ctx, sr.ModeImport); r[0].Err == nil || code(r[0].Err) != 42205 {
 			t.Fatalf("IMPORT on a registry with subjects: %+v, want 42205", r)
 		}
+		// IMPORT on an empty subject keeps the given id and version.
+		if _, err := cl.RegisterSchema(ctx, "imported", sr.Schema{Schema: `"long"`}, 500, 3); code(err) != 42205 {
+			t.Fatalf("explicit id outside IMPORT: %v, want 42205", err)
+		}
+		if r := cl.SetMode(ctx, sr.ModeImport, "imported"); r[0].Err != nil {
+			t.Fatal(r[0].Err)
+		}
+		if id, err := cl.RegisterSchema(ctx, "imported", sr.Schema{Schema: `"long"`}, 500, 3); err != nil || id != 500 {
+			t.Fatalf("import: id %d, %v; want 500", id, err)
+		}
+		if got, err := cl.SchemaByVersion(ctx, "imported", 3); err != nil || got.ID != 500 {
+			t.Fatalf("imported version 3: %+v, %v", got, err)
+		}
+		if _, err := cl.RegisterSchema(ctx, "imported", sr.Schema{Schema: `"double"`}, 500, 4); code(err) != 42207 {
+			t.Fatalf("import of another schema under a taken id: %v, want 42207", err)
+		}
+		// Ids continue after the highest imported one.
+		if id, err := cl.RegisterSchema(ctx, "after-import", sr.Schema{Schema: `"float"`}, -1, -1); err != nil || id != 501 {
+			t.Fatalf("id after import: %d, %v; want 501", id, err)
+		}
 	})
 
 	t.Run("references", func(t *testing.T) {
