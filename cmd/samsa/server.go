@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -101,6 +102,15 @@ func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "samsa server: %v\n", err)
 		return 1
 	}
+	fromDefaults := *configPath == "" && !slices.ContainsFunc(overrides, func(o string) bool {
+		return strings.HasPrefix(strings.TrimSpace(o), "schema.registry.listeners")
+	})
+	stopRegistry, err := startServerRegistry(cfg, srv, fromDefaults, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "samsa server: %v\n", err)
+		srv.Close()
+		return 1
+	}
 	code := 0
 	select {
 	case <-ctx.Done():
@@ -111,6 +121,7 @@ func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "samsa server: %v\n", srv.Err())
 		code = 1
 	}
+	stopRegistry()
 	if err := srv.Close(); err != nil {
 		logger.Error("shutdown", "err", err)
 		return 1

@@ -410,3 +410,20 @@ func TestConnectionLimits(t *testing.T) {
 		}
 	}
 }
+
+func TestSchemaRegistryListeners(t *testing.T) {
+	if got, err := Default().SchemaRegistryListeners(); err != nil || len(got) != 1 || got[0] != "127.0.0.1:8081" {
+		t.Errorf("embedded defaults: %v, %v", got, err)
+	}
+	if got, err := Default("schema.registry.listeners=").SchemaRegistryListeners(); err != nil || len(got) != 0 {
+		t.Errorf("empty: %v, %v", got, err)
+	}
+	if _, err := Default("schema.registry.listeners=https://h:1").SchemaRegistryListeners(); err == nil {
+		t.Error("https accepted")
+	}
+	for _, e := range Default().Describe() {
+		if e.Name == "schema.registry.listeners" {
+			t.Error("schema.registry.listeners is described as a Kafka broker key")
+		}
+	}
+}

@@ -22,6 +22,7 @@ import uuid
 import pytest
 
 SERVING = re.compile(r'msg="serving Kafka clients" listener=PLAINTEXT addr=(\S+)')
+REGISTRY = re.compile(r'msg="schema registry listening" listener=(\S+)')
 
 CLIENT_NAMES = {
     "confluent": "python confluent-kafka",
@@ -44,10 +45,12 @@ class Samsa:
         self.proc = subprocess.Popen(
             [binary, "server",
              "--override", "log.dirs=" + self.data_dir,
-             "--override", "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0"],
+             "--override", "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+             "--override", "schema.registry.listeners=http://127.0.0.1:0"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         ready = threading.Event()
         self.bootstrap = None
+        self._registry = None  # the Schema Registry's URL, logged after the broker's line
 
         # Drains stderr for the server's whole life so its logger never blocks.
         def drain():
@@ -55,6 +58,9 @@ class Samsa:
                 for line in self.proc.stderr:
                     log.write(line)
                     log.flush()
+                    r = REGISTRY.search(line)
+                    if r:
+                        self._registry = r.group(1)
                     m = SERVING.search(line)
                     if m and not ready.is_set():
                         self.bootstrap = m.group(1)
@@ -65,6 +71,12 @@ class Samsa:
         if not ready.wait(30) or self.bootstrap is None:
             self.stop()
             raise RuntimeError("samsa did not start:\n" + open(self.log_path).read())
+
+    def registry_url(self):
+        """The URL of the Schema Registry the server runs."""
+        if not wait_until(lambda: self._registry is not None, timeout=30):
+            raise RuntimeError("no schema registry in the log:\n" + open(self.log_path).read())
+        return self._registry
 
     def stop(self):
         if self.proc.poll() is None:

@@ -1,0 +1,78 @@
+// @confluentinc/schemaregistry (Confluent's JavaScript Schema Registry
+// client and Avro serdes) against the registry `samsa server` runs.
+// Usage: node registry.cjs URL. Prints one "feature TAB pass|fail TAB note"
+// line per check; run.sh records them.
+const sr = require("@confluentinc/schemaregistry");
+
+const url = process.argv[2];
+const userV1 = '{"type":"record","name":"User","namespace":"js","fields":[{"name":"name","type":"string"}]}';
+const userV2 = '{"type":"record","name":"User","namespace":"js","fields":[{"name":"name","type":"string"},{"name":"age","type":"int","default":0}]}';
+const userBad = '{"type":"record","name":"User","namespace":"js","fields":[{"name":"name","type":"string"},{"name":"email","type":"string"}]}';
+
+function report(feature, ok, note = "") {
+  console.log(`${feature}\t${ok ? "pass" : "fail"}\t${String(note).replace(/\s+/g, " ")}`);
+}
+
+async function check(feature, fn) {
+  try {
+    const note = await fn();
+    report(feature, note === true || note === undefined, note === true || note === undefined ? "" : note);
+  } catch (e) {
+    report(feature, false, e && e.message);
+  }
+}
+
+async function errorCode(fn) {
+  try {
+    await fn();
+  } catch (e) {
+    return e.errorCode;
+  }
+  return 0;
+}
+
+async function main() {
+  const client = new sr.SchemaRegistryClient({ baseURLs: [url], cacheCapacity: 100 });
+  const suffix = Date.now().toString(36);
+
+  await check("schema registry: Avro serializer round trip", async () => {
+    const topic = "js-" + suffix;
+    const id = await client.register(topic + "-value", { schemaType: "AVRO", schema: userV2 });
+    // The serializer writes with the subject's latest schema.
+    const ser = new sr.AvroSerializer(client, sr.SerdeType.VALUE, { autoRegisterSchemas: false, useLatestVersion: true });
+    const bytes = await ser.serialize(topic, { name: "ada", age: 36 });
+    if (bytes[0] !== 0 || bytes.readInt32BE(1) !== id) return `header ${bytes.subarray(0, 5).toString("hex")}, want id ${id}`;
+    const de = new sr.AvroDeserializer(client, sr.SerdeType.VALUE, {});
+    const got = await de.deserialize(topic, bytes);
+    if (got.name !== "ada" || got.age !== 36) return `deserialized ${JSON.stringify(got)}`;
+    return true;
+  });
+
+  await check("schema registry: compatibility levels", async () => {
+    const subject = "js-compat-" + suffix;
+    const v1 = await client.register(subject, { schemaType: "AVRO", schema: userV1 });
+    const v2 = await client.register(subject, { schemaType: "AVRO", schema: userV2 });
+    if (v1 === v2) return `same id ${v1} for two schemas`;
+    if (await client.testCompatibility(subject, -1, { schemaType: "AVRO", schema: userBad })) return "incompatible schema reported compatible";
+    const code = await errorCode(() => client.register(subject, { schemaType: "AVRO", schema: userBad }));
+    if (code !== 409) return `incompatible registration: error code ${code}, want 409`;
+    await client.updateCompatibility(subject, "NONE");
+    await client.register(subject, { schemaType: "AVRO", schema: userBad });
+    const latest = await client.getLatestSchemaMetadata(subject);
+    return latest.version === 3 || `latest version ${latest.version}, want 3`;
+  });
+
+  await check("schema registry: soft/hard delete", async () => {
+    const subject = "js-del-" + suffix;
+    await client.register(subject, { schemaType: "AVRO", schema: userV1 });
+    const soft = await client.deleteSubject(subject, false);
+    const hard = await client.deleteSubject(subject, true);
+    if (JSON.stringify(soft) !== "[1]" || JSON.stringify(hard) !== "[1]") return `deleted ${soft} then ${hard}`;
+    const code = await errorCode(() => client.getLatestSchemaMetadata(subject));
+    return code === 40401 || `after delete: error code ${code}, want 40401`;
+  });
+}
+
+main().catch((e) => {
+  report("schema registry: client", false, e && e.message);
+});
