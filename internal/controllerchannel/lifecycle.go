@@ -73,6 +73,11 @@ type LifecycleConfig struct {
 	MetadataOffset func() int64
 	// OnEpoch is told every new broker epoch.
 	OnEpoch func(int64)
+	// PreviousBrokerEpoch is the epoch of the node's last clean stop
+	// (storage.LogManager.PreviousBrokerEpoch), -1 for none: the first
+	// registration names it (KIP-966), a later one in this process the
+	// epoch it had, so the controller knows the log lost nothing.
+	PreviousBrokerEpoch int64
 	// SessionTimeout is broker.session.timeout.ms; OnSession is told
 	// when the session lapses (true) and when it is back (false).
 	SessionTimeout time.Duration
@@ -219,6 +224,10 @@ func (l *Lifecycle) register(ctx context.Context) error {
 	req.BrokerID = l.cfg.NodeID
 	req.ClusterID = l.cfg.ClusterID
 	req.IncarnationID = incarnation
+	req.PreviousBrokerEpoch = l.cfg.PreviousBrokerEpoch
+	if e := l.epoch.Load(); e > 0 {
+		req.PreviousBrokerEpoch = e // registering again after a lapsed session
+	}
 	req.Rack = l.cfg.Rack
 	for _, e := range l.cfg.Endpoints {
 		le := kmsg.NewBrokerRegistrationRequestListener()

@@ -715,9 +715,13 @@ func (s *Server) register(ctx context.Context) error {
 		Endpoints: s.endpoints, Rack: rack,
 		Interval:       time.Duration(s.cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
 		MetadataOffset: func() int64 { return int64(s.loader.Image().Offset) },
-		OnEpoch:        s.broker.SetEpoch,
-		SessionTimeout: time.Duration(s.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
-		OnSession:      s.replicas.SetFenced,
+		OnEpoch: func(epoch int64) {
+			s.broker.SetEpoch(epoch)
+			s.logs.SetBrokerEpoch(epoch)
+		},
+		PreviousBrokerEpoch: s.logs.PreviousBrokerEpoch(),
+		SessionTimeout:      time.Duration(s.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+		OnSession:           s.replicas.SetFenced,
 	})
 	s.lifecycle.Start()
 	err := s.lifecycle.WaitUnfenced(ctx)

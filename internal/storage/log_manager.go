@@ -2,6 +2,7 @@ package storage
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/samsa-io/samsa/internal/metadata"
@@ -102,6 +104,11 @@ type LogManager struct {
 	stopBackground chan struct{}
 	// dirFailures joins the goroutines handling a failed directory.
 	dirFailures sync.WaitGroup
+	// previousEpoch is the broker epoch the clean-shutdown files of the
+	// last stop named (-1: not a clean stop, or not the same in every
+	// directory); brokerEpoch, the one Close writes into them.
+	previousEpoch int64
+	brokerEpoch   atomic.Int64
 	// deletions joins the removal of logs replaced by their future logs.
 	deletions sync.WaitGroup
 }
@@ -141,7 +148,8 @@ func NewLogManager(cfg ManagerConfig) (*LogManager, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	m := &LogManager{cfg: cfg, logger: cfg.Logger}
+	m := &LogManager{cfg: cfg, logger: cfg.Logger, previousEpoch: -1}
+	m.brokerEpoch.Store(-1)
 	m.mu.logs = map[TopicPartition]*Log{}
 	m.mu.dirOf = map[TopicPartition]string{}
 	m.mu.futures = map[TopicPartition]*Log{}
@@ -207,6 +215,7 @@ func (m *LogManager) Load() error {
 		m.closeLogs()
 		return err
 	}
+	m.previousEpoch = readCleanShutdownEpoch(m.cfg.Dirs)
 	for _, dir := range m.cfg.Dirs {
 		if err := os.Remove(filepath.Join(dir, CleanShutdownFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
@@ -576,6 +585,51 @@ func (m *LogManager) CheckpointAll() error {
 	return err
 }
 
+// PreviousBrokerEpoch is the broker epoch the node had when it last
+// stopped cleanly, from the .kafka_cleanshutdown file of every log
+// directory, or -1 when the last stop was not clean in all of them or
+// they disagree (Kafka's readBrokerEpochFromCleanShutdownFiles). The
+// broker registers with it (KIP-966): a controller takes a broker
+// registering without it for one whose log may have lost acknowledged
+// records.
+func (m *LogManager) PreviousBrokerEpoch() int64 { return m.previousEpoch }
+
+// SetBrokerEpoch records the node's broker epoch, for the clean-shutdown
+// files Close writes.
+func (m *LogManager) SetBrokerEpoch(epoch int64) { m.brokerEpoch.Store(epoch) }
+
+// cleanShutdownContent is a .kafka_cleanshutdown file as Kafka's
+// CleanShutdownFileHandler writes it.
+func cleanShutdownContent(epoch int64) []byte {
+	b, _ := json.Marshal(struct {
+		Version     int   `json:"version"`
+		BrokerEpoch int64 `json:"brokerEpoch"`
+	}{0, epoch})
+	return b
+}
+
+// readCleanShutdownEpoch is PreviousBrokerEpoch from the files of dirs.
+func readCleanShutdownEpoch(dirs []string) int64 {
+	epoch := int64(-1)
+	for i, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, CleanShutdownFile))
+		if err != nil {
+			return -1
+		}
+		var f struct {
+			BrokerEpoch *int64 `json:"brokerEpoch"`
+		}
+		if json.Unmarshal(b, &f) != nil || f.BrokerEpoch == nil || *f.BrokerEpoch < 0 {
+			return -1 // empty (written before it held the epoch) or unreadable
+		}
+		if i > 0 && *f.BrokerEpoch != epoch {
+			return -1
+		}
+		epoch = *f.BrokerEpoch
+	}
+	return epoch
+}
+
 // Close stops the checkpoint goroutine, flushes and closes every log,
 // writes the checkpoints, and marks each log directory whose logs all
 // closed cleanly with .kafka_cleanshutdown so the next Load skips recovery.
@@ -600,7 +654,7 @@ func (m *LogManager) Close() error {
 		if failed[dir] || err != nil {
 			continue
 		}
-		err = errors.Join(err, writeFileAtomic(filepath.Join(dir, CleanShutdownFile), nil))
+		err = errors.Join(err, writeFileAtomic(filepath.Join(dir, CleanShutdownFile), cleanShutdownContent(m.brokerEpoch.Load())))
 	}
 	if len(failed) > 0 {
 		err = errors.Join(err, fmt.Errorf("logs failed to close in %d log directories", len(failed)))

@@ -272,3 +272,54 @@ func TestGetOrCreateRefusesMetadataLogDir(t *testing.T) {
 		t.Fatalf("partition 1 has its own directory: %v", err)
 	}
 }
+
+// TestCleanShutdownBrokerEpoch: Close writes the broker epoch into each
+// directory's .kafka_cleanshutdown as Kafka does; the next Load reads it
+// back when every directory names the same one, and -1 otherwise (a
+// directory not stopped cleanly, an empty file of an older Samsa, two
+// different epochs).
+func TestCleanShutdownBrokerEpoch(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir()}
+	load := func() *LogManager { t.Helper(); return newManager(t, dirs) } // NewLogManager and Load
+	m := load()
+	if e := m.PreviousBrokerEpoch(); e != -1 {
+		t.Fatalf("first start: previous epoch %d, want -1", e)
+	}
+	m.SetBrokerEpoch(42)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dirs[1], CleanShutdownFile))
+	if err != nil || string(b) != `{"version":0,"brokerEpoch":42}` {
+		t.Fatalf("clean-shutdown file %q, %v", b, err)
+	}
+	m = load()
+	if e := m.PreviousBrokerEpoch(); e != 42 {
+		t.Fatalf("after a clean stop at epoch 42: previous epoch %d", e)
+	}
+	m.Close() // no epoch set: -1 written
+	m = load()
+	if e := m.PreviousBrokerEpoch(); e != -1 {
+		t.Fatalf("after a stop with no epoch: previous epoch %d, want -1", e)
+	}
+	for _, tc := range []struct{ name, a, b string }{
+		{"empty file", `{"version":0,"brokerEpoch":7}`, ``},
+		{"different epochs", `{"version":0,"brokerEpoch":7}`, `{"version":0,"brokerEpoch":8}`},
+		{"one directory not stopped cleanly", `{"version":0,"brokerEpoch":7}`, "-"},
+	} {
+		m.Close()
+		for i, content := range []string{tc.a, tc.b} {
+			path := filepath.Join(dirs[i], CleanShutdownFile)
+			if content == "-" {
+				os.Remove(path)
+			} else if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m = load()
+		if e := m.PreviousBrokerEpoch(); e != -1 {
+			t.Fatalf("%s: previous epoch %d, want -1", tc.name, e)
+		}
+	}
+	m.Close()
+}
