@@ -299,19 +299,13 @@ func (l *Log) Append(batch []byte) (baseOffset int64, err error) {
 	return first, err
 }
 
-// AppendParsed is Append for a batch whose header the caller has parsed
-// already (the produce path parses it once, in the broker): h must be
-// what record.ParseHeader(batch) returns now, which the record.Header
-// setters keep it while the caller rewrites the batch.
-func (l *Log) AppendParsed(batch []byte, h record.Header) (baseOffset int64, err error) {
-	first, _, err := l.append(batch, true, &h)
-	return first, err
-}
-
-// AppendParsedUnsynced is AppendParsed without the wait for an fsync the
-// flush policy makes due: it returns syncUpTo > 0 when one is, and the
-// caller must then call SyncTo(syncUpTo) before it tells anyone the batch
-// is written. A leader appends so under its partition lock and syncs
+// AppendParsedUnsynced is Append for a batch whose header the caller has
+// parsed already (the produce path parses it once, in the broker: h must
+// be what record.ParseHeader(batch) returns now, which the record.Header
+// setters keep it while the caller rewrites the batch), without the wait
+// for an fsync the flush policy makes due: it returns syncUpTo > 0 when
+// one is, and the caller must then call SyncTo(syncUpTo) before it tells
+// anyone the batch is written. A leader appends so under its partition lock and syncs
 // after releasing it, so that concurrent producers share fsyncs.
 func (l *Log) AppendParsedUnsynced(batch []byte, h record.Header) (baseOffset, syncUpTo int64, err error) {
 	l.mu.Lock()
