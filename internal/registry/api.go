@@ -46,7 +46,7 @@ func (r *Registry) Handler() http.Handler {
 		})
 	}
 	h("GET /{$}", func(*http.Request) (any, *Error) { return map[string]any{}, nil })
-	h("GET /schemas/types", func(*http.Request) (any, *Error) { return []string{typeAvro}, nil })
+	h("GET /schemas/types", func(*http.Request) (any, *Error) { return []string{typeAvro, typeProtobuf}, nil })
 	h("GET /schemas", r.getSchemas)
 	h("GET /schemas/ids/{id}", r.getSchemaByID)
 	h("GET /schemas/ids/{id}/schema", r.getSchemaTextByID)
@@ -181,7 +181,7 @@ func (r *Registry) getSchemaByID(req *http.Request) (any, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	out := schemaResponse{Schema: d.Schema, References: d.References}
+	out := schemaResponse{Schema: r.formatSchema(req, d.SchemaType, d.Schema, d.References), References: d.References}
 	if d.SchemaType != typeAvro {
 		out.SchemaType = d.SchemaType
 	}
@@ -303,7 +303,9 @@ func (r *Registry) getVersion(req *http.Request) (any, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	return showVersion(v), nil
+	out := showVersion(v)
+	out.Schema = r.formatSchema(req, v.SchemaType, v.Schema, v.References)
+	return out, nil
 }
 
 func (r *Registry) getVersionSchema(req *http.Request) (any, *Error) {

@@ -39,6 +39,8 @@ type parsed struct {
 	typ  string
 	avro *parsedAvro
 	key  string
+
+	proto *parsedProto
 }
 
 // parse checks a schema of any type with its references.
@@ -49,7 +51,9 @@ func (r *Registry) parse(typ, text string, refs []Reference) (*parsed, *Error) {
 	}
 	switch typ {
 	case typeAvro:
-	case typeJSON, typeProtobuf:
+	case typeProtobuf:
+		return r.parseProtobuf(text, refs)
+	case typeJSON:
 		return nil, invalidSchema("Invalid schema type %s", typ)
 	default:
 		return nil, invalidSchema("Invalid schema type %s", typ)
@@ -290,6 +294,10 @@ func (r *Registry) compat(p *parsed, against []*version, level string) []string 
 		old, err := r.parse(v.SchemaType, v.Schema, v.References)
 		if err != nil || old.typ != p.typ {
 			msgs = append(msgs, fmt.Sprintf("Incompatible schema type: version %d is %s", v.Version, v.SchemaType))
+			continue
+		}
+		if p.typ == typeProtobuf {
+			msgs = append(msgs, protobufCompat(old.proto, p.proto, base, v, level)...)
 			continue
 		}
 		var found []string

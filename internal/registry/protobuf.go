@@ -1,0 +1,231 @@
+package registry
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/bufbuild/protocompile"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/descriptorpb"
+)
+
+// parsedProto is a compiled Protobuf schema: the .proto file the schema
+// text (or base64 FileDescriptorProto) defines, linked with its imports.
+type parsedProto struct {
+	file protoreflect.FileDescriptor
+	// refOf names the subject and version each import came from (import
+	// path to "subject\x00version"); well-known imports are absent.
+	refOf map[string]string
+	// canonical identifies the schema: the file's descriptor, without
+	// source positions, file name and defaulted JSON names, marshalled
+	// deterministically, so comments, whitespace and the text or
+	// descriptor form of one schema do not make two schemas.
+	canonical string
+}
+
+// protoMainFile is the name the schema being parsed gets when its text
+// does not carry one (a descriptor does).
+const protoMainFile = "schema.proto"
+
+// protoBuiltins are the imports Confluent's registry resolves without a
+// reference besides google/protobuf/*.proto: its own metadata and
+// decimal types (the same packages, names and field numbers).
+var protoBuiltins = map[string]string{
+	"confluent/meta.proto": `syntax = "proto3";
+package confluent;
+import "google/protobuf/descriptor.proto";
+message Meta {
+  string doc = 1;
+  map<string, string> params = 2;
+  repeated string tags = 3;
+  repeated Rule rules = 4;
+}
+message Rule {
+  string name = 1;
+  string doc = 2;
+  string expr = 3;
+  string sql = 4;
+}
+extend google.protobuf.FileOptions { Meta file_meta = 1088; }
+extend google.protobuf.MessageOptions { Meta message_meta = 1088; }
+extend google.protobuf.FieldOptions { Meta field_meta = 1088; }
+extend google.protobuf.EnumOptions { Meta enum_meta = 1088; }
+extend google.protobuf.EnumValueOptions { Meta enum_value_meta = 1088; }
+`,
+	"confluent/type/decimal.proto": `syntax = "proto3";
+package confluent.type;
+message Decimal {
+  bytes value = 1;
+  uint32 precision = 2;
+  int32 scale = 3;
+}
+`,
+}
+
+// protoImport is one referenced schema: its text and where it came from.
+type protoImport struct {
+	text, ref string
+}
+
+// protoImports collects the schemas refs name, and theirs, by import
+// path (the reference name). A reference cycle or a missing reference
+// is an invalid schema.
+func (r *Registry) protoImports(refs []Reference, out map[string]protoImport, visiting map[string]bool) *Error {
+	for _, ref := range refs {
+		if ref.Name == "" || ref.Subject == "" {
+			return invalidSchema("Invalid schema reference %s: name and subject are required", refString(ref))
+		}
+		v, err := r.version(ref.Subject, ref.Version, false)
+		if err != nil {
+			return invalidSchema("Invalid schema reference %s: %s", refString(ref), err.Message)
+		}
+		id := v.Subject + "\x00" + strconv.Itoa(v.Version)
+		if visiting[id] {
+			return invalidSchema("Invalid schema reference %s: circular reference", refString(ref))
+		}
+		if _, done := out[ref.Name]; done {
+			continue
+		}
+		visiting[id] = true
+		err = r.protoImports(v.References, out, visiting)
+		delete(visiting, id)
+		if err != nil {
+			return err
+		}
+		out[ref.Name] = protoImport{text: v.Schema, ref: id}
+	}
+	return nil
+}
+
+// parseProtobuf checks a Protobuf schema with its references.
+func (r *Registry) parseProtobuf(text string, refs []Reference) (*parsed, *Error) {
+	imports := map[string]protoImport{}
+	if err := r.protoImports(refs, imports, map[string]bool{}); err != nil {
+		return nil, err
+	}
+	p, err := compileProto(text, imports)
+	if err != nil {
+		return nil, invalidSchema("Invalid schema of type %s, details: %v", typeProtobuf, err)
+	}
+	return &parsed{typ: typeProtobuf, proto: p, key: typeProtobuf + "\x00" + p.canonical + "\x00" + refsKey(refs)}, nil
+}
+
+func refsKey(refs []Reference) string {
+	var b strings.Builder
+	for _, ref := range refs {
+		fmt.Fprintf(&b, "%s\x00%s\x00%d\x00", ref.Name, ref.Subject, ref.Version)
+	}
+	return b.String()
+}
+
+// protoDescriptor reads the base64 FileDescriptorProto form of a schema
+// (what Confluent's serializers in Python and Go register).
+func protoDescriptor(text string) (*descriptorpb.FileDescriptorProto, bool) {
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(text))
+	if err != nil || len(b) == 0 {
+		return nil, false
+	}
+	fd := &descriptorpb.FileDescriptorProto{}
+	if proto.Unmarshal(b, fd) != nil {
+		return nil, false
+	}
+	return fd, true
+}
+
+// compileProto compiles text, the .proto source or its base64
+// descriptor, resolving imports from imports and the built-in files.
+func compileProto(text string, imports map[string]protoImport) (*parsedProto, error) {
+	main := protoMainFile
+	mainDesc, isDesc := protoDescriptor(text)
+	if isDesc && mainDesc.GetName() != "" {
+		main = mainDesc.GetName()
+	}
+	resolve := func(path string) (protocompile.SearchResult, error) {
+		var src string
+		switch imp, ok := imports[path]; {
+		case path == main && isDesc:
+			return protocompile.SearchResult{Proto: mainDesc}, nil
+		case path == main:
+			src = text
+		case ok:
+			src = imp.text
+		case protoBuiltins[path] != "":
+			src = protoBuiltins[path]
+		default:
+			return protocompile.SearchResult{}, fs.ErrNotExist
+		}
+		if fd, ok := protoDescriptor(src); ok {
+			fd.Name = proto.String(path)
+			return protocompile.SearchResult{Proto: fd}, nil
+		}
+		return protocompile.SearchResult{Source: strings.NewReader(src)}, nil
+	}
+	c := protocompile.Compiler{Resolver: protocompile.WithStandardImports(protocompile.ResolverFunc(resolve))}
+	files, err := c.Compile(context.Background(), main)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w (an import needs a reference whose name is its path)", err)
+		}
+		return nil, err
+	}
+	p := &parsedProto{file: files[0], refOf: map[string]string{}}
+	for path, imp := range imports {
+		p.refOf[path] = imp.ref
+	}
+	fd := protodesc.ToFileDescriptorProto(p.file)
+	fd.Name, fd.SourceCodeInfo = nil, nil
+	if fd.GetSyntax() == "proto2" {
+		fd.Syntax = nil
+	}
+	clearJSONNames(fd.MessageType)
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(fd)
+	if err != nil {
+		return nil, err
+	}
+	p.canonical = string(b)
+	return p, nil
+}
+
+func clearJSONNames(ms []*descriptorpb.DescriptorProto) {
+	for _, m := range ms {
+		for _, f := range m.Field {
+			f.JsonName = nil
+		}
+		for _, f := range m.Extension {
+			f.JsonName = nil
+		}
+		clearJSONNames(m.NestedType)
+	}
+}
+
+// serializedProto is a Protobuf schema in Confluent's "serialized" format:
+// its FileDescriptorProto in base64, what ?format=serialized asks for.
+func serializedProto(p *parsedProto) string {
+	fd := protodesc.ToFileDescriptorProto(p.file)
+	fd.SourceCodeInfo = nil
+	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(fd)
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// formatSchema applies the format query parameter to a stored schema:
+// "serialized" turns a Protobuf schema into its base64 descriptor, as
+// Confluent's Protobuf deserializers ask. Other formats and types leave
+// the text as registered.
+func (r *Registry) formatSchema(req *http.Request, typ, text string, refs []Reference) string {
+	if typ != typeProtobuf || req.URL.Query().Get("format") != "serialized" {
+		return text
+	}
+	p, err := r.parse(typ, text, refs)
+	if err != nil {
+		return text
+	}
+	return serializedProto(p.proto)
+}

@@ -1,0 +1,146 @@
+package registry
+
+import (
+	"strings"
+	"testing"
+)
+
+// msg builds a proto3 file of package p with message M holding body.
+func msg(body string) string {
+	return "syntax = \"proto3\";\npackage p;\nmessage M {\n" + body + "\n}\n"
+}
+
+// TestProtobufCompatibility checks compatibility decisions against
+// evolution cases whose verdicts follow Confluent's Protobuf rules
+// (Confluent's "Schema Evolution and Compatibility" for Protobuf: fields
+// compared by number, scalar types in wire-compatible groups, message
+// removal and new exclusivity in oneofs breaking).
+func TestProtobufCompatibility(t *testing.T) {
+	const (
+		a      = "string a = 1;"
+		b      = "int32 b = 2;"
+		enumE  = "enum E { E0 = 0; E1 = 1; }"
+		nested = "message N { int32 x = 1; }"
+	)
+	proto2 := func(body string) string {
+		return "syntax = \"proto2\";\npackage p;\nmessage M {\n" + body + "\n}\n"
+	}
+	cases := []struct {
+		name    string
+		level   string
+		history []string
+		next    string
+		want    bool
+		broke   string // what the refusal must contain
+	}{
+		{"field added", "BACKWARD", []string{msg(a)}, msg(a + b), true, ""},
+		{"field removed", "BACKWARD", []string{msg(a + b)}, msg(a), true, ""},
+		{"field removed, forward", "FORWARD", []string{msg(a + b)}, msg(a), true, ""},
+		{"field renumbered", "FULL", []string{msg(a)}, msg("string a = 2;"), true, ""},
+		{"field renamed", "FULL", []string{msg(a)}, msg("string z = 1;"), true, ""},
+		{"int32 to int64", "FULL", []string{msg(b)}, msg("int64 b = 2;"), true, ""},
+		{"int32 to bool", "BACKWARD", []string{msg(b)}, msg("bool b = 2;"), true, ""},
+		{"int32 to enum", "BACKWARD", []string{msg(b)}, msg(enumE + "E b = 2;"), true, ""},
+		{"string to bytes", "FULL", []string{msg(a)}, msg("bytes a = 1;"), true, ""},
+		{"int32 to sint32", "BACKWARD", []string{msg(b)}, msg("sint32 b = 2;"), false, `FIELD_SCALAR_KIND_CHANGED", description:"The kind of a SCALAR field at path '#/M/2' in the new schema`},
+		{"fixed32 to fixed64", "BACKWARD", []string{msg("fixed32 f = 3;")}, msg("fixed64 f = 3;"), false, "FIELD_SCALAR_KIND_CHANGED"},
+		{"string to int32", "FORWARD", []string{msg(a)}, msg("int32 a = 1;"), false, "'#/M/1' in the old schema"},
+		{"scalar to message", "BACKWARD", []string{msg(b)}, msg(nested + "N b = 2;"), false, "FIELD_KIND_CHANGED"},
+		{"scalar to map", "BACKWARD", []string{msg(a)}, msg("map<string, string> a = 1;"), false, "FIELD_KIND_CHANGED"},
+		{"map value type changed", "BACKWARD", []string{msg("map<string, int32> m = 1;")}, msg("map<string, string> m = 1;"), false, "FIELD_SCALAR_KIND_CHANGED"},
+		{"map value widened", "BACKWARD", []string{msg("map<string, int32> m = 1;")}, msg("map<string, int64> m = 1;"), true, ""},
+		{"message type renamed", "BACKWARD", []string{msg(nested + "N n = 3;")}, msg("message O { int32 x = 1; } O n = 3;"), false, "FIELD_NAMED_TYPE_CHANGED"},
+		{"nested message field changed", "BACKWARD", []string{msg(nested + "N n = 3;")}, msg("message N { string x = 1; } N n = 3;"), false, "'#/M/N/1'"},
+		{"nested message field added", "FULL", []string{msg(nested + "N n = 3;")}, msg("message N { int32 x = 1; string y = 2; } N n = 3;"), true, ""},
+		{"message removed", "BACKWARD", []string{msg(a) + "message Other { int32 x = 1; }"}, msg(a), false, `MESSAGE_REMOVED", description:"The new schema is missing a MESSAGE type at path '#/Other' in the old schema`},
+		{"message added", "BACKWARD", []string{msg(a)}, msg(a) + "message Other { int32 x = 1; }", true, ""},
+		{"message added, forward", "FORWARD", []string{msg(a)}, msg(a) + "message Other { int32 x = 1; }", false, "MESSAGE_REMOVED"},
+		{"package changed", "BACKWARD", []string{msg(a)}, strings.Replace(msg(a), "package p;", "package q;", 1), false, "PACKAGE_CHANGED"},
+		{"syntax changed", "FULL", []string{msg(a)}, proto2("optional string a = 1;"), true, ""},
+		{"enum value added", "FULL", []string{msg(enumE + "E e = 1;")}, msg("enum E { E0 = 0; E1 = 1; E2 = 2; } E e = 1;"), true, ""},
+		{"enum value removed", "FULL", []string{msg(enumE + "E e = 1;")}, msg("enum E { E0 = 0; } E e = 1;"), true, ""},
+		{"numeric label changed", "BACKWARD", []string{proto2("optional int32 n = 1;")}, proto2("repeated int32 n = 1;"), false, "FIELD_NUMERIC_LABEL_CHANGED"},
+		{"string label changed", "BACKWARD", []string{proto2("optional string s = 1;")}, proto2("repeated string s = 1;"), true, ""},
+		{"required field added", "BACKWARD", []string{proto2("optional string s = 1;")}, proto2("optional string s = 1; required int32 r = 2;"), false, "REQUIRED_FIELD_ADDED"},
+		{"required field removed", "BACKWARD", []string{proto2("optional string s = 1; required int32 r = 2;")}, proto2("optional string s = 1;"), false, "REQUIRED_FIELD_REMOVED"},
+		{"optional field added, proto2", "FULL", []string{proto2("optional string s = 1;")}, proto2("optional string s = 1; optional int32 o = 2;"), true, ""},
+		{"new oneof of one field", "BACKWARD", []string{msg(a + b)}, msg(a + "oneof o { int32 b = 2; }"), true, ""},
+		{"two fields moved into a oneof", "BACKWARD", []string{msg(a + b)}, msg("oneof o { string a = 1; int32 b = 2; }"), false, "MULTIPLE_FIELDS_MOVED_TO_ONEOF"},
+		{"field moved into an existing oneof", "BACKWARD", []string{msg(a + "oneof o { int32 b = 2; }")}, msg("oneof o { string a = 1; int32 b = 2; }"), false, "FIELD_MOVED_TO_EXISTING_ONEOF"},
+		{"field added to a oneof", "BACKWARD", []string{msg("oneof o { string a = 1; }")}, msg("oneof o { string a = 1; int32 b = 2; }"), true, ""},
+		{"field removed from a oneof", "BACKWARD", []string{msg("oneof o { string a = 1; int32 b = 2; }")}, msg("oneof o { string a = 1; }"), false, "ONEOF_FIELD_REMOVED"},
+		{"whole oneof removed", "BACKWARD", []string{msg(a + "oneof o { int32 b = 2; }")}, msg(a), true, ""},
+		{"oneof renamed", "BACKWARD", []string{msg("oneof o { string a = 1; int32 b = 2; }")}, msg("oneof r { string a = 1; int32 b = 2; }"), true, ""},
+		{"field moved out of a oneof", "BACKWARD", []string{msg("oneof o { string a = 1; int32 b = 2; }")}, msg("oneof o { string a = 1; } int32 b = 2;"), true, ""},
+		{"proto3 optional added", "FULL", []string{msg(b)}, msg("optional int32 b = 2;"), true, ""},
+		{"anything under NONE", "NONE", []string{msg(a)}, msg("int32 a = 1;"), true, ""},
+		{"latest only, not transitive", "BACKWARD", []string{msg(a), msg(b)}, msg("int64 b = 2;"), true, ""},
+		{"transitive finds the older break", "BACKWARD_TRANSITIVE", []string{msg(a), msg(b)}, msg("int64 b = 2; int32 a = 1;"), false, "oldSchemaVersion: 1"},
+		{"full, break one way", "FULL", []string{msg(a)}, msg(a) + "message Other { int32 x = 1; }", false, "MESSAGE_REMOVED"},
+	}
+	r := New(Config{})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var history []*version
+			for i, s := range tc.history {
+				history = append(history, &version{Version: i + 1, SchemaType: typeProtobuf, Schema: s})
+			}
+			p, err := r.parse(typeProtobuf, tc.next, nil)
+			if err != nil {
+				t.Fatalf("parse: %v", err)
+			}
+			msgs := r.compat(p, history, tc.level)
+			if got := len(msgs) == 0; got != tc.want {
+				t.Fatalf("compatible = %v, want %v: %v", got, tc.want, msgs)
+			}
+			if !tc.want && !strings.Contains(strings.Join(msgs, " "), tc.broke) {
+				t.Fatalf("messages %v do not say %q", msgs, tc.broke)
+			}
+		})
+	}
+}
+
+// TestProtobufParse checks the forms a schema is accepted in and what is
+// refused: the text and base64 descriptor of one schema are the same
+// schema, comments and layout do not count, bad text is refused with
+// what is wrong.
+func TestProtobufParse(t *testing.T) {
+	r := New(Config{})
+	text := msg("string a = 1; // the a\n int32 b = 2;")
+	p, err := r.parse(typeProtobuf, text, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, err := r.parse(typeProtobuf, "syntax=\"proto3\"; package p; /* layout */ message M { string a=1; int32 b=2; }", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.key != same.key {
+		t.Fatal("layout and comments change the schema's identity")
+	}
+	desc, err := r.parse(typeProtobuf, serializedProto(p.proto), nil)
+	if err != nil {
+		t.Fatalf("base64 descriptor: %v", err)
+	}
+	if desc.key != p.key {
+		t.Fatal("the descriptor form is not the same schema as the text")
+	}
+	other, _ := r.parse(typeProtobuf, msg("string a = 1;"), nil)
+	if other == nil || other.key == p.key {
+		t.Fatal("different schemas share an identity")
+	}
+	if _, err := r.parse(typeProtobuf, "syntax = \"proto3\";\nimport \"google/protobuf/timestamp.proto\";\nimport \"confluent/meta.proto\";\nmessage T { google.protobuf.Timestamp at = 1; }", nil); err != nil {
+		t.Fatalf("well-known and Confluent imports: %v", err)
+	}
+	for _, bad := range []struct{ text, says string }{
+		{"syntax = \"proto3\"; message M { string a = 1 }", "syntax error"},
+		{"syntax = \"proto3\"; message M { Unknown a = 1; }", "Unknown"},
+		{"syntax = \"proto3\"; import \"other.proto\"; message M { string a = 1; }", "other.proto"},
+		{"syntax = \"proto3\"; message M { string a = 1; int32 b = 1; }", "1"},
+	} {
+		_, err := r.parse(typeProtobuf, bad.text, nil)
+		if err == nil || err.Code != 42201 || !strings.Contains(err.Message, bad.says) {
+			t.Errorf("%q: got %v, want 42201 saying %q", bad.text, err, bad.says)
+		}
+	}
+}
