@@ -1,8 +1,14 @@
 package registry
 
 import (
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/samsa-io/samsa/internal/servertest"
 )
 
 // msg builds a proto3 file of package p with message M holding body.
@@ -143,4 +149,145 @@ func TestProtobufParse(t *testing.T) {
 			t.Errorf("%q: got %v, want 42201 saying %q", bad.text, err, bad.says)
 		}
 	}
+}
+
+// TestProtobufRegistry registers, looks up and evolves Protobuf schemas
+// with imports as references through franz-go's sr client against a
+// registry on a real broker.
+func TestProtobufRegistry(t *testing.T) {
+	s := servertest.Start(t)
+	_, cl, url := startRegistry(t, servertest.Addr(s), "_schemas")
+	ctx := testContext(t)
+	const (
+		address = "syntax = \"proto3\";\npackage geo;\nmessage Address {\n  string city = 1;\n}\n"
+		user    = "syntax = \"proto3\";\npackage app;\nimport \"geo/address.proto\";\nimport \"google/protobuf/timestamp.proto\";\n\nmessage User {\n  string name = 1;\n  geo.Address home = 2;\n  google.protobuf.Timestamp since = 3;\n}\n"
+	)
+	types, err := cl.SupportedTypes(ctx)
+	if err != nil || !slices.Contains(types, sr.TypeProtobuf) {
+		t.Fatalf("supported types %v, %v: want PROTOBUF among them", types, err)
+	}
+	dep, err := cl.CreateSchema(ctx, "geo-address", sr.Schema{Schema: address, Type: sr.TypeProtobuf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := sr.SchemaReference{Name: "geo/address.proto", Subject: "geo-address", Version: dep.Version}
+	userSchema := sr.Schema{Schema: user, Type: sr.TypeProtobuf, References: []sr.SchemaReference{ref}}
+	v1, err := cl.CreateSchema(ctx, "users-value", userSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same schema with other comments and layout is the same id.
+	relaid := sr.Schema{Schema: strings.ReplaceAll(user, "\n", " // x\n"), Type: sr.TypeProtobuf, References: userSchema.References}
+	if id, err := cl.RegisterSchema(ctx, "users-value", relaid, -1, -1); err != nil || id != v1.ID {
+		t.Fatalf("re-registration: id %d, %v; want %d", id, err, v1.ID)
+	}
+	if got, err := cl.LookupSchema(ctx, "users-value", relaid); err != nil || got.ID != v1.ID || got.Version != 1 {
+		t.Fatalf("lookup: %+v, %v", got, err)
+	}
+	byID, err := cl.SchemaByID(ctx, v1.ID)
+	if err != nil || byID.Type != sr.TypeProtobuf || byID.Schema != user || len(byID.References) != 1 || byID.References[0] != ref {
+		t.Fatalf("schema by id: %+v, %v", byID, err)
+	}
+	if refs, err := cl.SchemaReferences(ctx, "geo-address", dep.Version); err != nil || len(refs) != 1 || refs[0].ID != v1.ID {
+		t.Fatalf("referenced by: %+v, %v", refs, err)
+	}
+	// format=serialized gives the base64 descriptor Confluent's Protobuf
+	// deserializers read; registering that form is the same schema.
+	ser, err := cl.SchemaByID(sr.WithParams(ctx, sr.Format("serialized")), v1.ID)
+	if err != nil || ser.Schema == user {
+		t.Fatalf("serialized: %+v, %v", ser, err)
+	}
+	if id, err := cl.RegisterSchema(ctx, "users-value", sr.Schema{Schema: ser.Schema, Type: sr.TypeProtobuf, References: userSchema.References}, -1, -1); err != nil || id != v1.ID {
+		t.Fatalf("registering the descriptor form: id %d, %v; want %d", id, err, v1.ID)
+	}
+
+	// Evolution under the default BACKWARD level: a field added is
+	// accepted, a field's type changed to another wire type is refused
+	// with what broke.
+	v2 := sr.Schema{Schema: strings.Replace(user, "}\n", "  int64 age = 4;\n}\n", 1), Type: sr.TypeProtobuf, References: userSchema.References}
+	if _, err := cl.CreateSchema(ctx, "users-value", v2); err != nil {
+		t.Fatalf("compatible evolution: %v", err)
+	}
+	bad := sr.Schema{Schema: strings.Replace(v2.Schema, "int64 age", "string age", 1), Type: sr.TypeProtobuf, References: userSchema.References}
+	_, err = cl.CreateSchema(ctx, "users-value", bad)
+	if code(err) != 409 || !strings.Contains(err.Error(), "FIELD_SCALAR_KIND_CHANGED") || !strings.Contains(err.Error(), "#/User/4") {
+		t.Fatalf("incompatible evolution: %v, want 409 naming FIELD_SCALAR_KIND_CHANGED at #/User/4", err)
+	}
+	res, err := cl.CheckCompatibility(sr.WithParams(ctx, sr.Verbose), "users-value", -1, bad)
+	if err != nil || res.Is || len(res.Messages) == 0 || !strings.Contains(res.Messages[0], `errorType:"FIELD_SCALAR_KIND_CHANGED"`) {
+		t.Fatalf("verbose compatibility: %+v, %v", res, err)
+	}
+	// A change in the referenced schema is seen through the import.
+	dep2, err := cl.CreateSchema(ctx, "geo-address", sr.Schema{Schema: strings.Replace(address, "string city", "int32 city", 1), Type: sr.TypeProtobuf})
+	if err == nil {
+		t.Fatalf("geo-address accepted an incompatible version %d", dep2.Version)
+	}
+	if err := cl.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatNone}, "geo-address")[0].Err; err != nil {
+		t.Fatal(err)
+	}
+	dep2, err = cl.CreateSchema(ctx, "geo-address", sr.Schema{Schema: strings.Replace(address, "string city", "int32 city", 1), Type: sr.TypeProtobuf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := sr.Schema{Schema: v2.Schema, Type: sr.TypeProtobuf, References: []sr.SchemaReference{{Name: ref.Name, Subject: ref.Subject, Version: dep2.Version}}}
+	if _, err = cl.CreateSchema(ctx, "users-value", moved); code(err) != 409 || !strings.Contains(err.Error(), "FIELD_NAMED_TYPE_CHANGED") {
+		t.Fatalf("import changed incompatibly: %v, want 409 naming FIELD_NAMED_TYPE_CHANGED", err)
+	}
+
+	// Bad input: 42201 saying what is wrong, nothing stored.
+	for _, tc := range []struct {
+		name, body, says string
+	}{
+		{"malformed", `{"schemaType":"PROTOBUF","schema":"syntax = \"proto3\"; message M { string a = 1 }"}`, "syntax error"},
+		{"unknown import", `{"schemaType":"PROTOBUF","schema":"syntax = \"proto3\"; import \"x.proto\"; message M { string a = 1; }"}`, "x.proto"},
+		{"missing reference", `{"schemaType":"PROTOBUF","schema":"syntax = \"proto3\";","references":[{"name":"x.proto","subject":"nope","version":1}]}`, "nope"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, msg := post(t, url+"/subjects/bad-value/versions", tc.body)
+			if status != 422 || msg.ErrorCode != 42201 || !strings.Contains(msg.Message, tc.says) {
+				t.Fatalf("got %d %+v, want 422 42201 saying %q", status, msg, tc.says)
+			}
+		})
+	}
+	// A cycle needs references to "latest": a imports b (latest), then a
+	// new b imports a, so a's imports come back to a.
+	if _, err := cl.CreateSchema(ctx, "cyc-b", sr.Schema{Schema: "syntax = \"proto3\";\nmessage B {}\n", Type: sr.TypeProtobuf}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.CreateSchema(ctx, "cyc-a", sr.Schema{Schema: "syntax = \"proto3\";\nimport \"b.proto\";\nmessage A { B b = 1; }\n", Type: sr.TypeProtobuf,
+		References: []sr.SchemaReference{{Name: "b.proto", Subject: "cyc-b", Version: -1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatNone}, "cyc-b")[0].Err; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.CreateSchema(ctx, "cyc-b", sr.Schema{Schema: "syntax = \"proto3\";\nimport \"a.proto\";\nmessage B2 { A a = 1; }\n", Type: sr.TypeProtobuf,
+		References: []sr.SchemaReference{{Name: "a.proto", Subject: "cyc-a", Version: -1}}}); err != nil {
+		t.Fatal(err)
+	}
+	status, msg := post(t, url+"/subjects/cyc-c/versions", `{"schemaType":"PROTOBUF","schema":"syntax = \"proto3\";\nimport \"a.proto\";\nmessage C { A a = 1; }\n","references":[{"name":"a.proto","subject":"cyc-a","version":-1}]}`)
+	if status != 422 || msg.ErrorCode != 42201 || !strings.Contains(msg.Message, "circular") {
+		t.Fatalf("reference cycle: %d %+v, want 422 42201 saying circular", status, msg)
+	}
+	subjects, err := cl.Subjects(ctx)
+	if err != nil || slices.Contains(subjects, "bad-value") || slices.Contains(subjects, "cyc-c") {
+		t.Fatalf("subjects %v, %v: a refused schema was stored", subjects, err)
+	}
+}
+
+type errorBody struct {
+	ErrorCode int    `json:"error_code"`
+	Message   string `json:"message"`
+}
+
+func post(t *testing.T, url, body string) (int, errorBody) {
+	t.Helper()
+	resp, err := http.Post(url, "application/vnd.schemaregistry.v1+json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e errorBody
+	_ = jsonDecode(resp, &e)
+	return resp.StatusCode, e
 }
