@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -137,7 +138,41 @@ func protoDescriptor(text string) (*descriptorpb.FileDescriptorProto, bool) {
 	if proto.Unmarshal(b, fd) != nil {
 		return nil, false
 	}
+	// Descriptors from generated code carry no JSON names; the compiler
+	// reads a missing one as a clashing custom "": give each the default.
+	defaultJSONNames(fd.Extension, fd.MessageType)
 	return fd, true
+}
+
+func defaultJSONNames(fs []*descriptorpb.FieldDescriptorProto, ms []*descriptorpb.DescriptorProto) {
+	for _, f := range fs {
+		if f.GetJsonName() == "" {
+			f.JsonName = proto.String(jsonCamelCase(f.GetName()))
+		}
+	}
+	for _, m := range ms {
+		defaultJSONNames(append(slices.Clip(m.Field), m.Extension...), m.NestedType)
+	}
+}
+
+// jsonCamelCase is protoc's default JSON name of a field: underscores
+// dropped, each letter after one upper-cased.
+func jsonCamelCase(name string) string {
+	var b strings.Builder
+	upper := false
+	for _, c := range name {
+		switch {
+		case c == '_':
+			upper = true
+		case upper && 'a' <= c && c <= 'z':
+			b.WriteRune(c - 'a' + 'A')
+			upper = false
+		default:
+			b.WriteRune(c)
+			upper = false
+		}
+	}
+	return b.String()
 }
 
 // compileProto compiles text, the .proto source or its base64

@@ -1,12 +1,14 @@
 package registry
 
 import (
+	"encoding/base64"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/sr"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/samsa-io/samsa/internal/servertest"
 )
@@ -130,6 +132,16 @@ func TestProtobufParse(t *testing.T) {
 	}
 	if desc.key != p.key {
 		t.Fatal("the descriptor form is not the same schema as the text")
+	}
+	// Generated code's descriptors (what Python's serializer sends) carry
+	// no JSON names.
+	bare, _ := protoDescriptor(serializedProto(p.proto))
+	for _, f := range bare.MessageType[0].Field {
+		f.JsonName = nil
+	}
+	b, _ := proto.Marshal(bare)
+	if fromBare, err := r.parse(typeProtobuf, base64.StdEncoding.EncodeToString(b), nil); err != nil || fromBare.key != p.key {
+		t.Fatalf("descriptor without JSON names: %v", err)
 	}
 	other, _ := r.parse(typeProtobuf, msg("string a = 1;"), nil)
 	if other == nil || other.key == p.key {
