@@ -26,9 +26,10 @@ type parsedProto struct {
 	// path to "subject\x00version"); well-known imports are absent.
 	refOf map[string]string
 	// canonical identifies the schema: the file's descriptor, without
-	// source positions, file name and defaulted JSON names, marshalled
-	// deterministically, so comments, whitespace and the text or
-	// descriptor form of one schema do not make two schemas.
+	// source positions, file name and JSON names, in Confluent's
+	// normalized order (normalizeProto), marshalled deterministically, so
+	// comments, layout, declaration order and the text or descriptor form
+	// of one schema do not make two schemas.
 	canonical string
 }
 
@@ -119,12 +120,14 @@ func (r *Registry) parseProtobuf(text string, refs []Reference) (*parsed, *Error
 	return &parsed{typ: typeProtobuf, proto: p, key: typeProtobuf + "\x00" + p.canonical + "\x00" + refsKey(refs)}, nil
 }
 
+// refsKey is the identity of a reference list: its set, in any order.
 func refsKey(refs []Reference) string {
-	var b strings.Builder
+	var out []string
 	for _, ref := range refs {
-		fmt.Fprintf(&b, "%s\x00%s\x00%d\x00", ref.Name, ref.Subject, ref.Version)
+		out = append(out, fmt.Sprintf("%s\x00%s\x00%d", ref.Name, ref.Subject, ref.Version))
 	}
-	return b.String()
+	slices.Sort(out)
+	return strings.Join(slices.Compact(out), "\x00")
 }
 
 // protoDescriptor reads the base64 FileDescriptorProto form of a schema
@@ -221,6 +224,7 @@ func compileProto(text string, imports map[string]protoImport) (*parsedProto, er
 		fd.Syntax = nil
 	}
 	clearJSONNames(fd.MessageType)
+	normalizeProto(fd)
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(fd)
 	if err != nil {
 		return nil, err
@@ -238,6 +242,88 @@ func clearJSONNames(ms []*descriptorpb.DescriptorProto) {
 			f.JsonName = nil
 		}
 		clearJSONNames(m.NestedType)
+	}
+}
+
+// normalizeProto puts what Confluent's normalization orders in order:
+// imports by name, fields by number, oneofs by their first field, enum
+// values by number, reserved and extension ranges by start. Messages and
+// enums keep their order (message indexes in serialized records point
+// into it).
+func normalizeProto(fd *descriptorpb.FileDescriptorProto) {
+	type dep struct {
+		name         string
+		public, weak bool
+	}
+	deps := make([]dep, len(fd.Dependency))
+	for i, d := range fd.Dependency {
+		deps[i].name = d
+		deps[i].public = slices.Contains(fd.PublicDependency, int32(i))
+		deps[i].weak = slices.Contains(fd.WeakDependency, int32(i))
+	}
+	slices.SortFunc(deps, func(a, b dep) int { return strings.Compare(a.name, b.name) })
+	fd.Dependency, fd.PublicDependency, fd.WeakDependency = nil, nil, nil
+	for i, d := range deps {
+		fd.Dependency = append(fd.Dependency, d.name)
+		if d.public {
+			fd.PublicDependency = append(fd.PublicDependency, int32(i))
+		}
+		if d.weak {
+			fd.WeakDependency = append(fd.WeakDependency, int32(i))
+		}
+	}
+	normalizeEnums(fd.EnumType)
+	normalizeMessages(fd.MessageType)
+}
+
+func normalizeEnums(es []*descriptorpb.EnumDescriptorProto) {
+	for _, e := range es {
+		slices.SortStableFunc(e.Value, func(a, b *descriptorpb.EnumValueDescriptorProto) int {
+			return int(a.GetNumber()) - int(b.GetNumber())
+		})
+		slices.SortFunc(e.ReservedRange, func(a, b *descriptorpb.EnumDescriptorProto_EnumReservedRange) int {
+			return int(a.GetStart()) - int(b.GetStart())
+		})
+		slices.Sort(e.ReservedName)
+	}
+}
+
+func normalizeMessages(ms []*descriptorpb.DescriptorProto) {
+	for _, m := range ms {
+		slices.SortFunc(m.Field, func(a, b *descriptorpb.FieldDescriptorProto) int {
+			return int(a.GetNumber()) - int(b.GetNumber())
+		})
+		// Fields are in number order now: a oneof's first member is the
+		// first field naming it.
+		order := map[int32]int32{}
+		for _, f := range m.Field {
+			if f.OneofIndex != nil {
+				if _, ok := order[*f.OneofIndex]; !ok {
+					order[*f.OneofIndex] = int32(len(order))
+				}
+			}
+		}
+		if len(order) == len(m.OneofDecl) {
+			oneofs := make([]*descriptorpb.OneofDescriptorProto, len(m.OneofDecl))
+			for old, o := range m.OneofDecl {
+				oneofs[order[int32(old)]] = o
+			}
+			m.OneofDecl = oneofs
+			for _, f := range m.Field {
+				if f.OneofIndex != nil {
+					f.OneofIndex = proto.Int32(order[*f.OneofIndex])
+				}
+			}
+		}
+		slices.SortFunc(m.ReservedRange, func(a, b *descriptorpb.DescriptorProto_ReservedRange) int {
+			return int(a.GetStart()) - int(b.GetStart())
+		})
+		slices.SortFunc(m.ExtensionRange, func(a, b *descriptorpb.DescriptorProto_ExtensionRange) int {
+			return int(a.GetStart()) - int(b.GetStart())
+		})
+		slices.Sort(m.ReservedName)
+		normalizeEnums(m.EnumType)
+		normalizeMessages(m.NestedType)
 	}
 }
 

@@ -126,6 +126,17 @@ func TestProtobufParse(t *testing.T) {
 	if p.key != same.key {
 		t.Fatal("layout and comments change the schema's identity")
 	}
+	// Declaration order is normalized away, as Confluent's normalize does.
+	reordered, err := r.parse(typeProtobuf, msg("int32 b = 2; string a = 1;"), nil)
+	if err != nil || reordered.key != p.key {
+		t.Fatalf("fields in another order: %v, or another identity", err)
+	}
+	o1, _ := r.parse(typeProtobuf, msg("oneof x { string a = 1; } oneof y { int32 b = 2; }"), nil)
+	o2, _ := r.parse(typeProtobuf, msg("oneof y { int32 b = 2; } oneof x { string a = 1; }"), nil)
+	o3, _ := r.parse(typeProtobuf, msg("oneof x { string a = 1; int32 b = 2; }"), nil)
+	if o1 == nil || o2 == nil || o3 == nil || o1.key != o2.key || o1.key == o3.key {
+		t.Fatal("oneofs in another order are another schema, or different oneofs the same")
+	}
 	desc, err := r.parse(typeProtobuf, serializedProto(p.proto), nil)
 	if err != nil {
 		t.Fatalf("base64 descriptor: %v", err)
