@@ -13,9 +13,10 @@
 // group of protocol type "sr" (election.go); only the leader writes and
 // the others forward writes to it over HTTP.
 //
-// Schema types: Avro (hamba/avro) with references and the seven
-// compatibility levels. JSON Schema and Protobuf are refused as an invalid
-// schema type, as Confluent refuses a type it has no provider for.
+// Schema types: Avro (hamba/avro) and Protobuf (bufbuild/protocompile;
+// protobuf.go, protobuf_compat.go) with references and the seven
+// compatibility levels. JSON Schema is refused as an invalid schema type,
+// as Confluent refuses a type it has no provider for.
 package registry
 
 import (
