@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/descriptorpb"
 )
 
@@ -138,8 +139,9 @@ func protoDescriptor(text string) (*descriptorpb.FileDescriptorProto, bool) {
 		return nil, false
 	}
 	fd := &descriptorpb.FileDescriptorProto{}
-	if proto.Unmarshal(b, fd) != nil {
-		return nil, false
+	if proto.Unmarshal(b, fd) != nil || len(fd.ProtoReflect().GetUnknown()) > 0 ||
+		fd.GetName() == "" && len(fd.MessageType) == 0 && len(fd.EnumType) == 0 {
+		return nil, false // base64 of something else
 	}
 	// Descriptors from generated code carry no JSON names; the compiler
 	// reads a missing one as a clashing custom "": give each the default.
@@ -180,7 +182,14 @@ func jsonCamelCase(name string) string {
 
 // compileProto compiles text, the .proto source or its base64
 // descriptor, resolving imports from imports and the built-in files.
-func compileProto(text string, imports map[string]protoImport) (*parsedProto, error) {
+func compileProto(text string, imports map[string]protoImport) (p *parsedProto, err error) {
+	defer func() {
+		// A descriptor is read as given: one the compiler trips over is
+		// an invalid schema, not a crash.
+		if v := recover(); v != nil {
+			p, err = nil, fmt.Errorf("invalid descriptor: %v", v)
+		}
+	}()
 	main := protoMainFile
 	mainDesc, isDesc := protoDescriptor(text)
 	if isDesc && mainDesc.GetName() != "" {
@@ -214,7 +223,17 @@ func compileProto(text string, imports map[string]protoImport) (*parsedProto, er
 		}
 		return nil, err
 	}
-	p := &parsedProto{file: files[0], refOf: map[string]string{}}
+	if isDesc {
+		// The compiler takes a descriptor as already checked: check it.
+		deps := new(protoregistry.Files)
+		if err := registerImports(deps, files[0]); err != nil {
+			return nil, err
+		}
+		if _, err := protodesc.NewFile(mainDesc, deps); err != nil {
+			return nil, err
+		}
+	}
+	p = &parsedProto{file: files[0], refOf: map[string]string{}}
 	for path, imp := range imports {
 		p.refOf[path] = imp.ref
 	}
@@ -231,6 +250,23 @@ func compileProto(text string, imports map[string]protoImport) (*parsedProto, er
 	}
 	p.canonical = string(b)
 	return p, nil
+}
+
+// registerImports adds what f imports, directly or not, to reg.
+func registerImports(reg *protoregistry.Files, f protoreflect.FileDescriptor) error {
+	for i := range f.Imports().Len() {
+		imp := f.Imports().Get(i).FileDescriptor
+		if _, err := reg.FindFileByPath(imp.Path()); err == nil {
+			continue
+		}
+		if err := registerImports(reg, imp); err != nil {
+			return err
+		}
+		if err := reg.RegisterFile(imp); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func clearJSONNames(ms []*descriptorpb.DescriptorProto) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/sr"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/descriptorpb"
 
 	"github.com/samsa-io/samsa/internal/servertest"
 )
@@ -161,8 +162,13 @@ func TestProtobufParse(t *testing.T) {
 	if _, err := r.parse(typeProtobuf, "syntax = \"proto3\";\nimport \"google/protobuf/timestamp.proto\";\nimport \"confluent/meta.proto\";\nmessage T { google.protobuf.Timestamp at = 1; }", nil); err != nil {
 		t.Fatalf("well-known and Confluent imports: %v", err)
 	}
+	typeless, _ := proto.Marshal(&descriptorpb.FileDescriptorProto{Name: proto.String("x.proto"),
+		MessageType: []*descriptorpb.DescriptorProto{{Name: proto.String("M"),
+			Field: []*descriptorpb.FieldDescriptorProto{{Name: proto.String("a"), Number: proto.Int32(1)}}}}})
 	for _, bad := range []struct{ text, says string }{
 		{"syntax = \"proto3\"; message M { string a = 1 }", "syntax error"},
+		{"abcd", "syntax error"}, // base64, but of no descriptor
+		{base64.StdEncoding.EncodeToString(typeless), "M.a"},
 		{"syntax = \"proto3\"; message M { Unknown a = 1; }", "Unknown"},
 		{"syntax = \"proto3\"; import \"other.proto\"; message M { string a = 1; }", "other.proto"},
 		{"syntax = \"proto3\"; message M { string a = 1; int32 b = 1; }", "1"},
