@@ -256,7 +256,7 @@ func (r *Registry) register(ctx context.Context, subject string, req schemaReque
 		ver = req.Version
 	}
 	val := schemaValue{Subject: subject, Version: ver, ID: id, References: req.References,
-		Metadata: req.Metadata, RuleSet: req.RuleSet, Schema: req.Schema}
+		Metadata: req.Metadata, RuleSet: req.RuleSet, Schema: r.storedSchema(p, req.Schema, req.References)}
 	if p.typ != typeAvro {
 		val.SchemaType = p.typ
 	}

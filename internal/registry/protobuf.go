@@ -32,6 +32,8 @@ type parsedProto struct {
 	// comments, layout, declaration order and the text or descriptor form
 	// of one schema do not make two schemas.
 	canonical string
+	// fromDescriptor: the schema was given as a base64 descriptor.
+	fromDescriptor bool
 }
 
 // protoMainFile is the name the schema being parsed gets when its text
@@ -233,7 +235,7 @@ func compileProto(text string, imports map[string]protoImport) (p *parsedProto, 
 			return nil, err
 		}
 	}
-	p = &parsedProto{file: files[0], refOf: map[string]string{}}
+	p = &parsedProto{file: files[0], refOf: map[string]string{}, fromDescriptor: isDesc}
 	for path, imp := range imports {
 		p.refOf[path] = imp.ref
 	}
@@ -361,6 +363,23 @@ func normalizeMessages(ms []*descriptorpb.DescriptorProto) {
 		normalizeEnums(m.EnumType)
 		normalizeMessages(m.NestedType)
 	}
+}
+
+// storedSchema is the text register stores: a Protobuf schema given as
+// a descriptor is stored as .proto text, as Confluent's registry does,
+// when that text is the same schema again; anything else as given.
+func (r *Registry) storedSchema(p *parsed, text string, refs []Reference) string {
+	if p.proto == nil || !p.proto.fromDescriptor {
+		return text
+	}
+	printed, ok := protoText(p.proto.file)
+	if !ok {
+		return text
+	}
+	if again, err := r.parse(typeProtobuf, printed, refs); err != nil || again.key != p.key {
+		return text
+	}
+	return printed
 }
 
 // serializedProto is a Protobuf schema in Confluent's "serialized" format:

@@ -229,6 +229,13 @@ func TestProtobufRegistry(t *testing.T) {
 	if id, err := cl.RegisterSchema(ctx, "users-value", sr.Schema{Schema: ser.Schema, Type: sr.TypeProtobuf, References: userSchema.References}, -1, -1); err != nil || id != v1.ID {
 		t.Fatalf("registering the descriptor form: id %d, %v; want %d", id, err, v1.ID)
 	}
+	// Registered in descriptor form, a schema is kept as .proto text.
+	if _, err := cl.RegisterSchema(ctx, "users-desc-value", sr.Schema{Schema: ser.Schema, Type: sr.TypeProtobuf, References: userSchema.References}, -1, -1); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := cl.SchemaByVersion(ctx, "users-desc-value", 1); err != nil || got.ID != v1.ID || !strings.Contains(got.Schema.Schema, "message User {") {
+		t.Fatalf("descriptor form stored as %+v, %v; want .proto text under id %d", got, err, v1.ID)
+	}
 
 	// Evolution under the default BACKWARD level: a field added is
 	// accepted, a field's type changed to another wire type is refused
@@ -319,4 +326,46 @@ func post(t *testing.T, url, body string) (int, errorBody) {
 	var e errorBody
 	_ = jsonDecode(resp, &e)
 	return resp.StatusCode, e
+}
+
+// TestProtobufText checks that a descriptor-form schema prints back as
+// .proto text that is the same schema, and that what the printer does not
+// cover is left in its registered form.
+func TestProtobufText(t *testing.T) {
+	r := New(Config{})
+	rich := "syntax = \"proto3\";\npackage a.b;\nimport \"google/protobuf/timestamp.proto\";\n" +
+		"message Outer {\n  message Inner { repeated int32 xs = 1; }\n  enum Kind { K0 = 0; K1 = 1; reserved 5 to 7; }\n" +
+		"  Inner inner = 1;\n  map<string, Inner> byName = 2;\n  optional Kind kind = 3;\n  oneof choice { string s = 4; bytes b = 5; }\n" +
+		"  google.protobuf.Timestamp at = 6;\n  reserved 8, 10 to 12, 100 to max;\n  reserved \"old\";\n  sint64 snake_case_name = 7;\n}\n" +
+		"enum Top { T0 = 0; }\n"
+	proto2 := "syntax = \"proto2\";\npackage p2;\nmessage M {\n  required string r = 1;\n  optional int32 o = 2;\n  repeated fixed64 f = 3;\n  extensions 100 to 199;\n}\n"
+	for _, text := range []string{rich, proto2} {
+		p, err := r.parse(typeProtobuf, text, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		desc, err := r.parse(typeProtobuf, serializedProto(p.proto), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored := r.storedSchema(desc, "unchanged", nil)
+		if !strings.HasPrefix(stored, "syntax = ") {
+			t.Fatalf("descriptor of\n%s\nstored as %q", text, stored)
+		}
+		if again, err := r.parse(typeProtobuf, stored, nil); err != nil || again.key != p.key {
+			t.Fatalf("printed text\n%s\nis not the schema: %v", stored, err)
+		}
+	}
+	withOption := "syntax = \"proto3\";\noption java_package = \"x\";\nmessage M { string a = 1; }\n"
+	p, err := r.parse(typeProtobuf, withOption, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, _ := r.parse(typeProtobuf, serializedProto(p.proto), nil)
+	if got := r.storedSchema(desc, "as given", nil); got != "as given" {
+		t.Fatalf("a schema with options stored as %q, want it as given", got)
+	}
+	if got := r.storedSchema(p, "as given", nil); got != "as given" {
+		t.Fatalf("a text schema stored as %q, want it as given", got)
+	}
 }
