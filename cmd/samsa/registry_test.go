@@ -66,6 +66,16 @@ func TestRegistryCommands(t *testing.T) {
 	if r := samsa(t, "", "schema", "get", "nobody", "--registry", url); r.code != exitFail || !strings.Contains(r.stderr, "Subject 'nobody' not found") {
 		t.Errorf("schema get of an unknown subject: exit %d, %q", r.code, r.stderr)
 	}
+	// A Protobuf schema importing another, the import given with --ref.
+	mustRun(t, "", "schema", "register", "geo.proto", "--type", "protobuf", "--schema", "syntax = \"proto3\"; package geo; message Point { double x = 1; }", "--registry", url)
+	main := "syntax = \"proto3\"; import \"geo.proto\"; message Place { geo.Point at = 1; }"
+	if r := samsa(t, "", "schema", "register", "place-value", "--type", "protobuf", "--schema", main, "--registry", url); r.code == 0 {
+		t.Errorf("a Protobuf import without its reference registered: %q", r.stdout)
+	}
+	mustRun(t, "", "schema", "register", "place-value", "--type", "protobuf", "--schema", main, "--ref", "geo.proto=geo.proto:1", "--registry", url)
+	if got, err := cl.SchemaByVersion(ctx, "place-value", 1); err != nil || got.Type != sr.TypeProtobuf || len(got.References) != 1 || got.References[0].Subject != "geo.proto" {
+		t.Errorf("place-value: %+v, %v", got, err)
+	}
 
 	cmd := exec.Command(os.Args[0], "registry", "--bootstrap", srv.addr, "--listen", "http://127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "SAMSA_RUN_MAIN=1")

@@ -63,15 +63,27 @@ func (rf *registryFlags) client() (*sr.Client, context.Context, context.CancelFu
 	return cl, ctx, cancel, nil
 }
 
-// schemaFlags read a schema from --file or --schema with its --type.
+// schemaFlags read a schema from --file or --schema with its --type and
+// --ref references.
 type schemaFlags struct {
 	file, text, typ string
+	refs            []sr.SchemaReference
 }
 
 func (sf *schemaFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&sf.file, "file", "", "read the schema from this `file` (- for stdin)")
 	fs.StringVar(&sf.text, "schema", "", "the schema `text`")
 	fs.StringVar(&sf.typ, "type", "AVRO", "schema `type`: AVRO, JSON or PROTOBUF")
+	fs.Func("ref", "a `reference` NAME=SUBJECT:VERSION (a Protobuf import path, an Avro type name...), repeatable", func(v string) error {
+		name, sv, ok1 := strings.Cut(v, "=")
+		subject, ver, ok2 := strings.Cut(sv, ":")
+		n, err := parseSchemaVersion(ver)
+		if !ok1 || !ok2 || name == "" || subject == "" || err != nil {
+			return errors.New("want NAME=SUBJECT:VERSION")
+		}
+		sf.refs = append(sf.refs, sr.SchemaReference{Name: name, Subject: subject, Version: n})
+		return nil
+	})
 }
 
 func (sf *schemaFlags) schema() (sr.Schema, error) {
@@ -98,7 +110,7 @@ func (sf *schemaFlags) schema() (sr.Schema, error) {
 	if err := t.UnmarshalText([]byte(strings.ToUpper(sf.typ))); err != nil {
 		return sr.Schema{}, fmt.Errorf("invalid --type %q", sf.typ)
 	}
-	return sr.Schema{Schema: text, Type: t}, nil
+	return sr.Schema{Schema: text, Type: t, References: sf.refs}, nil
 }
 
 // parseSchemaVersion reads --version: "latest" or a number (-1 is latest).
@@ -114,7 +126,7 @@ func parseSchemaVersion(s string) (int, error) {
 }
 
 func schemaRegister(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("schema register", "samsa schema register SUBJECT (--file F | --schema TEXT) [--type AVRO] [flags]", stderr)
+	fs := newFlagSet("schema register", "samsa schema register SUBJECT (--file F | --schema TEXT) [--type AVRO] [--ref NAME=SUBJECT:VERSION]... [flags]", stderr)
 	var rf registryFlags
 	var sf schemaFlags
 	rf.register(fs)
