@@ -162,6 +162,10 @@ func TestProtobufParse(t *testing.T) {
 	if _, err := r.parse(typeProtobuf, "syntax = \"proto3\";\nimport \"google/protobuf/timestamp.proto\";\nimport \"confluent/meta.proto\";\nmessage T { google.protobuf.Timestamp at = 1; }", nil); err != nil {
 		t.Fatalf("well-known and Confluent imports: %v", err)
 	}
+	if _, err := r.parse(typeProtobuf, "syntax = \"proto3\";\nimport \"confluent/meta.proto\";\nimport \"confluent/type/decimal.proto\";\n"+
+		"message P { confluent.type.Decimal price = 1 [(confluent.field_meta).doc = \"in EUR\"]; }", nil); err != nil {
+		t.Fatalf("Confluent's field metadata and decimal: %v", err)
+	}
 	typeless, _ := proto.Marshal(&descriptorpb.FileDescriptorProto{Name: proto.String("x.proto"),
 		MessageType: []*descriptorpb.DescriptorProto{{Name: proto.String("M"),
 			Field: []*descriptorpb.FieldDescriptorProto{{Name: proto.String("a"), Number: proto.Int32(1)}}}}})
