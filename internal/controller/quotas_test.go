@@ -125,8 +125,12 @@ func TestAlterClientQuotas(t *testing.T) {
 // request no client is named for (a broker's own) is not counted, and the
 // bucket refills with time.
 func TestControllerMutationQuota(t *testing.T) {
+	// The clock moves only when the test moves it: real time passing
+	// between requests on a loaded machine would refill the bucket and
+	// shorten the throttle times asserted below.
 	var offset atomic.Int64
-	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	base := time.Now()
+	now := func() time.Time { return base.Add(time.Duration(offset.Load())) }
 	quotas := security.NewQuotaManager(time.Second, 2)
 	h := startWith(t, t.TempDir(), 1, func(c *Config) { c.Quotas, c.Now = quotas, now })
 	if err := h.loader.Register(security.QuotaPublisher{M: quotas}); err != nil {
