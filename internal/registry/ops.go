@@ -38,6 +38,7 @@ type schemaRequest struct {
 type parsed struct {
 	typ  string
 	avro *parsedAvro
+	json *parsedJSON
 	key  string
 }
 
@@ -46,6 +47,9 @@ func (r *Registry) parse(typ, text string, refs []Reference) (*parsed, *Error) {
 	typ = typeOrAvro(typ)
 	if len(text) > r.cfg.MaxSchemaBytes {
 		return nil, errf(http.StatusUnprocessableEntity, 42209, "Register operation failed because schema is too large")
+	}
+	if typ == typeJSON {
+		return r.parseJSON(text, refs)
 	}
 	switch typ {
 	case typeAvro:
@@ -290,6 +294,10 @@ func (r *Registry) compat(p *parsed, against []*version, level string) []string 
 		old, err := r.parse(v.SchemaType, v.Schema, v.References)
 		if err != nil || old.typ != p.typ {
 			msgs = append(msgs, fmt.Sprintf("Incompatible schema type: version %d is %s", v.Version, v.SchemaType))
+			continue
+		}
+		if p.typ == typeJSON {
+			msgs = append(msgs, jsonCompatMessages(old.json, p.json, base, v, level)...)
 			continue
 		}
 		var found []string

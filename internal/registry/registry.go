@@ -14,8 +14,11 @@
 // the others forward writes to it over HTTP.
 //
 // Schema types: Avro (hamba/avro) with references and the seven
-// compatibility levels. JSON Schema and Protobuf are refused as an invalid
-// schema type, as Confluent refuses a type it has no provider for.
+// compatibility levels. JSON Schema (santhosh-tekuri/jsonschema, drafts 4
+// to 2020-12, jsonschema.go) with references and Confluent's
+// content-model compatibility rules (jsonschema_compat.go). Protobuf is
+// refused as an invalid schema type, as Confluent refuses a type it has
+// no provider for.
 package registry
 
 import (
