@@ -261,11 +261,20 @@ func checkInPlaceCycles(all []*jsonschema.Schema) error {
 	return nil
 }
 
+// inPlaceChildren are the schemas that apply to the same value as s.
 func inPlaceChildren(s *jsonschema.Schema) []*jsonschema.Schema {
-	out := []*jsonschema.Schema{s.Ref, s.Not, s.If, s.Then, s.Else}
+	out := []*jsonschema.Schema{s.Ref, s.RecursiveRef, s.Not, s.If, s.Then, s.Else}
+	if s.DynamicRef != nil {
+		out = append(out, s.DynamicRef.Ref)
+	}
 	out = append(out, s.AllOf...)
 	out = append(out, s.AnyOf...)
 	out = append(out, s.OneOf...)
+	for _, d := range s.Dependencies {
+		if ds, ok := d.(*jsonschema.Schema); ok {
+			out = append(out, ds)
+		}
+	}
 	for _, d := range s.DependentSchemas {
 		out = append(out, d)
 	}
@@ -281,11 +290,6 @@ func nestedChildren(s *jsonschema.Schema) []*jsonschema.Schema {
 	}
 	for _, p := range s.PatternProperties {
 		out = append(out, p)
-	}
-	for _, d := range s.Dependencies {
-		if ds, ok := d.(*jsonschema.Schema); ok {
-			out = append(out, ds)
-		}
 	}
 	if a, ok := s.AdditionalProperties.(*jsonschema.Schema); ok {
 		out = append(out, a)

@@ -171,6 +171,7 @@ func TestJSONSchemaParse(t *testing.T) {
 		{"missing definition", `{"$ref":"#/definitions/missing"}`, "definitions/missing"},
 		{"$ref cycle", `{"$ref":"#/definitions/a","definitions":{"a":{"$ref":"#/definitions/b"},"b":{"$ref":"#/definitions/a"}}}`, "reference cycle"},
 		{"allOf cycle", `{"allOf":[{"$ref":"#"}]}`, "reference cycle"},
+		{"dependency cycle", `{"dependencies":{"a":{"$ref":"#"}}}`, "reference cycle"},
 		{"remote metaschema", `{"$schema":"http://example.com/meta","type":"object"}`, "example.com/meta"},
 		{"file reference", `{"$ref":"file:///etc/hostname"}`, "unresolvable $ref"},
 	} {
@@ -185,11 +186,33 @@ func TestJSONSchemaParse(t *testing.T) {
 		`{"$schema":"http://json-schema.org/draft-06/schema#","type":"string"}`,
 		`{"$schema":"https://json-schema.org/draft/2019-09/schema","$defs":{"a":{"type":"string"}},"$ref":"#/$defs/a","maxLength":3}`,
 		`{"$schema":"https://json-schema.org/draft/2020-12/schema","prefixItems":[{"type":"string"}]}`,
+		`{"$schema":"https://json-schema.org/draft/2020-12/schema","$dynamicAnchor":"n","type":"object","properties":{"child":{"$dynamicRef":"#n"}}}`,
+		`{"type":"object","dependencies":{"a":["b"],"c":{"required":["d"]}}}`,
 	} {
 		if _, err := r.parse(typeJSON, ok, nil); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
+	// A $ref to another document finds the reference it names, however
+	// the name is written.
+	addr := jsonRef{name: "address.json", doc: map[string]any{"type": "object"}}
+	for _, tc := range []struct {
+		schema string
+		ref    jsonRef
+	}{
+		{`{"$ref":"address.json"}`, addr},
+		{`{"$id":"https://example.com/person.json","$ref":"address.json"}`, addr},
+		{`{"$ref":"https://example.com/address.json"}`, jsonRef{name: "https://example.com/address.json", doc: addr.doc}},
+		{`{"$ref":"https://example.com/a.json"}`, jsonRef{name: "a", doc: addr.doc, id: "https://example.com/a.json"}},
+	} {
+		if _, err := parseJSONSchema(tc.schema, []jsonRef{tc.ref}); err != nil {
+			t.Errorf("%s with a reference named %q: %v", tc.schema, tc.ref.name, err)
+		}
+	}
+	if _, err := parseJSONSchema(`{"$ref":"other.json"}`, []jsonRef{addr}); err == nil {
+		t.Errorf("a $ref no reference names resolved")
+	}
+
 	p1, _ := r.parse(typeJSON, `{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"}}}`, nil)
 	p2, _ := r.parse(typeJSON, "{\n  \"properties\": {\"b\": {\"type\": \"integer\"}, \"a\": {\"type\": \"string\"}},\n  \"type\": \"object\"\n}", nil)
 	p3, _ := r.parse(typeJSON, `{"type":"object","properties":{"a":{"type":"string"}}}`, nil)
