@@ -66,6 +66,15 @@ func TestRegistryCommands(t *testing.T) {
 	if r := samsa(t, "", "schema", "get", "nobody", "--registry", url); r.code != exitFail || !strings.Contains(r.stderr, "Subject 'nobody' not found") {
 		t.Errorf("schema get of an unknown subject: exit %d, %q", r.code, r.stderr)
 	}
+	// JSON Schema: dropping a property from a closed content model is
+	// not backward compatible.
+	const j1 = `{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":false}`
+	const jBad = `{"type":"object","additionalProperties":false}`
+	mustRun(t, "", "schema", "register", "j-value", "--type", "JSON", "--schema", j1, "--registry", url)
+	r = samsa(t, "", "schema", "compat", "j-value", "--type", "JSON", "--schema", jBad, "--registry", url)
+	if r.code != exitFail || !strings.Contains(r.stdout, "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL") || !strings.Contains(r.stdout, "#/properties/a") {
+		t.Errorf("schema compat --type JSON: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
 
 	cmd := exec.Command(os.Args[0], "registry", "--bootstrap", srv.addr, "--listen", "http://127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "SAMSA_RUN_MAIN=1")
