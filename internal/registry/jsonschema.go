@@ -19,7 +19,10 @@ import (
 
 // jsonBase is the URL the schema being parsed is compiled under; a
 // relative reference name resolves against it.
-const jsonBase = "mem://registry/schema.json"
+const (
+	jsonBaseDir = "mem://registry/"
+	jsonBase    = jsonBaseDir + "schema.json"
+)
 
 // parsedJSON is a compiled JSON Schema with its references resolved.
 type parsedJSON struct {
@@ -34,7 +37,7 @@ type parsedJSON struct {
 }
 
 // jsonRef is a referenced schema: the name its referrer's $ref uses,
-// and its text.
+// and its document.
 type jsonRef struct {
 	name string
 	doc  any
@@ -188,7 +191,7 @@ func (l *refLoader) Load(u string) (any, error) {
 			return ref.doc, nil
 		}
 	}
-	return nil, fmt.Errorf("unresolvable $ref: no reference is named %q (a $ref to another schema resolves only through the schema's references, each named by the URL the $ref uses)", strings.TrimPrefix(u, "mem://registry/"))
+	return nil, fmt.Errorf("unresolvable $ref: no reference is named %q (a $ref to another schema resolves only through the schema's references, each named by the URL the $ref uses)", strings.TrimPrefix(u, jsonBaseDir))
 }
 
 // names reports whether u, the absolute URL a $ref resolved to, is
