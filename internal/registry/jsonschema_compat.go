@@ -366,7 +366,7 @@ func (d *jsonDiffer) compare(o, u *jsonNode) []jsonDiff {
 	}
 	d.onPath[pair] = true
 	before := d.truncated
-	diffs := d.compareTypes(o, u)
+	diffs := slices.Clip(d.compareTypes(o, u)) // callers append: never into the memo's array
 	delete(d.onPath, pair)
 	if d.truncated == before {
 		d.memo[pair] = diffs
