@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -60,9 +61,12 @@ func (d *jsonDiffer) objectModel(s *jsonschema.Schema) contentModel {
 	return contentModel{
 		open: permits && schema == nil && len(s.PatternProperties) == 0 && (uneval == -1 || uneval == kindEmpty),
 		partial: func(name string) *jsonschema.Schema {
-			for re, ps := range s.PatternProperties {
+			patterns := slices.SortedFunc(maps.Keys(s.PatternProperties), func(a, b jsonschema.Regexp) int {
+				return strings.Compare(a.String(), b.String())
+			})
+			for _, re := range patterns { // in a stable order when several match
 				if re.MatchString(name) {
-					return ps
+					return s.PatternProperties[re]
 				}
 			}
 			if schema != nil {
