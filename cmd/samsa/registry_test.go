@@ -76,6 +76,15 @@ func TestRegistryCommands(t *testing.T) {
 	if got, err := cl.SchemaByVersion(ctx, "place-value", 1); err != nil || got.Type != sr.TypeProtobuf || len(got.References) != 1 || got.References[0].Subject != "geo.proto" {
 		t.Errorf("place-value: %+v, %v", got, err)
 	}
+	// JSON Schema: dropping a property from a closed content model is
+	// not backward compatible.
+	const j1 = `{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":false}`
+	const jBad = `{"type":"object","additionalProperties":false}`
+	mustRun(t, "", "schema", "register", "j-value", "--type", "JSON", "--schema", j1, "--registry", url)
+	r = samsa(t, "", "schema", "compat", "j-value", "--type", "JSON", "--schema", jBad, "--registry", url)
+	if r.code != exitFail || !strings.Contains(r.stdout, "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL") || !strings.Contains(r.stdout, "#/properties/a") {
+		t.Errorf("schema compat --type JSON: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
 
 	cmd := exec.Command(os.Args[0], "registry", "--bootstrap", srv.addr, "--listen", "http://127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "SAMSA_RUN_MAIN=1")

@@ -46,7 +46,7 @@ func (r *Registry) Handler() http.Handler {
 		})
 	}
 	h("GET /{$}", func(*http.Request) (any, *Error) { return map[string]any{}, nil })
-	h("GET /schemas/types", func(*http.Request) (any, *Error) { return []string{typeAvro, typeProtobuf}, nil })
+	h("GET /schemas/types", func(*http.Request) (any, *Error) { return []string{typeJSON, typeProtobuf, typeAvro}, nil })
 	h("GET /schemas", r.getSchemas)
 	h("GET /schemas/ids/{id}", r.getSchemaByID)
 	h("GET /schemas/ids/{id}/schema", r.getSchemaTextByID)

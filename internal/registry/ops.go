@@ -36,11 +36,11 @@ type schemaRequest struct {
 
 // parsed is a checked schema and its identity.
 type parsed struct {
-	typ  string
-	avro *parsedAvro
-	key  string
-
+	typ   string
+	avro  *parsedAvro
+	json  *parsedJSON
 	proto *parsedProto
+	key   string
 }
 
 // parse checks a schema of any type with its references.
@@ -51,10 +51,10 @@ func (r *Registry) parse(typ, text string, refs []Reference) (*parsed, *Error) {
 	}
 	switch typ {
 	case typeAvro:
+	case typeJSON:
+		return r.parseJSON(text, refs)
 	case typeProtobuf:
 		return r.parseProtobuf(text, refs)
-	case typeJSON:
-		return nil, invalidSchema("Invalid schema type %s", typ)
 	default:
 		return nil, invalidSchema("Invalid schema type %s", typ)
 	}
@@ -298,6 +298,10 @@ func (r *Registry) compat(p *parsed, against []*version, level string) []string 
 		}
 		if p.typ == typeProtobuf {
 			msgs = append(msgs, protobufCompat(old.proto, p.proto, base, v, level)...)
+			continue
+		}
+		if p.typ == typeJSON {
+			msgs = append(msgs, jsonCompatMessages(old.json, p.json, base, v, level)...)
 			continue
 		}
 		var found []string

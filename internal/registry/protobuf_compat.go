@@ -102,7 +102,8 @@ func (d *protoDiffer) add(kind string, path []string) {
 	}
 }
 
-func at(path []string, more ...string) []string {
+// protoPath is path with more appended, never sharing path's backing array.
+func protoPath(path []string, more ...string) []string {
 	return append(slices.Clip(path), more...)
 }
 
@@ -120,11 +121,11 @@ func (d *protoDiffer) messages(om, um protoreflect.MessageDescriptors, path []st
 		o, u := om.ByName(name), um.ByName(name)
 		switch {
 		case u == nil:
-			d.add("MESSAGE_REMOVED", at(path, string(name)))
+			d.add("MESSAGE_REMOVED", protoPath(path, string(name)))
 		case o == nil:
-			d.add("MESSAGE_ADDED", at(path, string(name)))
+			d.add("MESSAGE_ADDED", protoPath(path, string(name)))
 		default:
-			d.message(o, u, at(path, string(name)))
+			d.message(o, u, protoPath(path, string(name)))
 		}
 	}
 }
@@ -198,17 +199,17 @@ func (d *protoDiffer) message(o, u protoreflect.MessageDescriptor, path []string
 			if movedIn > 1 {
 				kind = "MULTIPLE_FIELDS_MOVED_TO_ONEOF"
 			}
-			d.add(kind, at(path, string(uo.Name())))
+			d.add(kind, protoPath(path, string(uo.Name())))
 		}
 	}
 	for _, oo := range realOneofs(o) {
 		if u.Oneofs().ByName(oo.Name()) == nil {
-			d.add("ONEOF_REMOVED", at(path, string(oo.Name())))
+			d.add("ONEOF_REMOVED", protoPath(path, string(oo.Name())))
 		}
 	}
 	for _, uo := range realOneofs(u) {
 		if o.Oneofs().ByName(uo.Name()) == nil {
-			d.add("ONEOF_ADDED", at(path, string(uo.Name())))
+			d.add("ONEOF_ADDED", protoPath(path, string(uo.Name())))
 		}
 	}
 
@@ -228,25 +229,25 @@ func (d *protoDiffer) message(o, u protoreflect.MessageDescriptor, path []string
 		switch {
 		case uf == nil && oOneof[n] != "":
 			if !deleted[oOneof[n]] {
-				d.add("ONEOF_FIELD_REMOVED", at(path, oOneof[n], num))
+				d.add("ONEOF_FIELD_REMOVED", protoPath(path, oOneof[n], num))
 			}
 		case uf == nil && of.Cardinality() == protoreflect.Required:
-			d.add("REQUIRED_FIELD_REMOVED", at(path, num))
+			d.add("REQUIRED_FIELD_REMOVED", protoPath(path, num))
 		case uf == nil:
-			d.add("FIELD_REMOVED", at(path, num))
+			d.add("FIELD_REMOVED", protoPath(path, num))
 		case of == nil && uOneof[n] != "":
-			d.add("ONEOF_FIELD_ADDED", at(path, uOneof[n], num))
+			d.add("ONEOF_FIELD_ADDED", protoPath(path, uOneof[n], num))
 		case of == nil && uf.Cardinality() == protoreflect.Required:
-			d.add("REQUIRED_FIELD_ADDED", at(path, num))
+			d.add("REQUIRED_FIELD_ADDED", protoPath(path, num))
 		case of == nil:
-			d.add("FIELD_ADDED", at(path, num))
+			d.add("FIELD_ADDED", protoPath(path, num))
 		default:
 			if oOneof[n] != "" && uOneof[n] == "" {
-				d.add("ONEOF_FIELD_MOVED_TO_TOP_LEVEL", at(path, num))
+				d.add("ONEOF_FIELD_MOVED_TO_TOP_LEVEL", protoPath(path, num))
 			}
-			fpath := at(path, num)
+			fpath := protoPath(path, num)
 			if uOneof[n] != "" {
-				fpath = at(path, uOneof[n], num)
+				fpath = protoPath(path, uOneof[n], num)
 			}
 			if of.Name() != uf.Name() {
 				d.add("FIELD_NAME_CHANGED", fpath)

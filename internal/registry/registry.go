@@ -13,10 +13,11 @@
 // group of protocol type "sr" (election.go); only the leader writes and
 // the others forward writes to it over HTTP.
 //
-// Schema types: Avro (hamba/avro) and Protobuf (bufbuild/protocompile;
-// protobuf.go, protobuf_compat.go) with references and the seven
-// compatibility levels. JSON Schema is refused as an invalid schema type,
-// as Confluent refuses a type it has no provider for.
+// Schema types: Avro (hamba/avro), Protobuf (bufbuild/protocompile;
+// protobuf.go, protobuf_compat.go) and JSON Schema
+// (santhosh-tekuri/jsonschema, drafts 4 to 2020-12, jsonschema.go) with
+// references and the seven compatibility levels, by Confluent's rules for
+// each (for JSON Schema its content-model rules, jsonschema_compat.go).
 package registry
 
 import (

@@ -273,7 +273,6 @@ func TestRegistry(t *testing.T) {
 			{"malformed schema", "/subjects/bad-value/versions", `{"schema":"{\"type\":\"record\""}`, 422, 42201},
 			{"unknown field type", "/subjects/bad-value/versions", `{"schema":"{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"a\",\"type\":\"nope\"}]}"}`, 422, 42201},
 			{"unknown schema type", "/subjects/bad-value/versions", `{"schema":"{}","schemaType":"XML"}`, 422, 42201},
-			{"not yet served type", "/subjects/bad-value/versions", `{"schema":"{}","schemaType":"JSON"}`, 422, 42201},
 			{"oversized schema", "/subjects/bad-value/versions", `{"schema":"` + strings.Repeat("x", 10<<20) + `"}`, 422, 42209},
 			{"invalid subject", "/subjects/__GLOBAL/versions", `{"schema":"\"string\""}`, 422, 42208},
 			{"invalid version", "/subjects/users-value/versions/0", "", 422, 42202},

@@ -1,5 +1,5 @@
 // @confluentinc/schemaregistry (Confluent's JavaScript Schema Registry
-// client and Avro serdes) against the registry `samsa server` runs.
+// client, Avro and JSON Schema serdes) against the registry `samsa server` runs.
 // Usage: node registry.cjs URL. Prints one "feature TAB pass|fail TAB note"
 // line per check; run.sh records them.
 const sr = require("@confluentinc/schemaregistry");
@@ -46,6 +46,26 @@ async function main() {
     const got = await de.deserialize(topic, bytes);
     if (got.name !== "ada" || got.age !== 36) return `deserialized ${JSON.stringify(got)}`;
     return true;
+  });
+
+  await check("schema registry: JSON Schema serializer round trip", async () => {
+    const topic = "js-json-" + suffix;
+    const schema = '{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name"],"additionalProperties":false}';
+    const id = await client.register(topic + "-value", { schemaType: "JSON", schema });
+    const ser = new sr.JsonSerializer(client, sr.SerdeType.VALUE, { autoRegisterSchemas: false, useLatestVersion: true, validate: true });
+    const bytes = await ser.serialize(topic, { name: "ada", age: 36 });
+    if (bytes[0] !== 0 || bytes.readInt32BE(1) !== id) return `header ${bytes.subarray(0, 5).toString("hex")}, want id ${id}`;
+    const de = new sr.JsonDeserializer(client, sr.SerdeType.VALUE, {});
+    const got = await de.deserialize(topic, bytes);
+    if (got.name !== "ada" || got.age !== 36) return `deserialized ${JSON.stringify(got)}`;
+    // The serializer validates against the registered schema.
+    let refused = false;
+    try {
+      await ser.serialize(topic, { name: "ada", email: "a@b" });
+    } catch (e) {
+      refused = true;
+    }
+    return refused || "an object outside the closed schema was serialized";
   });
 
   await check("schema registry: compatibility levels", async () => {
