@@ -217,13 +217,21 @@ func metadataFrom(ctx context.Context, cl *kgo.Client, topic string) (*kmsg.Meta
 	return resp, nil
 }
 
+// partitionMetadata is partition 0 of topic as cl's seed broker sees it,
+// once that broker knows the partition: a node learns of a new topic from
+// the metadata log a moment after the others may already report it.
 func partitionMetadata(t *testing.T, ctx context.Context, cl *kgo.Client, topic string) kmsg.MetadataResponseTopicPartition {
 	t.Helper()
-	resp, err := metadataFrom(ctx, cl, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.Topics[0].Partitions[0]
+	var p kmsg.MetadataResponseTopicPartition
+	waitFor(t, 30*time.Second, "the node's own metadata lists "+topic, func() (bool, string) {
+		resp, err := metadataFrom(ctx, cl, topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		p = resp.Topics[0].Partitions[0]
+		return p.ErrorCode == 0, fmt.Sprintf("%+v", p)
+	})
+	return p
 }
 
 // rawProduce sends one record with acks=all to cl's first seed broker and
