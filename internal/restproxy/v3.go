@@ -1,0 +1,3 @@
+package restproxy
+
+func (p *Proxy) routesV3() {}
