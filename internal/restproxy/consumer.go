@@ -309,8 +309,7 @@ func (c *consumer) clientOpts() []kgo.Opt {
 	return append(slices.Clone(c.p.cfg.ClientOpts),
 		kgo.ClientID("samsa-rest-proxy"),
 		kgo.ConsumeResetOffset(c.reset),
-		kgo.FetchMinBytes(c.minBytes),
-		kgo.DisableAutoCommit())
+		kgo.FetchMinBytes(c.minBytes))
 }
 
 func (c *consumer) subscribe(w http.ResponseWriter, r *http.Request) error {
@@ -327,7 +326,9 @@ func (c *consumer) subscribe(w http.ResponseWriter, r *http.Request) error {
 	if len(c.assigned) > 0 {
 		return errIllegalState("Subscription to topics, partitions and pattern are mutually exclusive")
 	}
-	opts := append(c.clientOpts(), kgo.ConsumerGroup(c.group))
+	// Commits are the instance's own (commitLocked): only what was
+	// answered is ever committed.
+	opts := append(c.clientOpts(), kgo.ConsumerGroup(c.group), kgo.DisableAutoCommit())
 	if req.TopicPattern != "" {
 		if _, err := regexp.Compile(req.TopicPattern); err != nil {
 			return errf(422, 422, "invalid topic_pattern: %v", err)
@@ -709,4 +710,15 @@ func commitErrors(resp *kmsg.OffsetCommitResponse) error {
 		}
 	}
 	return nil
+}
+
+// instanceCount is the number of open consumer instances.
+func (p *Proxy) instanceCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, g := range p.mu.consumers {
+		n += len(g)
+	}
+	return n
 }
