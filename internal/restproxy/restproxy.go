@@ -94,6 +94,10 @@ func New(cfg Config) (*Proxy, error) {
 		kgo.RecordPartitioner(newPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(0),
+		// Topic answers come from metadata requests that franz-go
+		// caches for this long: short, so that a topic created or
+		// deleted is seen at the next request.
+		kgo.MetadataMinAge(100 * time.Millisecond),
 	}, cfg.ClientOpts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -212,7 +216,11 @@ func decodeBody(r *http.Request, v any, allowEmpty bool) error {
 }
 
 func unmarshal(b []byte, v any) error {
-	err := json.Unmarshal(b, v)
+	return decodeError(json.Unmarshal(b, v))
+}
+
+// decodeError maps a JSON decoding error to Confluent's answer.
+func decodeError(err error) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {

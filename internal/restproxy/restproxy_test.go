@@ -29,13 +29,14 @@ type env struct {
 	url    string
 	broker string
 	proxy  *Proxy
+	cl     *kgo.Client
 	adm    *kadm.Client
 	ctx    context.Context
 }
 
-func start(t *testing.T, cfg Config) *env {
+func start(t *testing.T, cfg Config, overrides ...string) *env {
 	t.Helper()
-	s := servertest.Start(t)
+	s := servertest.Start(t, overrides...)
 	broker := servertest.Addr(s)
 	cfg.ClientOpts = []kgo.Opt{kgo.SeedBrokers(broker)}
 	cfg.Logger = servertest.Logger()
@@ -45,14 +46,14 @@ func start(t *testing.T, cfg Config) *env {
 	}
 	srv := httptest.NewServer(p.Handler())
 	t.Cleanup(func() { srv.Close(); p.Close() })
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.MetadataMinAge(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	t.Cleanup(cancel)
-	return &env{t: t, url: srv.URL, broker: broker, proxy: p, adm: kadm.NewClient(cl), ctx: ctx}
+	return &env{t: t, url: srv.URL, broker: broker, proxy: p, cl: cl, adm: kadm.NewClient(cl), ctx: ctx}
 }
 
 func (e *env) createTopic(name string, partitions int32) {
@@ -63,6 +64,18 @@ func (e *env) createTopic(name string, partitions int32) {
 	}
 	if err != nil {
 		e.t.Fatalf("create %s: %v", name, err)
+	}
+}
+
+// eventually waits until cond holds: metadata reaches the broker after
+// the controller commits it.
+func (e *env) eventually(what string, cond func() bool) {
+	e.t.Helper()
+	for !cond() {
+		if e.ctx.Err() != nil {
+			e.t.Fatalf("never: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

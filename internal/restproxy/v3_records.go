@@ -1,0 +1,183 @@
+package restproxy
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// v3Data is a key or value of a v3 produce request.
+type v3Data struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+type v3Header struct {
+	Name  string  `json:"name"`
+	Value *string `json:"value"` // base64
+}
+
+type v3Record struct {
+	PartitionID *int32     `json:"partition_id"`
+	Headers     []v3Header `json:"headers"`
+	Key         *v3Data    `json:"key"`
+	Value       *v3Data    `json:"value"`
+	Timestamp   *time.Time `json:"timestamp"`
+}
+
+// encode returns the bytes of d and the data type reported back; a
+// missing d is a null key or value.
+func (d *v3Data) encode() ([]byte, string, error) {
+	if d == nil {
+		return nil, "", nil
+	}
+	typ := strings.ToUpper(d.Type)
+	if typ == "" {
+		typ = "JSON"
+	}
+	if isNull(d.Data) {
+		return nil, typ, nil
+	}
+	switch typ {
+	case "BINARY":
+		b, err := encodeBinary(d.Data)
+		return b, typ, err
+	case "JSON":
+		b, err := encodeJSON(d.Data)
+		return b, typ, err
+	case "STRING":
+		var s string
+		if err := json.Unmarshal(d.Data, &s); err != nil {
+			return nil, typ, errf(400, 400, "STRING data must be a JSON string")
+		}
+		return []byte(s), typ, nil
+	default:
+		return nil, typ, errf(400, 400, "data type %s is not served (BINARY, JSON and STRING are)", d.Type)
+	}
+}
+
+// report is one record's delivery report.
+type report map[string]any
+
+func reportError(err error) report {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		ae = kafkaError(err)
+	}
+	return report{"error_code": ae.status, "message": ae.msg}
+}
+
+// v3ProduceRecords serves POST .../topics/{topic}/records: one JSON
+// record, or a stream of them on one connection. Each record is produced
+// as it is read and answered by its own delivery report, in order, as
+// soon as the cluster acknowledges it. The first report's error_code is
+// the answer's HTTP status.
+func (p *Proxy) v3ProduceRecords(v *v3req) (int, any, error) {
+	td, err := p.v3TopicDetail(v)
+	if err != nil {
+		return 0, nil, err
+	}
+	n := int32(len(td.Partitions))
+	http.NewResponseController(v.w).EnableFullDuplex()
+	futures := make(chan chan report, 256)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		first := true
+		enc := json.NewEncoder(v.w)
+		for f := range futures {
+			rep := <-f
+			if first {
+				v.w.Header().Set("Content-Type", v3Type)
+				v.w.WriteHeader(rep["error_code"].(int))
+				first = false
+			}
+			enc.Encode(rep)
+			http.NewResponseController(v.w).Flush()
+		}
+	}()
+	resolved := func(r report) chan report {
+		c := make(chan report, 1)
+		c <- r
+		return c
+	}
+	dec := json.NewDecoder(v.r.Body)
+	for count := 0; ; count++ {
+		var rec v3Record
+		err := dec.Decode(&rec)
+		if errors.Is(err, io.EOF) {
+			if count == 0 {
+				futures <- resolved(reportError(errf(400, 400, "Request body is empty")))
+			}
+			break
+		}
+		if err != nil {
+			futures <- resolved(reportError(decodeError(err)))
+			break
+		}
+		kr, keyType, valType, err := p.v3Record(v, &rec, n)
+		if err != nil {
+			futures <- resolved(reportError(err))
+			continue
+		}
+		f := make(chan report, 1)
+		futures <- f
+		p.cl.Produce(v.r.Context(), kr, func(r *kgo.Record, err error) {
+			if err != nil {
+				f <- report{"error_code": 500, "message": err.Error()}
+				return
+			}
+			f <- report{"error_code": 200, "cluster_id": v.cluster, "topic_name": r.Topic, "partition_id": r.Partition,
+				"offset": r.Offset, "timestamp": r.Timestamp.UTC().Format(time.RFC3339Nano),
+				"key": dataReport(keyType, r.Key), "value": dataReport(valType, r.Value)}
+		})
+	}
+	close(futures)
+	<-done
+	return 0, nil, nil
+}
+
+func dataReport(typ string, b []byte) any {
+	if typ == "" {
+		return nil
+	}
+	return map[string]any{"type": typ, "size": len(b)}
+}
+
+// v3Record turns one request record into a Kafka record.
+func (p *Proxy) v3Record(v *v3req, rec *v3Record, partitions int32) (*kgo.Record, string, string, error) {
+	kr := &kgo.Record{Topic: v.r.PathValue("topic"), Context: v.r.Context()}
+	var keyType, valType string
+	var err error
+	if kr.Key, keyType, err = rec.Key.encode(); err != nil {
+		return nil, "", "", err
+	}
+	if kr.Value, valType, err = rec.Value.encode(); err != nil {
+		return nil, "", "", err
+	}
+	for _, h := range rec.Headers {
+		var val []byte
+		if h.Value != nil {
+			if val, err = base64.StdEncoding.DecodeString(*h.Value); err != nil {
+				return nil, "", "", errf(400, 400, "header %s: value is not base64", h.Name)
+			}
+		}
+		kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Name, Value: val})
+	}
+	if rec.Timestamp != nil {
+		kr.Timestamp = *rec.Timestamp
+	}
+	if rec.PartitionID != nil {
+		if *rec.PartitionID < 0 || *rec.PartitionID >= partitions {
+			return nil, "", "", errf(404, 40403, "This server does not host this topic-partition.")
+		}
+		kr.Context = withPartition(v.r.Context(), *rec.PartitionID)
+	}
+	return kr, keyType, valType, nil
+}
