@@ -25,6 +25,7 @@ func runRestProxy(args []string, _ io.Reader, _, stderr io.Writer) int {
 	var cf clientFlags
 	cf.register(fs)
 	listen := fs.String("listen", "http://127.0.0.1:8082", "comma-separated `http://host:port` endpoints to serve the REST Proxy on")
+	registryURL := fs.String("schema-registry-url", "", "Schema Registry `URL` for the avro embedded format (Confluent's schema.registry.url); empty refuses avro data")
 	idle := fs.Duration("consumer-instance-timeout", restproxy.DefaultConsumerInstanceTimeout, "close a v2 consumer instance after this long without a request (Confluent's consumer.instance.timeout.ms)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
@@ -52,7 +53,7 @@ func runRestProxy(args []string, _ io.Reader, _, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	closeProxy, err := serveRestProxy(addrs, restproxy.Config{ClientOpts: opts, ConsumerInstanceTimeout: *idle, Logger: logger})
+	closeProxy, err := serveRestProxy(addrs, restproxy.Config{ClientOpts: opts, SchemaRegistryURL: *registryURL, ConsumerInstanceTimeout: *idle, Logger: logger})
 	if err != nil {
 		fmt.Fprintf(stderr, "samsa rest-proxy: %v\n", err)
 		return exitFail
@@ -109,6 +110,24 @@ func serveRestProxy(addrs []string, cfg restproxy.Config) (stop func(), err erro
 	}, nil
 }
 
+// serverRegistryURL is the URL of the registry `samsa server` runs, for
+// the proxy's avro format: its first listener, unless that one has a
+// kernel-chosen port (then the proxy runs without avro).
+func serverRegistryURL(cfg *config.Config) string {
+	addrs, err := cfg.SchemaRegistryListeners()
+	if err != nil || len(addrs) == 0 {
+		return ""
+	}
+	host, port, _ := net.SplitHostPort(addrs[0])
+	if port == "0" {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
 // startServerRestProxy starts the REST Proxy of `samsa server` when
 // rest.proxy.listeners is set, as a client of this node's first PLAINTEXT
 // listener. A port that is taken is fatal when the user set the key; when
@@ -124,7 +143,7 @@ func startServerRestProxy(cfg *config.Config, srv *server.Server, fromDefaults b
 		logger.Warn("rest proxy not started: the node has no PLAINTEXT listener to connect to")
 		return func() {}, nil
 	}
-	stop, err = serveRestProxy(addrs, restproxy.Config{ClientOpts: opts, Logger: logger})
+	stop, err = serveRestProxy(addrs, restproxy.Config{ClientOpts: opts, SchemaRegistryURL: serverRegistryURL(cfg), Logger: logger})
 	if err != nil && fromDefaults {
 		logger.Warn("rest proxy not started (set rest.proxy.listeners to choose its port, or empty to turn it off)", "err", err)
 		return func() {}, nil

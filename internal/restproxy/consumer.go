@@ -159,7 +159,7 @@ func (p *Proxy) createConsumer(w http.ResponseWriter, r *http.Request) error {
 		case "format":
 			f, ok := formats[v]
 			if !ok {
-				return invalid("format %q is not one of binary, json", v)
+				return invalid("format %q is not one of binary, json, avro", v)
 			}
 			c.format = f
 		case "auto.offset.reset":
@@ -680,11 +680,11 @@ func (c *consumer) records(w http.ResponseWriter, r *http.Request) error {
 		if n > 0 && size > maxBytes {
 			break
 		}
-		k, err := c.format.decode(rec.Key)
+		k, err := c.format.decode(r.Context(), c.p, rec.Key)
 		if err != nil {
 			return err
 		}
-		v, err := c.format.decode(rec.Value)
+		v, err := c.format.decode(r.Context(), c.p, rec.Value)
 		if err != nil {
 			return err
 		}

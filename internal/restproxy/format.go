@@ -2,28 +2,51 @@ package restproxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 )
 
 // A format is one of Confluent's embedded data formats: how a request's
-// JSON key or value becomes record bytes, and how record bytes are
-// answered as JSON. A schema format adds itself here with an encode that
-// resolves the request's schema first.
+// JSON keys and values become record bytes, and how record bytes are
+// answered as JSON. Schema formats (avro.go) resolve the request's schema
+// (key_schema/value_schema text, registered, or key_schema_id/
+// value_schema_id) through the Schema Registry; protobuf and jsonschema
+// can be added to the table the same way.
 type format struct {
 	name string
-	// encode turns one key or value of a request into record bytes; JSON
-	// null is a null key or value.
-	encode func(v json.RawMessage) ([]byte, error)
+	// codec prepares the encoding of a produce request's keys (isKey) or
+	// values; schema and id are the request's key_schema(_id) or
+	// value_schema(_id), subject the registry subject (TopicNameStrategy).
+	codec func(ctx context.Context, p *Proxy, subject string, isKey bool, schema *string, id *int) (codec, error)
 	// decode answers record bytes as JSON (nil bytes answer null).
-	decode func(b []byte) (json.RawMessage, error)
+	decode func(ctx context.Context, p *Proxy, b []byte) (json.RawMessage, error)
+}
+
+// codec encodes one key or value; JSON null is a null key or value.
+// schemaID is answered as key_schema_id or value_schema_id (nil for
+// schemaless formats).
+type codec struct {
+	schemaID *int
+	encode   func(v json.RawMessage) ([]byte, error)
 }
 
 // formats by the name in the content type (application/vnd.kafka.NAME.v2+json)
 // and a consumer instance's "format".
 var formats = map[string]*format{
-	"binary": {name: "binary", encode: encodeBinary, decode: decodeBinary},
-	"json":   {name: "json", encode: encodeJSON, decode: decodeJSON},
+	"binary": {name: "binary", codec: plain(encodeBinary), decode: ignoreCtx(decodeBinary)},
+	"json":   {name: "json", codec: plain(encodeJSON), decode: ignoreCtx(decodeJSON)},
+	"avro":   {name: "avro", codec: avroCodec, decode: decodeAvro},
+}
+
+func plain(enc func(json.RawMessage) ([]byte, error)) func(context.Context, *Proxy, string, bool, *string, *int) (codec, error) {
+	return func(context.Context, *Proxy, string, bool, *string, *int) (codec, error) {
+		return codec{encode: enc}, nil
+	}
+}
+
+func ignoreCtx(dec func([]byte) (json.RawMessage, error)) func(context.Context, *Proxy, []byte) (json.RawMessage, error) {
+	return func(_ context.Context, _ *Proxy, b []byte) (json.RawMessage, error) { return dec(b) }
 }
 
 func isNull(v json.RawMessage) bool {

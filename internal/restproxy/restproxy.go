@@ -16,9 +16,11 @@
 // acks=all; an answer's offsets are the ones the cluster acknowledged.
 //
 // Embedded formats are a table (format.go): a format turns a request's
-// JSON key or value into bytes and a record's bytes back into JSON. binary
-// and json are served; the schema formats (avro, protobuf, jsonschema) are
-// refused with 415 until they are added to the table.
+// JSON key or value into bytes and a record's bytes back into JSON. binary,
+// json and avro are served; avro registers schemas through the Schema
+// Registry's REST API and writes Confluent's wire format (magic 0, 4-byte
+// schema id). protobuf and jsonschema are refused with 415 until they are
+// added to the table.
 package restproxy
 
 import (
@@ -52,6 +54,10 @@ type Config struct {
 	// ClientOpts connect to the cluster (kgo.SeedBrokers and any security
 	// options). The proxy adds its own produce and consume options.
 	ClientOpts []kgo.Opt
+	// SchemaRegistryURL is the Schema Registry (http://host:port) that
+	// the avro format registers schemas in and reads them from
+	// (Confluent's schema.registry.url); "" refuses avro data.
+	SchemaRegistryURL string
 	// ConsumerInstanceTimeout closes a consumer instance after this long
 	// without a request; 0 means DefaultConsumerInstanceTimeout.
 	ConsumerInstanceTimeout time.Duration
@@ -62,12 +68,14 @@ type Config struct {
 
 // Proxy serves the REST Proxy API.
 type Proxy struct {
-	cfg  Config
-	cl   *kgo.Client // produce and metadata
-	adm  *kadm.Client
-	mux  *http.ServeMux
-	stop chan struct{}
-	done chan struct{}
+	cfg Config
+	cl  *kgo.Client // produce and metadata
+	adm *kadm.Client
+	// schemas is nil without Config.SchemaRegistryURL.
+	schemas *schemas
+	mux     *http.ServeMux
+	stop    chan struct{}
+	done    chan struct{}
 
 	mu struct {
 		sync.Mutex
@@ -104,6 +112,12 @@ func New(cfg Config) (*Proxy, error) {
 		return nil, fmt.Errorf("rest proxy: %w", err)
 	}
 	p := &Proxy{cfg: cfg, cl: cl, adm: kadm.NewClient(cl), stop: make(chan struct{}), done: make(chan struct{})}
+	if cfg.SchemaRegistryURL != "" {
+		if p.schemas, err = newSchemas(cfg.SchemaRegistryURL); err != nil {
+			cl.Close()
+			return nil, fmt.Errorf("rest proxy: schema.registry.url: %w", err)
+		}
+	}
 	p.mu.consumers = map[string]map[string]*consumer{}
 	p.mux = http.NewServeMux()
 	p.routesV2()

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/samsa-io/samsa/internal/server"
 	"github.com/samsa-io/samsa/internal/servertest"
 )
 
@@ -36,7 +37,12 @@ type env struct {
 
 func start(t *testing.T, cfg Config, overrides ...string) *env {
 	t.Helper()
-	s := servertest.Start(t, overrides...)
+	return startOn(t, servertest.Start(t, overrides...), cfg)
+}
+
+// startOn serves a proxy in front of s.
+func startOn(t *testing.T, s *server.Server, cfg Config) *env {
+	t.Helper()
 	broker := servertest.Addr(s)
 	cfg.ClientOpts = []kgo.Opt{kgo.SeedBrokers(broker)}
 	cfg.Logger = servertest.Logger()
@@ -343,7 +349,9 @@ func TestProduceBadInput(t *testing.T) {
 		{"plain JSON content type", "/topics/t", "application/json", good, 415, 415},
 		{"no content type", "/topics/t", "", good, 415, 415},
 		{"v1 content type", "/topics/t", "application/vnd.kafka.binary.v1+json", good, 415, 415},
-		{"schema format not served", "/topics/t", "application/vnd.kafka.avro.v2+json", good, 415, 415},
+		{"schema format not served", "/topics/t", "application/vnd.kafka.protobuf.v2+json", good, 415, 415},
+		{"avro value without a schema", "/topics/t", "application/vnd.kafka.avro.v2+json", `{"records":[{"value":{"a":1}}]}`, 422, 42202},
+		{"avro key without a schema", "/topics/t", "application/vnd.kafka.avro.v2+json", `{"value_schema":"\"string\"","records":[{"key":"k","value":"v"}]}`, 422, 42201},
 		{"unknown topic", "/topics/nope", binaryType, good, 404, 40401},
 		{"unknown partition", "/topics/t/partitions/7", binaryType, good, 404, 40402},
 		{"negative partition", "/topics/t/partitions/-1", binaryType, good, 404, 40402},

@@ -268,13 +268,23 @@ func (p *Proxy) produceV2(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	ctx, cancel := reqContext(r)
+	defer cancel()
+	keys, err := f.codec(ctx, p, topic+"-key", true, req.KeySchema, req.KeySchemaID)
+	if err != nil {
+		return err
+	}
+	values, err := f.codec(ctx, p, topic+"-value", false, req.ValueSchema, req.ValueSchemaID)
+	if err != nil {
+		return err
+	}
 	recs := make([]*kgo.Record, len(req.Records))
 	for i, pr := range req.Records {
 		rec := &kgo.Record{Topic: topic, Context: r.Context()}
-		if rec.Key, err = f.encode(pr.Key); err != nil {
+		if rec.Key, err = keys.encode(pr.Key); err != nil {
 			return err
 		}
-		if rec.Value, err = f.encode(pr.Value); err != nil {
+		if rec.Value, err = values.encode(pr.Value); err != nil {
 			return err
 		}
 		part := pr.Partition
@@ -299,6 +309,6 @@ func (p *Proxy) produceV2(w http.ResponseWriter, r *http.Request) error {
 		}
 		offsets[i] = v2Offset{Partition: &res.partition, Offset: &res.offset}
 	}
-	writeJSON(w, 200, v2Type, map[string]any{"key_schema_id": nil, "value_schema_id": nil, "offsets": offsets})
+	writeJSON(w, 200, v2Type, map[string]any{"key_schema_id": keys.schemaID, "value_schema_id": values.schemaID, "offsets": offsets})
 	return nil
 }
