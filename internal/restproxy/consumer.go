@@ -252,7 +252,7 @@ func (p *Proxy) remove(group, id string) *consumer {
 // Config.ConsumerInstanceTimeout.
 func (p *Proxy) expireLoop() {
 	defer close(p.done)
-	t := time.NewTicker(min(p.cfg.ConsumerInstanceTimeout/4, time.Second))
+	t := time.NewTicker(max(min(p.cfg.ConsumerInstanceTimeout/4, time.Second), time.Millisecond))
 	defer t.Stop()
 	for {
 		select {

@@ -60,11 +60,9 @@ func (p *Proxy) routesV3() {
 				writeError(w, errNotAcceptable)
 				return
 			}
-			if r.ContentLength > 0 || r.Header.Get("Content-Type") != "" {
-				if mediaType(r.Header.Get("Content-Type")) != v3Type && r.Method != http.MethodGet && r.Method != http.MethodDelete {
-					writeError(w, errUnsupportedType)
-					return
-				}
+			if (r.Method == http.MethodPost || r.Method == http.MethodPut) && mediaType(r.Header.Get("Content-Type")) != v3Type {
+				writeError(w, errUnsupportedType)
+				return
 			}
 			ctx, cancel := reqContext(r)
 			defer cancel()
@@ -108,6 +106,7 @@ func (p *Proxy) routesV3() {
 	h("GET "+c+"/topics/{topic}/partitions/{partition}/replicas", p.v3Replicas)
 	h("GET "+c+"/topics/{topic}/partitions/{partition}/replicas/{broker}", p.v3Replica)
 	h("POST "+c+"/topics/{topic}/records", p.v3ProduceRecords)
+	h("POST "+c+"/topics/{topic}/records:batch", p.v3ProduceBatch)
 	h("GET "+c+"/consumer-groups", p.v3Groups)
 	h("GET "+c+"/consumer-groups/{group}", p.v3Group)
 	h("GET "+c+"/consumer-groups/{group}/consumers", p.v3GroupConsumers)

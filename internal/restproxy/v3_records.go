@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -129,18 +130,70 @@ func (p *Proxy) v3ProduceRecords(v *v3req) (int, any, error) {
 		f := make(chan report, 1)
 		futures <- f
 		p.cl.Produce(v.r.Context(), kr, func(r *kgo.Record, err error) {
-			if err != nil {
-				f <- report{"error_code": 500, "message": err.Error()}
-				return
-			}
-			f <- report{"error_code": 200, "cluster_id": v.cluster, "topic_name": r.Topic, "partition_id": r.Partition,
-				"offset": r.Offset, "timestamp": r.Timestamp.UTC().Format(time.RFC3339Nano),
-				"key": dataReport(keyType, r.Key), "value": dataReport(valType, r.Value)}
+			f <- v.delivered(r, keyType, valType, err)
 		})
 	}
 	close(futures)
 	<-done
 	return 0, nil, nil
+}
+
+// delivered is the delivery report of a produced record.
+func (v *v3req) delivered(r *kgo.Record, keyType, valType string, err error) report {
+	if err != nil {
+		return report{"error_code": 500, "message": err.Error()}
+	}
+	return report{"error_code": 200, "cluster_id": v.cluster, "topic_name": r.Topic, "partition_id": r.Partition,
+		"offset": r.Offset, "timestamp": r.Timestamp.UTC().Format(time.RFC3339Nano),
+		"key": dataReport(keyType, r.Key), "value": dataReport(valType, r.Value)}
+}
+
+// v3ProduceBatch serves POST .../records:batch: {"entries": [records with
+// an "id"]}, answered 207 with the successes and failures by id.
+func (p *Proxy) v3ProduceBatch(v *v3req) (int, any, error) {
+	var req struct {
+		Entries []struct {
+			ID string `json:"id"`
+			v3Record
+		} `json:"entries"`
+	}
+	if err := decodeBody(v.r, &req, false); err != nil {
+		return 0, nil, err
+	}
+	if len(req.Entries) == 0 {
+		return 0, nil, errf(400, 400, "entries may not be empty")
+	}
+	td, err := p.v3TopicDetail(v)
+	if err != nil {
+		return 0, nil, err
+	}
+	reports := make([]report, len(req.Entries))
+	var wg sync.WaitGroup
+	for i := range req.Entries {
+		e := &req.Entries[i]
+		kr, keyType, valType, err := p.v3Record(v, &e.v3Record, int32(len(td.Partitions)))
+		if err != nil {
+			reports[i] = reportError(err)
+			continue
+		}
+		wg.Add(1)
+		p.cl.Produce(v.r.Context(), kr, func(r *kgo.Record, err error) {
+			reports[i] = v.delivered(r, keyType, valType, err)
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	successes, failures := []report{}, []report{}
+	for i, rep := range reports {
+		rep["id"] = req.Entries[i].ID
+		if rep["error_code"] == 200 {
+			delete(rep, "error_code")
+			successes = append(successes, rep)
+		} else {
+			failures = append(failures, rep)
+		}
+	}
+	return 207, map[string]any{"successes": successes, "failures": failures}, nil
 }
 
 func dataReport(typ string, b []byte) any {

@@ -370,6 +370,24 @@ func TestV3Records(t *testing.T) {
 		t.Errorf("first key %q", p0[0].Key)
 	}
 
+	// records:batch: successes and failures by id.
+	var batch struct {
+		Successes []map[string]json.RawMessage `json:"successes"`
+		Failures  []map[string]json.RawMessage `json:"failures"`
+	}
+	e.want(e.do("POST", c+"/topics/rec/records:batch", "application/json", "", `{"entries":[{"id":"a","partition_id":1,"value":{"type":"STRING","data":"b1"}},{"id":"b","partition_id":9,"value":{"data":1}},{"id":"c","partition_id":1,"value":{"type":"STRING","data":"b2"}}]}`), 207).decode(t, &batch)
+	if len(batch.Successes) != 2 || len(batch.Failures) != 1 || str(t, batch.Failures[0], "id") != "b" || str(t, batch.Failures[0], "error_code") != "404" ||
+		str(t, batch.Successes[0], "id") != "a" || str(t, batch.Successes[0], "offset") != "1" || str(t, batch.Successes[1], "offset") != "2" {
+		t.Errorf("batch answer %+v", batch)
+	}
+	end, err := e.adm.ListEndOffsets(e.ctx, "rec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := end.Lookup("rec", 1); o.Offset != 3 {
+		t.Errorf("partition 1 ends at %d after the batch, want 3", o.Offset)
+	}
+
 	if code := e.want(e.do("POST", c+"/topics/nope/records", "application/json", "", `{"value":{"data":1}}`), 404).errorCode(t); code != 40403 {
 		t.Errorf("unknown topic: error_code %d", code)
 	}
