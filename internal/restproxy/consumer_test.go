@@ -79,7 +79,7 @@ func TestConsumerInstance(t *testing.T) {
 	if code := e.want(e.do("GET", base+"/records", "", binaryType, nil), 406).errorCode(t); code != 40601 {
 		t.Errorf("binary Accept on a json instance: error_code %d", code)
 	}
-	// max_bytes bounds an answer: each record is 12 or 13 bytes of key and value.
+	// max_bytes bounds an answer: each record is 11 bytes of key and value.
 	first := e.poll(base, jsonType, 1, "?max_bytes=30")
 	if len(first) > 2 {
 		t.Errorf("max_bytes=30 answered %d records", len(first))
@@ -146,7 +146,7 @@ func TestConsumerInstance(t *testing.T) {
 	e.want(e.do("DELETE", base+"/subscription", "", "", nil), 204)
 
 	// A second instance, binary, assigned: it starts at the group's
-	// committed offset (10) and seeks back to 8.
+	// committed offset (10).
 	e.want(e.do("POST", "/consumers/g", v2Type, "", `{"name":"d","format":"binary","auto.commit.enable":"true"}`), 200)
 	const d = "/consumers/g/instances/d"
 	e.want(e.do("DELETE", base, "", "", nil), 204)

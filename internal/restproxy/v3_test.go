@@ -3,12 +3,14 @@ package restproxy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -199,7 +201,9 @@ func TestV3GroupsAndACLs(t *testing.T) {
 	defer cl.Close()
 	var members int
 	for members == 0 {
-		cl.PollRecords(e.ctx, 1)
+		pctx, cancel := context.WithTimeout(e.ctx, 200*time.Millisecond)
+		cl.PollRecords(pctx, 1)
+		cancel()
 		var g map[string]json.RawMessage
 		r := e.do("GET", c+"/consumer-groups/g3", "", "", nil)
 		if r.status == 200 {
