@@ -129,7 +129,11 @@ func New(cfg Config) (*Proxy, error) {
 // Handler is the proxy's HTTP handler.
 func (p *Proxy) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, p.cfg.MaxRequestBytes)
+		// A v3 records stream may run for long: its limit is per record
+		// (v3ProduceRecords).
+		if !(r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v3/") && strings.HasSuffix(r.URL.Path, "/records")) {
+			r.Body = http.MaxBytesReader(w, r.Body, p.cfg.MaxRequestBytes)
+		}
 		p.mux.ServeHTTP(w, r)
 	})
 }
@@ -237,9 +241,12 @@ func unmarshal(b []byte, v any) error {
 func decodeError(err error) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
+	var mbe *http.MaxBytesError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &mbe):
+		return errf(413, 413, "Request body larger than %d bytes", mbe.Limit)
 	case errors.As(err, &se):
 		return errf(400, 400, "Unexpected character at offset %d: %v", se.Offset, err)
 	case errors.As(err, &te), strings.Contains(err.Error(), "illegal base64"):

@@ -108,9 +108,11 @@ func (p *Proxy) v3ProduceRecords(v *v3req) (int, any, error) {
 		c <- r
 		return c
 	}
-	dec := json.NewDecoder(v.r.Body)
+	body := &perRecordLimit{r: v.r.Body, max: p.cfg.MaxRequestBytes}
+	dec := json.NewDecoder(body)
 	for count := 0; ; count++ {
 		var rec v3Record
+		body.n = 0
 		err := dec.Decode(&rec)
 		if errors.Is(err, io.EOF) {
 			if count == 0 {
@@ -233,4 +235,24 @@ func (p *Proxy) v3Record(v *v3req, rec *v3Record, partitions int32) (*kgo.Record
 		kr.Context = withPartition(v.r.Context(), *rec.PartitionID)
 	}
 	return kr, keyType, valType, nil
+}
+
+// perRecordLimit bounds the bytes read for one record of a stream (the
+// decoder's read-ahead counts toward the record it is decoding).
+type perRecordLimit struct {
+	r   io.Reader
+	max int64
+	n   int64
+}
+
+func (l *perRecordLimit) Read(b []byte) (int, error) {
+	if l.n >= l.max {
+		return 0, &http.MaxBytesError{Limit: l.max}
+	}
+	if int64(len(b)) > l.max-l.n {
+		b = b[:l.max-l.n]
+	}
+	n, err := l.r.Read(b)
+	l.n += int64(n)
+	return n, err
 }

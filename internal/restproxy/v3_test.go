@@ -267,9 +267,10 @@ func TestV3GroupsAndACLs(t *testing.T) {
 }
 
 // TestV3Records produces one record, then a stream of records on one
-// connection answered report by report, and reads them with franz-go.
+// connection answered report by report, and reads them with franz-go. A
+// stream's records may add up to more than MaxRequestBytes; one may not.
 func TestV3Records(t *testing.T) {
-	e := start(t, Config{})
+	e := start(t, Config{MaxRequestBytes: 1 << 20})
 	md, _ := e.adm.BrokerMetadata(e.ctx)
 	c := "/v3/clusters/" + md.Cluster
 	e.createTopic("rec", 2)
@@ -394,6 +395,15 @@ func TestV3Records(t *testing.T) {
 
 	if code := e.want(e.do("POST", c+"/topics/nope/records", "application/json", "", `{"value":{"data":1}}`), 404).errorCode(t); code != 40403 {
 		t.Errorf("unknown topic: error_code %d", code)
+	}
+	r = e.do("POST", c+"/topics/rec/records", "application/json", "", `{"value":{"type":"STRING","data":"`+strings.Repeat("x", 2<<20)+`"}}`)
+	if r.status != 413 || r.errorCode(t) != 413 {
+		t.Errorf("oversized record: %d %.200s", r.status, r.body)
+	}
+	big := `{"partition_id":0,"value":{"type":"STRING","data":"` + strings.Repeat("y", 400<<10) + `"}}`
+	r = e.want(e.do("POST", c+"/topics/rec/records", "application/json", "", big+big+big), 200)
+	if n := strings.Count(string(r.body), `"error_code":200`); n != 3 {
+		t.Errorf("a 1.2 MB stream of 400 KB records: %d delivered: %.300s", n, r.body)
 	}
 	r = e.do("POST", c+"/topics/rec/records", "application/json", "", `{"value":{"type":"AVRO","data":1}}`)
 	if r.status != 400 {
