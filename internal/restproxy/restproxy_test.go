@@ -26,7 +26,7 @@ const (
 
 // env is a proxy served over a real socket in front of a one-node server.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	url    string
 	broker string
 	proxy  *Proxy
@@ -35,13 +35,13 @@ type env struct {
 	ctx    context.Context
 }
 
-func start(t *testing.T, cfg Config, overrides ...string) *env {
+func start(t testing.TB, cfg Config, overrides ...string) *env {
 	t.Helper()
 	return startOn(t, servertest.Start(t, overrides...), cfg)
 }
 
 // startOn serves a proxy in front of s.
-func startOn(t *testing.T, s *server.Server, cfg Config) *env {
+func startOn(t testing.TB, s *server.Server, cfg Config) *env {
 	t.Helper()
 	broker := servertest.Addr(s)
 	cfg.ClientOpts = []kgo.Opt{kgo.SeedBrokers(broker)}
@@ -92,7 +92,7 @@ type response struct {
 	body   []byte
 }
 
-func (r response) decode(t *testing.T, v any) {
+func (r response) decode(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, v); err != nil {
 		t.Fatalf("answer %d %s: %v", r.status, r.body, err)
@@ -100,7 +100,7 @@ func (r response) decode(t *testing.T, v any) {
 }
 
 // errorCode is the error_code of an error answer.
-func (r response) errorCode(t *testing.T) int {
+func (r response) errorCode(t testing.TB) int {
 	t.Helper()
 	var e struct {
 		ErrorCode int    `json:"error_code"`
