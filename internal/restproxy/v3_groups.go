@@ -120,6 +120,18 @@ func (p *Proxy) groupLags(v *v3req) (string, []kadm.GroupMemberLag, error) {
 	return name, l.Lag.Sorted(), nil
 }
 
+func (v *v3req) lagBody(g string, l kadm.GroupMemberLag) map[string]any {
+	path := "/consumer-groups/" + g + "/lags/" + l.Topic + "/partitions/" + strconv.Itoa(int(l.Partition))
+	m := map[string]any{"kind": "KafkaConsumerLag", "metadata": v.meta(path, "/consumer-group="+g+"/lag="+l.Topic+"/partition="+strconv.Itoa(int(l.Partition))),
+		"cluster_id": v.cluster, "consumer_group_id": g, "topic_name": l.Topic, "partition_id": l.Partition,
+		"current_offset": l.Commit.At, "log_end_offset": l.End.Offset, "lag": l.Lag,
+		"consumer_id": "", "instance_id": nil, "client_id": ""}
+	if l.Member != nil {
+		m["consumer_id"], m["instance_id"], m["client_id"] = l.Member.MemberID, l.Member.InstanceID, l.Member.ClientID
+	}
+	return m
+}
+
 func (p *Proxy) v3GroupLags(v *v3req) (int, any, error) {
 	g, lags, err := p.groupLags(v)
 	if err != nil {
@@ -127,17 +139,52 @@ func (p *Proxy) v3GroupLags(v *v3req) (int, any, error) {
 	}
 	var data []any
 	for _, l := range lags {
-		path := "/consumer-groups/" + g + "/lags/" + l.Topic + "/partitions/" + strconv.Itoa(int(l.Partition))
-		m := map[string]any{"kind": "KafkaConsumerLag", "metadata": v.meta(path, "/consumer-group="+g+"/lag="+l.Topic+"/partition="+strconv.Itoa(int(l.Partition))),
-			"cluster_id": v.cluster, "consumer_group_id": g, "topic_name": l.Topic, "partition_id": l.Partition,
-			"current_offset": l.Commit.At, "log_end_offset": l.End.Offset, "lag": l.Lag,
-			"consumer_id": "", "instance_id": nil, "client_id": ""}
-		if l.Member != nil {
-			m["consumer_id"], m["instance_id"], m["client_id"] = l.Member.MemberID, l.Member.InstanceID, l.Member.ClientID
-		}
-		data = append(data, m)
+		data = append(data, v.lagBody(g, l))
 	}
 	return 200, v.list("KafkaConsumerLagList", "/consumer-groups/"+g+"/lags", data), nil
+}
+
+func (p *Proxy) v3GroupLag(v *v3req) (int, any, error) {
+	g, lags, err := p.groupLags(v)
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, l := range lags {
+		if l.Topic == v.r.PathValue("topic") && strconv.Itoa(int(l.Partition)) == v.r.PathValue("partition") {
+			return 200, v.lagBody(g, l), nil
+		}
+	}
+	return 0, nil, errf(404, 404, "Consumer lag of %s partition %s cannot be found.", v.r.PathValue("topic"), v.r.PathValue("partition"))
+}
+
+// v3ConsumerAssignments lists the partitions a group member is assigned.
+func (p *Proxy) v3ConsumerAssignments(v *v3req) (int, any, error) {
+	g, err := p.describeGroup(v)
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, m := range g.Members {
+		if m.MemberID != v.r.PathValue("consumer") {
+			continue
+		}
+		path := "/consumer-groups/" + g.Group + "/consumers/" + m.MemberID + "/assignments"
+		var data []any
+		if ca, ok := m.Assigned.AsConsumer(); ok {
+			for _, t := range ca.Topics {
+				for _, part := range t.Partitions {
+					ps := strconv.Itoa(int(part))
+					data = append(data, map[string]any{"kind": "KafkaConsumerAssignment",
+						"metadata":   v.meta(path+"/"+t.Topic+"/partitions/"+ps, "/consumer-group="+g.Group+"/consumer="+m.MemberID+"/assignment="+t.Topic+"/partition="+ps),
+						"cluster_id": v.cluster, "consumer_group_id": g.Group, "consumer_id": m.MemberID,
+						"topic_name": t.Topic, "partition_id": part,
+						"partition": v.related("/topics/" + t.Topic + "/partitions/" + ps),
+						"lag":       v.related("/consumer-groups/" + g.Group + "/lags/" + t.Topic + "/partitions/" + ps)})
+				}
+			}
+		}
+		return 200, v.list("KafkaConsumerAssignmentList", path, data), nil
+	}
+	return 0, nil, errf(404, 404, "Consumer %s cannot be found.", v.r.PathValue("consumer"))
 }
 
 func (p *Proxy) v3GroupLagSummary(v *v3req) (int, any, error) {

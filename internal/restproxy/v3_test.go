@@ -221,6 +221,19 @@ func TestV3GroupsAndACLs(t *testing.T) {
 			t.Fatal("the group never became stable with a member")
 		}
 	}
+	var cs v3List
+	e.want(e.do("GET", c+"/consumer-groups/g3/consumers", "", "", nil), 200).decode(t, &cs)
+	member := str(t, cs.Data[0], "consumer_id")
+	var asg v3List
+	e.want(e.do("GET", c+"/consumer-groups/g3/consumers/"+member+"/assignments", "", "", nil), 200).decode(t, &asg)
+	if len(asg.Data) != 2 || str(t, asg.Data[0], "topic_name") != "lagging" {
+		t.Errorf("assignments %+v", asg)
+	}
+	var one map[string]json.RawMessage
+	e.want(e.do("GET", c+"/consumer-groups/g3/lags/lagging/partitions/0", "", "", nil), 200).decode(t, &one)
+	if str(t, one, "lag") != "3" || str(t, one, "consumer_id") != member {
+		t.Errorf("lag of partition 0: %v", one)
+	}
 	var groups v3List
 	e.want(e.do("GET", c+"/consumer-groups", "", "", nil), 200).decode(t, &groups)
 	if len(groups.Data) != 1 || str(t, groups.Data[0], "consumer_group_id") != "g3" {
