@@ -45,6 +45,14 @@ type consumer struct {
 	pending   []*kgo.Record
 	positions map[string]map[int32]int64
 	closed    bool
+
+	// revoked collects partitions the group took away (franz-go's
+	// callbacks, which may run while mu is held: Close leaves the group
+	// under it); the next poll drops their pending records and positions,
+	// so nothing is answered or committed for a partition no longer
+	// owned. revokedMu is never held while taking mu.
+	revokedMu sync.Mutex
+	revoked   map[string][]int32
 }
 
 type topicPartition struct {
@@ -328,7 +336,8 @@ func (c *consumer) subscribe(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Commits are the instance's own (commitLocked): only what was
 	// answered is ever committed.
-	opts := append(c.clientOpts(), kgo.ConsumerGroup(c.group), kgo.DisableAutoCommit())
+	opts := append(c.clientOpts(), kgo.ConsumerGroup(c.group), kgo.DisableAutoCommit(),
+		kgo.OnPartitionsRevoked(c.revoke), kgo.OnPartitionsLost(c.revoke))
 	if req.TopicPattern != "" {
 		if _, err := regexp.Compile(req.TopicPattern); err != nil {
 			return errf(422, 422, "invalid topic_pattern: %v", err)
@@ -647,6 +656,7 @@ func (c *consumer) records(w http.ResponseWriter, r *http.Request) error {
 	if c.cl == nil {
 		return errIllegalState("Consumer is not subscribed to any topics or assigned any partitions")
 	}
+	c.dropRevokedLocked()
 	if c.autoCommit {
 		// As a Kafka consumer's auto commit at poll: what the previous
 		// answers delivered.
@@ -721,4 +731,32 @@ func (p *Proxy) instanceCount() int {
 		n += len(g)
 	}
 	return n
+}
+
+func (c *consumer) revoke(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	c.revokedMu.Lock()
+	defer c.revokedMu.Unlock()
+	if c.revoked == nil {
+		c.revoked = map[string][]int32{}
+	}
+	for t, ps := range lost {
+		c.revoked[t] = append(c.revoked[t], ps...)
+	}
+}
+
+// dropRevokedLocked forgets the pending records and positions of revoked
+// partitions.
+func (c *consumer) dropRevokedLocked() {
+	c.revokedMu.Lock()
+	revoked := c.revoked
+	c.revoked = nil
+	c.revokedMu.Unlock()
+	for t, ps := range revoked {
+		for _, p := range ps {
+			delete(c.positions[t], p)
+		}
+		c.pending = slices.DeleteFunc(c.pending, func(r *kgo.Record) bool {
+			return r.Topic == t && slices.Contains(ps, r.Partition)
+		})
+	}
 }

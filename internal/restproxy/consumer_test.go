@@ -1,6 +1,7 @@
 package restproxy
 
 import (
+	"encoding/json"
 	"strconv"
 	"testing"
 	"time"
@@ -200,5 +201,63 @@ func TestConsumerInstanceExpires(t *testing.T) {
 	}
 	if code := e.want(e.do("GET", "/consumers/g/instances/"+id+"/subscription", "", "", nil), 404).errorCode(t); code != 40403 {
 		t.Errorf("expired instance: error_code %d", code)
+	}
+}
+
+// TestConsumerInstancesShareGroup: two instances of one group split a
+// topic's partitions; together they read every record once.
+func TestConsumerInstancesShareGroup(t *testing.T) {
+	e := start(t, Config{})
+	e.createTopic("shared", 2)
+	md, err := e.adm.BrokerMetadata(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} {
+		e.want(e.do("POST", "/consumers/gs", v2Type, "", `{"name":"`+name+`","format":"binary","auto.offset.reset":"earliest","auto.commit.enable":"false"}`), 200)
+		e.want(e.do("POST", "/consumers/gs/instances/"+name+"/subscription", v2Type, "", `{"topics":["shared"]}`), 204)
+	}
+	e.eventually("the group is stable with both instances", func() bool {
+		var cs v3List
+		r := e.do("GET", "/v3/clusters/"+md.Cluster+"/consumer-groups/gs/consumers", "", "", nil)
+		if r.status != 200 {
+			return false
+		}
+		r.decode(t, &cs)
+		var g map[string]json.RawMessage
+		e.want(e.do("GET", "/v3/clusters/"+md.Cluster+"/consumer-groups/gs", "", "", nil), 200).decode(t, &g)
+		return len(cs.Data) == 2 && str(t, g, "state") == "STABLE"
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := range 20 {
+		if err := cl.ProduceSync(e.ctx, &kgo.Record{Topic: "shared", Partition: int32(i % 2), Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]string{} // partition/offset -> instance
+	parts := map[string]map[int32]bool{"a": {}, "b": {}}
+	for len(seen) < 20 {
+		if e.ctx.Err() != nil {
+			t.Fatalf("read %d of 20 records", len(seen))
+		}
+		for _, name := range []string{"a", "b"} {
+			var batch []v2RecordAnswer
+			e.want(e.do("GET", "/consumers/gs/instances/"+name+"/records?timeout=200", "", binaryType, nil), 200).decode(t, &batch)
+			for _, r := range batch {
+				k := strconv.Itoa(int(r.Partition)) + "/" + strconv.FormatInt(r.Offset, 10)
+				if prev, ok := seen[k]; ok {
+					t.Fatalf("record %s answered to %s and %s", k, prev, name)
+				}
+				seen[k] = name
+				parts[name][r.Partition] = true
+			}
+		}
+	}
+	if len(parts["a"]) != 1 || len(parts["b"]) != 1 {
+		t.Errorf("partitions read: a %v, b %v", parts["a"], parts["b"])
 	}
 }
