@@ -1,6 +1,7 @@
 package restproxy
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"net/http/httptest"
@@ -109,6 +110,33 @@ func TestAvro(t *testing.T) {
 		t.Errorf("binary Accept on an avro instance: error_code %d", code)
 	}
 
+	// v3: AVRO data with the schema's id, and with a schema registered
+	// under the key subject (the same as v2's key schema: an incompatible
+	// one would be refused by the registry).
+	md, err := e.adm.BrokerMetadata(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v3 := "/v3/clusters/" + md.Cluster + "/topics/orders/records"
+	var rep map[string]json.RawMessage
+	e.want(e.do("POST", v3, "application/json", "", `{"key":{"type":"AVRO","schema":"\"string\"","data":"k4"},"value":{"schema_id":`+strconv.Itoa(id)+`,"data":`+values[1]+`}}`), 200).decode(t, &rep)
+	var valRep struct {
+		Type     string `json:"type"`
+		SchemaID int    `json:"schema_id"`
+	}
+	json.Unmarshal(rep["value"], &valRep)
+	if string(rep["offset"]) != "3" || valRep.Type != "AVRO" || valRep.SchemaID != id || !bytes.Contains(rep["key"], []byte(`"schema_id"`)) {
+		t.Errorf("v3 avro report %v", rep)
+	}
+	rec4 := e.consume("orders", 4)[3]
+	var v4 map[string]any
+	if len(rec4.Value) < 5 || int(binary.BigEndian.Uint32(rec4.Value[1:5])) != id || avro.Unmarshal(sch, rec4.Value[5:], &v4) != nil || v4["id"] != int64(9007199254740993) {
+		t.Errorf("v3 avro value %x", rec4.Value)
+	}
+	if len(rec4.Key) < 5 || string(rec4.Key[5:]) != "\x04k4" {
+		t.Errorf("v3 avro key %x", rec4.Key)
+	}
+
 	// Bad input: nothing produced.
 	for _, c := range []struct {
 		name, body string
@@ -128,7 +156,7 @@ func TestAvro(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o, _ := end.Lookup("orders", 0); o.Offset != 3 {
-		t.Errorf("end offset %d after refused requests, want 3", o.Offset)
+	if o, _ := end.Lookup("orders", 0); o.Offset != 4 {
+		t.Errorf("end offset %d after refused requests, want 4", o.Offset)
 	}
 }

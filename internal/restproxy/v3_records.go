@@ -1,6 +1,7 @@
 package restproxy
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -15,8 +16,10 @@ import (
 
 // v3Data is a key or value of a v3 produce request.
 type v3Data struct {
-	Type string          `json:"type"`
-	Data json.RawMessage `json:"data"`
+	Type     string          `json:"type"`
+	Data     json.RawMessage `json:"data"`
+	Schema   *string         `json:"schema"`
+	SchemaID *int            `json:"schema_id"`
 }
 
 type v3Header struct {
@@ -32,35 +35,56 @@ type v3Record struct {
 	Timestamp   *time.Time `json:"timestamp"`
 }
 
-// encode returns the bytes of d and the data type reported back; a
-// missing d is a null key or value.
-func (d *v3Data) encode() ([]byte, string, error) {
+// dataInfo is what a delivery report says of a key or value.
+type dataInfo struct {
+	typ      string // "" for a key or value the request left out
+	schemaID *int
+}
+
+// encode returns the bytes of d; a missing d is a null key or value.
+// AVRO data (or data with a schema or schema_id and no type) is written as
+// the avro embedded format writes it, registered under subject.
+func (d *v3Data) encode(ctx context.Context, p *Proxy, subject string, isKey bool) ([]byte, dataInfo, error) {
 	if d == nil {
-		return nil, "", nil
+		return nil, dataInfo{}, nil
 	}
 	typ := strings.ToUpper(d.Type)
 	if typ == "" {
 		typ = "JSON"
+		if d.Schema != nil || d.SchemaID != nil {
+			typ = "AVRO"
+		}
 	}
-	if isNull(d.Data) {
-		return nil, typ, nil
+	info := dataInfo{typ: typ}
+	if typ != "AVRO" && isNull(d.Data) {
+		return nil, info, nil
 	}
+	var b []byte
+	var err error
 	switch typ {
 	case "BINARY":
-		b, err := encodeBinary(d.Data)
-		return b, typ, err
+		b, err = encodeBinary(d.Data)
 	case "JSON":
-		b, err := encodeJSON(d.Data)
-		return b, typ, err
+		b, err = encodeJSON(d.Data)
 	case "STRING":
 		var s string
-		if err := json.Unmarshal(d.Data, &s); err != nil {
-			return nil, typ, errf(400, 400, "STRING data must be a JSON string")
+		if json.Unmarshal(d.Data, &s) != nil {
+			return nil, info, errf(400, 400, "STRING data must be a JSON string")
 		}
-		return []byte(s), typ, nil
+		b = []byte(s)
+	case "AVRO":
+		if d.Schema == nil && d.SchemaID == nil {
+			return nil, info, errf(400, 400, "AVRO data needs a schema or a schema_id")
+		}
+		var c codec
+		if c, err = avroCodec(ctx, p, subject, isKey, d.Schema, d.SchemaID); err == nil {
+			info.schemaID = c.schemaID
+			b, err = c.encode(d.Data)
+		}
 	default:
-		return nil, typ, errf(400, 400, "data type %s is not served (BINARY, JSON and STRING are)", d.Type)
+		return nil, info, errf(400, 400, "data type %s is not served (BINARY, JSON, STRING and AVRO are)", d.Type)
 	}
+	return b, info, err
 }
 
 // report is one record's delivery report.
@@ -141,7 +165,7 @@ func (p *Proxy) v3ProduceRecords(v *v3req) (int, any, error) {
 }
 
 // delivered is the delivery report of a produced record.
-func (v *v3req) delivered(r *kgo.Record, keyType, valType string, err error) report {
+func (v *v3req) delivered(r *kgo.Record, keyType, valType dataInfo, err error) report {
 	if err != nil {
 		return report{"error_code": 500, "message": err.Error()}
 	}
@@ -198,29 +222,34 @@ func (p *Proxy) v3ProduceBatch(v *v3req) (int, any, error) {
 	return 207, map[string]any{"successes": successes, "failures": failures}, nil
 }
 
-func dataReport(typ string, b []byte) any {
-	if typ == "" {
+func dataReport(info dataInfo, b []byte) any {
+	if info.typ == "" {
 		return nil
 	}
-	return map[string]any{"type": typ, "size": len(b)}
+	m := map[string]any{"type": info.typ, "size": len(b)}
+	if info.schemaID != nil {
+		m["schema_id"] = *info.schemaID
+	}
+	return m
 }
 
 // v3Record turns one request record into a Kafka record.
-func (p *Proxy) v3Record(v *v3req, rec *v3Record, partitions int32) (*kgo.Record, string, string, error) {
-	kr := &kgo.Record{Topic: v.r.PathValue("topic"), Context: v.r.Context()}
-	var keyType, valType string
+func (p *Proxy) v3Record(v *v3req, rec *v3Record, partitions int32) (*kgo.Record, dataInfo, dataInfo, error) {
+	topic := v.r.PathValue("topic")
+	kr := &kgo.Record{Topic: topic, Context: v.r.Context()}
+	keyInfo, valInfo := dataInfo{}, dataInfo{}
 	var err error
-	if kr.Key, keyType, err = rec.Key.encode(); err != nil {
-		return nil, "", "", err
+	if kr.Key, keyInfo, err = rec.Key.encode(v.r.Context(), p, topic+"-key", true); err != nil {
+		return nil, keyInfo, valInfo, err
 	}
-	if kr.Value, valType, err = rec.Value.encode(); err != nil {
-		return nil, "", "", err
+	if kr.Value, valInfo, err = rec.Value.encode(v.r.Context(), p, topic+"-value", false); err != nil {
+		return nil, keyInfo, valInfo, err
 	}
 	for _, h := range rec.Headers {
 		var val []byte
 		if h.Value != nil {
 			if val, err = base64.StdEncoding.DecodeString(*h.Value); err != nil {
-				return nil, "", "", errf(400, 400, "header %s: value is not base64", h.Name)
+				return nil, keyInfo, valInfo, errf(400, 400, "header %s: value is not base64", h.Name)
 			}
 		}
 		kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Name, Value: val})
@@ -230,11 +259,11 @@ func (p *Proxy) v3Record(v *v3req, rec *v3Record, partitions int32) (*kgo.Record
 	}
 	if rec.PartitionID != nil {
 		if *rec.PartitionID < 0 || *rec.PartitionID >= partitions {
-			return nil, "", "", errf(404, 40403, "This server does not host this topic-partition.")
+			return nil, keyInfo, valInfo, errf(404, 40403, "This server does not host this topic-partition.")
 		}
 		kr.Context = withPartition(v.r.Context(), *rec.PartitionID)
 	}
-	return kr, keyType, valType, nil
+	return kr, keyInfo, valInfo, nil
 }
 
 // perRecordLimit bounds the bytes read for one record of a stream (the
