@@ -33,6 +33,9 @@ type schemas struct {
 	cl *sr.Client
 	mu sync.Mutex
 	by map[int]avro.Schema
+	// registered caches the id of a schema text under a subject, so a
+	// stream of records with the same schema registers it once.
+	registered map[[2]string]int
 }
 
 func newSchemas(url string) (*schemas, error) {
@@ -40,7 +43,7 @@ func newSchemas(url string) (*schemas, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &schemas{cl: cl, by: map[int]avro.Schema{}}, nil
+	return &schemas{cl: cl, by: map[int]avro.Schema{}, registered: map[[2]string]int{}}, nil
 }
 
 func (s *schemas) byID(ctx context.Context, id int) (avro.Schema, error) {
@@ -69,6 +72,13 @@ func (s *schemas) byID(ctx context.Context, id int) (avro.Schema, error) {
 // register registers text under subject and returns its id and parsed
 // schema.
 func (s *schemas) register(ctx context.Context, subject, text string) (int, avro.Schema, error) {
+	s.mu.Lock()
+	id, ok := s.registered[[2]string{subject, text}]
+	sch := s.by[id]
+	s.mu.Unlock()
+	if ok && sch != nil {
+		return id, sch, nil
+	}
 	sch, err := avro.Parse(text)
 	if err != nil {
 		return 0, nil, errInvalidSchema(err)
@@ -79,6 +89,7 @@ func (s *schemas) register(ctx context.Context, subject, text string) (int, avro
 	}
 	s.mu.Lock()
 	s.by[ss.ID] = sch
+	s.registered[[2]string{subject, text}] = ss.ID
 	s.mu.Unlock()
 	return ss.ID, sch, nil
 }
