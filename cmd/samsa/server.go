@@ -111,6 +111,16 @@ func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
 		srv.Close()
 		return 1
 	}
+	proxyFromDefaults := *configPath == "" && !slices.ContainsFunc(overrides, func(o string) bool {
+		return strings.HasPrefix(strings.TrimSpace(o), "rest.proxy.listeners")
+	})
+	stopRestProxy, err := startServerRestProxy(cfg, srv, proxyFromDefaults, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "samsa server: %v\n", err)
+		stopRegistry()
+		srv.Close()
+		return 1
+	}
 	code := 0
 	select {
 	case <-ctx.Done():
@@ -121,6 +131,7 @@ func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "samsa server: %v\n", srv.Err())
 		code = 1
 	}
+	stopRestProxy()
 	stopRegistry()
 	if err := srv.Close(); err != nil {
 		logger.Error("shutdown", "err", err)

@@ -325,6 +325,7 @@ var brokerKeyList = []*Key{
 	internal(k("unstable.feature.versions.enable", Boolean, "false", nil, Low, ReadOnly, "Allow feature levels still under development.")),
 	// Samsa's own: not a Kafka broker key, so not described (see SchemaRegistryListeners).
 	internal(k("schema.registry.listeners", List, "", nil, Medium, ReadOnly, "http://host:port endpoints on which this node serves the Schema Registry (Confluent's REST API, schemas in _schemas); empty: no registry. The embedded single-node defaults set http://127.0.0.1:8081.")),
+	internal(k("rest.proxy.listeners", List, "", nil, Medium, ReadOnly, "http://host:port endpoints on which this node serves the REST Proxy (Confluent's REST Proxy API v2 and v3); empty: no proxy. The embedded single-node defaults set http://127.0.0.1:8082.")),
 }
 
 // removedKeys are keys Kafka 4 no longer has; a file setting them gets a

@@ -26,6 +26,7 @@ transaction.state.log.min.isr=1
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 schema.registry.listeners=http://127.0.0.1:8081
+rest.proxy.listeners=http://127.0.0.1:8082
 `
 
 // Config is a node's static configuration. The typed fields are what the

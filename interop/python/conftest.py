@@ -23,6 +23,7 @@ import pytest
 
 SERVING = re.compile(r'msg="serving Kafka clients" listener=PLAINTEXT addr=(\S+)')
 REGISTRY = re.compile(r'msg="schema registry listening" listener=(\S+)')
+REST_PROXY = re.compile(r'msg="rest proxy listening" listener=(\S+)')
 
 CLIENT_NAMES = {
     "confluent": "python confluent-kafka",
@@ -46,11 +47,13 @@ class Samsa:
             [binary, "server",
              "--override", "log.dirs=" + self.data_dir,
              "--override", "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-             "--override", "schema.registry.listeners=http://127.0.0.1:0"],
+             "--override", "schema.registry.listeners=http://127.0.0.1:0",
+             "--override", "rest.proxy.listeners=http://127.0.0.1:0"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         ready = threading.Event()
         self.bootstrap = None
         self._registry = None  # the Schema Registry's URL, logged after the broker's line
+        self._rest_proxy = None  # the REST Proxy's URL, likewise
 
         # Drains stderr for the server's whole life so its logger never blocks.
         def drain():
@@ -61,6 +64,9 @@ class Samsa:
                     r = REGISTRY.search(line)
                     if r:
                         self._registry = r.group(1)
+                    rp = REST_PROXY.search(line)
+                    if rp:
+                        self._rest_proxy = rp.group(1)
                     m = SERVING.search(line)
                     if m and not ready.is_set():
                         self.bootstrap = m.group(1)
@@ -77,6 +83,12 @@ class Samsa:
         if not wait_until(lambda: self._registry is not None, timeout=30):
             raise RuntimeError("no schema registry in the log:\n" + open(self.log_path).read())
         return self._registry
+
+    def rest_proxy_url(self):
+        """The URL of the REST Proxy the server runs."""
+        if not wait_until(lambda: self._rest_proxy is not None, timeout=30):
+            raise RuntimeError("no rest proxy in the log:\n" + open(self.log_path).read())
+        return self._rest_proxy
 
     def stop(self):
         if self.proc.poll() is None:

@@ -1,0 +1,302 @@
+// Package restproxy is Samsa's REST Proxy: Confluent REST Proxy's HTTP API
+// (v2 produce, topics, brokers and consumer instances; v3 administration and
+// records) in front of a Kafka cluster, for clients that cannot speak the
+// Kafka protocol. Paths, content types, status codes, error bodies
+// ({"error_code":40401,"message":"..."}) and answer shapes are Confluent's,
+// so scripts written against Confluent's proxy work unchanged.
+//
+// The proxy is a franz-go client of the cluster: one shared producer and
+// admin client, and one consumer client per v2 consumer instance. Consumer
+// instances live in this process only (a request for an instance another
+// proxy owns answers 40403, as Confluent's does) and are closed after
+// Config.ConsumerInstanceTimeout without a request.
+//
+// Produce validates every record of a request before it produces any, so a
+// request that answers 4xx has produced nothing. Records are produced with
+// acks=all; an answer's offsets are the ones the cluster acknowledged.
+//
+// Embedded formats are a table (format.go): a format turns a request's
+// JSON key or value into bytes and a record's bytes back into JSON. binary,
+// json and avro are served; avro registers schemas through the Schema
+// Registry's REST API and writes Confluent's wire format (magic 0, 4-byte
+// schema id). protobuf and jsonschema are refused with 415 until they are
+// added to the table.
+package restproxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Defaults, as Confluent's proxy has them.
+const (
+	DefaultConsumerInstanceTimeout = 5 * time.Minute // consumer.instance.timeout.ms
+	DefaultConsumerRequestTimeout  = time.Second     // consumer.request.timeout.ms
+	DefaultConsumerMaxBytes        = 64 << 20        // consumer.request.max.bytes
+	// DefaultMaxRequestBytes bounds a request body; a larger one answers 413.
+	DefaultMaxRequestBytes = 16 << 20
+)
+
+// Config configures a Proxy.
+type Config struct {
+	// ClientOpts connect to the cluster (kgo.SeedBrokers and any security
+	// options). The proxy adds its own produce and consume options.
+	ClientOpts []kgo.Opt
+	// SchemaRegistryURL is the Schema Registry (http://host:port) that
+	// the avro format registers schemas in and reads them from
+	// (Confluent's schema.registry.url); "" refuses avro data.
+	SchemaRegistryURL string
+	// ConsumerInstanceTimeout closes a consumer instance after this long
+	// without a request; 0 means DefaultConsumerInstanceTimeout.
+	ConsumerInstanceTimeout time.Duration
+	// MaxRequestBytes bounds a request body; 0 means DefaultMaxRequestBytes.
+	MaxRequestBytes int64
+	Logger          *slog.Logger
+}
+
+// Proxy serves the REST Proxy API.
+type Proxy struct {
+	cfg Config
+	cl  *kgo.Client // produce and metadata
+	adm *kadm.Client
+	// schemas is nil without Config.SchemaRegistryURL.
+	schemas *schemas
+	mux     *http.ServeMux
+	stop    chan struct{}
+	done    chan struct{}
+
+	mu struct {
+		sync.Mutex
+		// consumers by group, then instance id.
+		consumers map[string]map[string]*consumer
+		closed    bool
+	}
+}
+
+// New returns a proxy of the cluster cfg.ClientOpts reach. It connects at
+// the first request.
+func New(cfg Config) (*Proxy, error) {
+	if cfg.ConsumerInstanceTimeout <= 0 {
+		cfg.ConsumerInstanceTimeout = DefaultConsumerInstanceTimeout
+	}
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	opts := append([]kgo.Opt{
+		kgo.ClientID("samsa-rest-proxy"),
+		kgo.RecordPartitioner(newPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(0),
+		// Topic answers come from metadata requests that franz-go
+		// caches for this long: short, so that a topic created or
+		// deleted is seen at the next request.
+		kgo.MetadataMinAge(100 * time.Millisecond),
+	}, cfg.ClientOpts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("rest proxy: %w", err)
+	}
+	p := &Proxy{cfg: cfg, cl: cl, adm: kadm.NewClient(cl), stop: make(chan struct{}), done: make(chan struct{})}
+	if cfg.SchemaRegistryURL != "" {
+		if p.schemas, err = newSchemas(cfg.SchemaRegistryURL); err != nil {
+			cl.Close()
+			return nil, fmt.Errorf("rest proxy: schema.registry.url: %w", err)
+		}
+	}
+	p.mu.consumers = map[string]map[string]*consumer{}
+	p.mux = http.NewServeMux()
+	p.routesV2()
+	p.routesV3()
+	go p.expireLoop()
+	return p, nil
+}
+
+// Handler is the proxy's HTTP handler.
+func (p *Proxy) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A v3 records stream may run for long: its limit is per record
+		// (v3ProduceRecords).
+		if !(r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v3/") && strings.HasSuffix(r.URL.Path, "/records")) {
+			r.Body = http.MaxBytesReader(w, r.Body, p.cfg.MaxRequestBytes)
+		}
+		p.mux.ServeHTTP(w, r)
+	})
+}
+
+// Close closes every consumer instance and the cluster client.
+func (p *Proxy) Close() {
+	p.mu.Lock()
+	if p.mu.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.mu.closed = true
+	var all []*consumer
+	for _, g := range p.mu.consumers {
+		for _, c := range g {
+			all = append(all, c)
+		}
+	}
+	p.mu.consumers = nil
+	p.mu.Unlock()
+	close(p.stop)
+	<-p.done
+	for _, c := range all {
+		c.close()
+	}
+	p.cl.Close()
+}
+
+// apiError is an error answered as Confluent answers it: an HTTP status
+// and a body {"error_code": code, "message": msg}.
+type apiError struct {
+	status int
+	code   int
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func errf(status, code int, format string, args ...any) *apiError {
+	return &apiError{status, code, fmt.Sprintf(format, args...)}
+}
+
+// Confluent's errors.
+var (
+	errTopicNotFound     = &apiError{404, 40401, "Topic not found."}
+	errPartitionNotFound = &apiError{404, 40402, "Partition not found."}
+	errInstanceNotFound  = &apiError{404, 40403, "Consumer instance not found."}
+	errFormatMismatch    = &apiError{406, 40601, "The requested embedded data format does not match the deserializer for this consumer instance"}
+	errNotAcceptable     = &apiError{406, 406, "HTTP 406 Not Acceptable"}
+	errUnsupportedType   = &apiError{415, 415, "HTTP 415 Unsupported Media Type"}
+	errKeySchemaMissing  = &apiError{422, 42201, "Request includes keys but does not include key schema"}
+	errValSchemaMissing  = &apiError{422, 42202, "Request includes values but does not include value schema"}
+)
+
+func kafkaError(err error) *apiError {
+	return errf(500, 50002, "Kafka error: %v", err)
+}
+
+// writeError answers err: an apiError as itself, anything else as a Kafka
+// error (50002).
+func writeError(w http.ResponseWriter, err error) {
+	var ae *apiError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &ae):
+	case errors.As(err, &mbe):
+		ae = errf(413, 413, "Request body larger than %d bytes", mbe.Limit)
+	default:
+		ae = kafkaError(err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(ae.status)
+	json.NewEncoder(w).Encode(map[string]any{"error_code": ae.code, "message": ae.msg})
+}
+
+// writeJSON answers v with status and content type ct.
+func writeJSON(w http.ResponseWriter, status int, ct string, v any) {
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// decodeBody reads the JSON body into v: malformed JSON is 400 (code 400)
+// and JSON of the wrong shape 422 (code 422), as Confluent's mappers
+// answer them. An empty body leaves v as it is when allowEmpty.
+func decodeBody(r *http.Request, v any, allowEmpty bool) error {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
+	}
+	if len(strings.TrimSpace(string(b))) == 0 {
+		if allowEmpty {
+			return nil
+		}
+		return errf(422, 422, "Request body is empty")
+	}
+	return unmarshal(b, v)
+}
+
+func unmarshal(b []byte, v any) error {
+	return decodeError(json.Unmarshal(b, v))
+}
+
+// decodeError maps a JSON decoding error to Confluent's answer.
+func decodeError(err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	var mbe *http.MaxBytesError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &mbe):
+		return errf(413, 413, "Request body larger than %d bytes", mbe.Limit)
+	case errors.As(err, &se):
+		return errf(400, 400, "Unexpected character at offset %d: %v", se.Offset, err)
+	case errors.As(err, &te), strings.Contains(err.Error(), "illegal base64"):
+		return errf(422, 422, "Unprocessable entity: %v", err)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errf(400, 400, "Unexpected end of input: %v", err)
+	default:
+		var ae *apiError
+		if errors.As(err, &ae) {
+			return ae
+		}
+		return errf(422, 422, "Unprocessable entity: %v", err)
+	}
+}
+
+// mediaType is the media type of a Content-Type header, lower-cased.
+func mediaType(h string) string {
+	mt, _, err := mime.ParseMediaType(h)
+	if err != nil {
+		return strings.ToLower(strings.TrimSpace(h))
+	}
+	return mt
+}
+
+// accepts reports whether the request's Accept header admits one of the
+// offered media types (or has none).
+func accepts(r *http.Request, offered ...string) bool {
+	h := r.Header.Values("Accept")
+	if len(h) == 0 {
+		return true
+	}
+	for _, v := range h {
+		for part := range strings.SplitSeq(v, ",") {
+			mt := mediaType(part)
+			if mt == "" || mt == "*/*" || mt == "application/*" {
+				return true
+			}
+			for _, o := range offered {
+				if mt == o {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func (p *Proxy) logger() *slog.Logger { return p.cfg.Logger }
+
+// reqContext bounds a request's work on the cluster.
+func reqContext(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), 30*time.Second)
+}
