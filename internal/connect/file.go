@@ -193,14 +193,7 @@ func (t *fileSinkTask) Start(props map[string]string) error {
 
 func (t *fileSinkTask) Put(records []*connector.Record) error {
 	for _, r := range records {
-		switch v := r.Value.(type) {
-		case nil:
-			t.w.WriteString("null")
-		case []byte:
-			t.w.Write(v)
-		default:
-			fmt.Fprint(t.w, v)
-		}
+		t.w.WriteString(javaString(r.Value))
 		t.w.WriteByte('\n')
 	}
 	return nil
@@ -239,4 +232,39 @@ func checkRegex(s string) error {
 	}
 	_, err := regexp.Compile(s)
 	return err
+}
+
+// javaString writes a value as Java's toString does, which is what
+// Kafka's FileStreamSink writes: {k=v, k2=v2} for maps, [a, b] for lists,
+// Struct{f=v,g=w} for structs.
+func javaString(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	case map[string]any:
+		var parts []string
+		for _, k := range connector.SortedKeys(x) {
+			parts = append(parts, k+"="+javaString(x[k]))
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = javaString(e)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case *connector.Struct:
+		var parts []string
+		for _, f := range x.Schema.Fields {
+			if fv := x.Get(f.Name); fv != nil {
+				parts = append(parts, f.Name+"="+javaString(fv))
+			}
+		}
+		return "Struct{" + strings.Join(parts, ",") + "}"
+	}
+	return fmt.Sprint(v)
 }

@@ -170,8 +170,12 @@ func (w *Worker) routes() http.Handler {
 		if err := decode(r, &props); err != nil {
 			return 0, nil, err
 		}
-		if c := props["connector.class"]; c != "" && !strings.HasSuffix(c, r.PathValue("p")) && !strings.HasSuffix(c, r.PathValue("p")+"Connector") {
-			return 0, nil, errorf(400, "Included connector type %s does not match request type %s", c, r.PathValue("p"))
+		if c := props["connector.class"]; c != "" {
+			included, err1 := findPlugin(c)
+			requested, err2 := findPlugin(r.PathValue("p"))
+			if err1 == nil && err2 == nil && included != requested {
+				return 0, nil, errorf(400, "Included connector type %s does not match request type %s", c, r.PathValue("p"))
+			}
 		}
 		if props["connector.class"] == "" {
 			props["connector.class"] = r.PathValue("p")
