@@ -198,13 +198,18 @@ func (h *herder) setStatus(conn string, task int, st, trace string) {
 		h.mu.status[conn] = cs
 	}
 	key := "status-connector-" + conn
+	old, had := cs.connector, cs.connector.State != ""
 	if task < 0 {
 		cs.connector = s
 	} else {
+		old, had = cs.tasks[task]
 		cs.tasks[task] = s
 		key = fmt.Sprintf("status-task-%s-%d", conn, task)
 	}
 	h.mu.Unlock()
+	if had && old == s {
+		return // the reconciler repeats states; the topic needs changes only
+	}
 	h.writeStatus(key, &s)
 }
 
