@@ -182,7 +182,7 @@ func consume(t *testing.T, bootstrap, topic string, n int) []*kgo.Record {
 // pause/resume, restart, offsets, stop, delete, and the records the worker
 // left in the config and offset topics.
 func TestDistributedFileStreamPipeline(t *testing.T) {
-	srv := servertest.Start(t)
+	srv := servertest.Start(t, "group.initial.rebalance.delay.ms=0")
 	bootstrap := servertest.Addr(srv)
 	w := startWorker(t, bootstrap, true, nil)
 	r := rest{t, w.URL()}

@@ -22,6 +22,6 @@
 //   - status topic: status-connector-<name>, status-task-<name>-<n> with
 //     {"state":..,"trace":..,"worker_id":..,"generation":..}.
 //
-// Not yet: a distributed worker does not join a Connect group; it runs
-// every connector and task itself, so run one worker per group.id.
+// Distributed workers form a Connect group (group.go) that is, for now,
+// active/passive: the leader runs everything, the others stand by.
 package connect

@@ -17,7 +17,7 @@ import (
 // going to the dead letter queue of a tolerant one, and a source that
 // resumes from its offsets file after the worker restarts.
 func TestStandaloneErrorsValidateAndResume(t *testing.T) {
-	srv := servertest.Start(t)
+	srv := servertest.Start(t, "group.initial.rebalance.delay.ms=0")
 	bootstrap := servertest.Addr(srv)
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.txt")

@@ -71,6 +71,91 @@ type herder struct {
 		sync.Mutex
 		conns  map[string]*desired
 		status map[string]*connStatus
+		active bool // runs connectors: always standalone; the group leader distributed
+	}
+}
+
+// setActive starts (true) or stops the connectors and tasks this worker
+// runs; deactivating waits until everything stopped.
+func (h *herder) setActive(ctx context.Context, active bool) {
+	h.mu.Lock()
+	changed := h.mu.active != active
+	h.mu.active = active
+	h.mu.Unlock()
+	if !changed {
+		return
+	}
+	if active {
+		h.wake()
+		return
+	}
+	h.do(ctx, func() { h.reconcile(ctx) })
+}
+
+func (h *herder) isActive() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.mu.active
+}
+
+// configOffset is the offset of the last config record read (-1: none),
+// which Connect's group metadata carries.
+func (h *herder) configOffset() int64 {
+	if l, ok := h.configLog.(*kafkaLog); ok {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.next[0] - 1
+	}
+	return -1
+}
+
+// applyStatus applies a status-topic record, so every worker reports the
+// states of tasks that others run.
+func (h *herder) applyStatus(r kv) {
+	conn, task := "", -1
+	if rest, ok := strings.CutPrefix(r.key, "status-connector-"); ok {
+		conn = rest
+	} else if rest, ok := strings.CutPrefix(r.key, "status-task-"); ok {
+		i := strings.LastIndexByte(rest, '-')
+		n, err := strconv.Atoi(rest[i+1:])
+		if i < 0 || err != nil {
+			return
+		}
+		conn, task = rest[:i], n
+	} else {
+		return
+	}
+	var v struct {
+		State    string  `json:"state"`
+		Trace    *string `json:"trace"`
+		WorkerID string  `json:"worker_id"`
+	}
+	if r.value != nil && json.Unmarshal(r.value, &v) != nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cs := h.mu.status[conn]
+	if r.value == nil {
+		if cs != nil && task < 0 {
+			delete(h.mu.status, conn)
+		} else if cs != nil {
+			delete(cs.tasks, task)
+		}
+		return
+	}
+	if cs == nil {
+		cs = &connStatus{tasks: map[int]state{}}
+		h.mu.status[conn] = cs
+	}
+	st := state{State: v.State, WorkerID: v.WorkerID}
+	if v.Trace != nil {
+		st.Trace = *v.Trace
+	}
+	if task < 0 {
+		cs.connector = st
+	} else {
+		cs.tasks[task] = st
 	}
 }
 
@@ -318,7 +403,11 @@ func (h *herder) do(ctx context.Context, f func()) error {
 
 func (h *herder) reconcile(ctx context.Context) {
 	seen := map[string]bool{}
-	for _, name := range h.names() {
+	var names []string
+	if h.isActive() {
+		names = h.names()
+	}
+	for _, name := range names {
 		seen[name] = true
 		d, _ := h.snapshot(name)
 		rt := h.runtimes[name]

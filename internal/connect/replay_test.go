@@ -15,7 +15,7 @@ import (
 // The data generator's records go through the connector's JsonConverter
 // in Kafka's envelope.
 func TestDistributedRestartReplaysTopics(t *testing.T) {
-	srv := servertest.Start(t)
+	srv := servertest.Start(t, "group.initial.rebalance.delay.ms=0")
 	bootstrap := servertest.Addr(srv)
 	w := startWorker(t, bootstrap, true, nil)
 	r := rest{t, w.URL()}

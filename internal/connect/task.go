@@ -248,8 +248,10 @@ func (r *sourceRunner) send(rec *connector.Record) error {
 	for _, hd := range out.Headers {
 		kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: hd.Key, Value: hd.Value})
 	}
-	r.cl.Produce(r.ctx, kr, func(_ *kgo.Record, err error) {
-		if err != nil && r.ctx.Err() == nil {
+	// Not r.ctx: stopping must not abort records in flight, whose offsets
+	// the final flush stores once they are acknowledged.
+	r.cl.Produce(context.Background(), kr, func(_ *kgo.Record, err error) {
+		if err != nil {
 			r.sendErr.CompareAndSwap(nil, err)
 		}
 	})

@@ -27,6 +27,8 @@ type Worker struct {
 	servers   []*http.Server
 	cancel    context.CancelFunc
 	done      chan struct{}
+	group     *groupMember  // distributed only
+	groupDone chan struct{} // closed when the group member's goroutine ends
 }
 
 // Options are what the caller adds to a WorkerConfig.
@@ -91,8 +93,7 @@ func Start(ctx context.Context, cfg *WorkerConfig, o Options) (_ *Worker, err er
 	}
 	w.logs = append(w.logs, offsetLog)
 	if h.statusLog != nil {
-		// Statuses are written, not read back: this worker reports what it runs.
-		if err := h.statusLog.Start(ctx, func(kv) {}); err != nil {
+		if err := h.statusLog.Start(ctx, h.applyStatus); err != nil {
 			return nil, fmt.Errorf("connect: status topic: %w", err)
 		}
 		w.logs = append(w.logs, h.statusLog)
@@ -108,6 +109,16 @@ func Start(ctx context.Context, cfg *WorkerConfig, o Options) (_ *Worker, err er
 		defer close(w.done)
 		h.run(runCtx)
 	}()
+	if o.Distributed {
+		w.group = &groupMember{h: h, cl: w.admin, group: cfg.GroupID, url: cfg.AdvertisedURL}
+		w.groupDone = make(chan struct{})
+		go func() {
+			defer close(w.groupDone)
+			w.group.run(runCtx)
+		}()
+	} else {
+		h.setActive(ctx, true)
+	}
 	for _, c := range o.Connectors {
 		if _, _, err := w.putConnector(ctx, c["name"], c, "", true); err != nil {
 			w.Close()
@@ -140,6 +151,12 @@ func (w *Worker) Close() {
 	if w.cancel != nil {
 		w.cancel()
 		<-w.done
+		if w.groupDone != nil {
+			<-w.groupDone
+			// Leave only now that every task stopped, so the member
+			// that takes over never runs a task beside ours.
+			w.group.leave()
+		}
 	}
 	w.closeStores()
 }
