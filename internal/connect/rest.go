@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -56,6 +57,9 @@ func handler(f func(r *http.Request) (int, any, error)) http.HandlerFunc {
 		if code == http.StatusNoContent {
 			w.WriteHeader(code)
 			return
+		}
+		if info, ok := body.(*connectorInfo); ok && code == http.StatusCreated {
+			w.Header().Set("Location", "/connectors/"+url.PathEscape(info.Name))
 		}
 		writeJSON(w, code, body)
 	}
