@@ -22,6 +22,7 @@ func commands() []command {
 		{"server", "start a Samsa node", runServer},
 		{"registry", "run the Schema Registry alone, as a client of a cluster", runRegistry},
 		{"rest-proxy", "run the REST Proxy (Confluent's v2 and v3 HTTP API) alone, as a client of a cluster", runRestProxy},
+		{"connect", "run a Kafka Connect worker (standalone or distributed); list, create, pause connectors", runConnect},
 		{"schema", "register, get, list, delete schemas and check compatibility (Schema Registry)", runSchema},
 		{"dev", "run a local multi-node cluster for development (dev cluster)", runDev},
 		{"cluster", "show the cluster's brokers and controller; make cluster ids", runCluster},
