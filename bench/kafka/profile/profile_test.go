@@ -110,3 +110,53 @@ func BenchmarkConsume100B(b *testing.B) {
 		consume(b, addr, "consume", 200000)
 	}
 }
+
+// produceAcksAll writes n records of size bytes round robin over the
+// partitions of a new topic, as `samsa bench` does (acks=all, idempotent,
+// linger 10 ms, 10,000 records buffered, no compression), and waits for
+// every acknowledgement.
+func produceAcksAll(tb testing.TB, addr, topic string, partitions int32, n, size int) {
+	tb.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(10000),
+		kgo.ProducerLinger(10*time.Millisecond), kgo.ProducerBatchMaxBytes(1000000),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, -1, nil, topic); err != nil {
+		tb.Fatal(err)
+	}
+	value := make([]byte, size)
+	rand.Read(value)
+	for range n {
+		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				tb.Error(err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// BenchmarkProduce6P is bench/kafka/run.sh's franz-go acks=all case on 6
+// partitions, 1 KiB and 100 B records, one new topic per iteration.
+func BenchmarkProduce6P(b *testing.B) {
+	for _, bc := range []struct {
+		name    string
+		size, n int
+	}{{"1KiB", 1024, 50000}, {"100B", 100, 200000}} {
+		b.Run(bc.name, func(b *testing.B) {
+			addr := servertest.Addr(servertest.Start(b))
+			b.SetBytes(int64(bc.n * bc.size))
+			for i := 0; b.Loop(); i++ {
+				produceAcksAll(b, addr, fmt.Sprintf("p6-%d", i), 6, bc.n, bc.size)
+			}
+		})
+	}
+}
