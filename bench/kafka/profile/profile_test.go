@@ -8,8 +8,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/servertest"
 )
 
@@ -156,6 +159,60 @@ func BenchmarkProduce6P(b *testing.B) {
 			b.SetBytes(int64(bc.n * bc.size))
 			for i := 0; b.Loop(); i++ {
 				produceAcksAll(b, addr, fmt.Sprintf("p6-%d", i), 6, bc.n, bc.size)
+			}
+		})
+	}
+}
+
+// BenchmarkProduceRequest sends one prebuilt Produce request at a time
+// (6 partitions, a batch of 100 records of 100 B on each, not idempotent)
+// and waits for its answer: the broker's cost per request, with little
+// client work beside it.
+func BenchmarkProduceRequest(b *testing.B) {
+	for _, acks := range []int16{1, -1} {
+		b.Run(fmt.Sprintf("acks=%d", acks), func(b *testing.B) {
+			addr := servertest.Addr(servertest.Start(b))
+			cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cl.Close()
+			ctx := context.Background()
+			const topic, partitions, records = "requests", 6, 100
+			created, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, -1, nil, topic)
+			if err != nil {
+				b.Fatal(err)
+			}
+			value := make([]byte, valueSize)
+			rand.Read(value)
+			recs := make([]record.Record, records)
+			for i := range recs {
+				recs[i] = record.Record{Timestamp: time.Now().UnixMilli(), Value: value}
+			}
+			batch := record.Build(record.BuildOptions{}, recs)
+			req := kmsg.NewPtrProduceRequest()
+			req.Acks, req.TimeoutMillis = acks, 30000
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic, rt.TopicID = topic, created.ID // v13 names topics by id
+			for p := range int32(partitions) {
+				rp := kmsg.NewProduceRequestTopicPartition()
+				rp.Partition, rp.Records = p, batch
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			req.Topics = append(req.Topics, rt)
+			b.SetBytes(partitions * records * valueSize)
+			for b.Loop() {
+				kresp, err := req.RequestWith(ctx, cl)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, t := range kresp.Topics {
+					for _, p := range t.Partitions {
+						if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+							b.Fatalf("partition %d: %v", p.Partition, err)
+						}
+					}
+				}
 			}
 		})
 	}
