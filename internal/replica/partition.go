@@ -62,8 +62,10 @@ type Partition struct {
 		leaderEpoch   int32
 		highWatermark int64
 		producers     producerState
-		// appended is closed and replaced whenever the log end offset or
-		// the high watermark moves, and on a role change; moves counts
+		// appended is closed whenever the log end offset or the high
+		// watermark moves, and on a role change, and made again by the
+		// next Appended (nil until then: appends make no channel that
+		// nobody waits on); moves counts
 		// those events, and waiters are told of each (FetchWaiter).
 		appended chan struct{}
 		moves    uint64
@@ -301,8 +303,10 @@ func (p *Partition) advanceLocked() {
 // FetchWaiter, and answers the CommitWaits the high watermark passed or
 // a role change ended.
 func (p *Partition) wakeLocked() {
-	close(p.mu.appended)
-	p.mu.appended = make(chan struct{})
+	if p.mu.appended != nil {
+		close(p.mu.appended)
+		p.mu.appended = nil // the next Appended makes a new one
+	}
 	p.mu.moves++
 	for w, i := range p.mu.waiters {
 		w.notify(i)
@@ -451,6 +455,9 @@ func (p *Partition) offsetsLocked() Snapshot {
 func (p *Partition) Appended() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.mu.appended == nil {
+		p.mu.appended = make(chan struct{})
+	}
 	return p.mu.appended
 }
 
