@@ -489,15 +489,23 @@ type pendingSync struct {
 const maxParallelSyncs = 16
 
 // syncAll fsyncs the partitions a fetch answer appended to, when the flush
-// policy made it due (log.flush.interval.messages=1), in parallel, before
-// the next fetch tells the leader their new positions: an fsync costs
-// about the same for one partition as for several at once, so a round
-// with n partitions waits for about one instead of n in a row.
+// policy made it due (log.flush.interval.messages=1), before the next
+// fetch tells the leader their new positions.
 func (f *replicaFetcher) syncAll(syncs []pendingSync) {
+	syncAppended(syncs, func(ps pendingSync, err error) {
+		f.warn("partition:"+ps.s.tp.Topic+"-"+strconv.Itoa(int(ps.s.tp.Partition)), "replica fsync failed",
+			"topic", ps.s.tp.Topic, "partition", ps.s.tp.Partition, "err", err)
+	})
+}
+
+// syncAppended fsyncs the logs of syncs in parallel, at most
+// maxParallelSyncs at a time, and reports each failure to fail: an fsync
+// costs about the same for one partition as for several at once, so a
+// round of n partitions waits for about one fsync instead of n in a row.
+func syncAppended(syncs []pendingSync, fail func(pendingSync, error)) {
 	fsync := func(ps pendingSync) {
 		if err := ps.s.log.SyncAppended(ps.upTo); err != nil {
-			f.warn("partition:"+ps.s.tp.Topic+"-"+strconv.Itoa(int(ps.s.tp.Partition)), "replica fsync failed",
-				"topic", ps.s.tp.Topic, "partition", ps.s.tp.Partition, "err", err)
+			fail(ps, err)
 		}
 	}
 	if len(syncs) == 1 {
