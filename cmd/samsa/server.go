@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -40,6 +41,7 @@ func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
 	fs.Var(&features, "feature", "feature level `name=level` a new metadata log starts at (repeatable; wins over --release-version), as kafka-storage format --feature")
 	standalone := fs.Bool("standalone", false, "format a new metadata log with this controller as the only voter of a dynamic quorum (controller.quorum.bootstrap.servers), as kafka-storage format --standalone")
 	initialControllers := fs.String("initial-controllers", "", "format a new metadata log of a dynamic quorum with these `voters` (id@host:port:directory-id,...; this node's directory id becomes its metadata directory's), as kafka-storage format --initial-controllers")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the node to `file` until it stops (go tool pprof reads it)")
 	noInitialControllers := fs.Bool("no-initial-controllers", false, "format a new metadata log with no voters: this controller joins the quorum of controller.quorum.bootstrap.servers once added with kafka-metadata-quorum add-controller, as kafka-storage format --no-initial-controllers")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: samsa server [--config FILE] [--override key=value ...] [--add-scram 'SCRAM-SHA-256=[name=U,password=P]' ...] [--release-version R] [--feature name=level ...] [--standalone | --initial-controllers id@host:port:dir,... | --no-initial-controllers]")
@@ -51,6 +53,20 @@ func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "samsa server: unexpected argument %q\n", fs.Arg(0))
 		return 2
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "samsa server: --cpuprofile: %v\n", err)
+			return 1
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
 	}
 	level := new(slog.LevelVar)
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {

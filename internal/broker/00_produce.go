@@ -72,9 +72,10 @@ func handleProduce(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Re
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	resp.Version = req.Version
 
+	batches := parseBatches(req)
 	z := b.authz(c)
 	var txnDenied bool
-	if z.on() && hasTransactionalBatches(req) {
+	if z.on() && hasTransactionalBatches(batches) {
 		txnDenied = req.TransactionID == nil || !z.txnID(kmsg.ACLOperationWrite, *req.TransactionID)
 	}
 	writable := z.topics(kmsg.ACLOperationWrite)
@@ -91,11 +92,11 @@ func handleProduce(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Re
 	}
 	var txnWrites map[txn.TopicPartition]*txnWrite
 	if !txnDenied && acksOK {
-		txnWrites = b.verifyTxnWrites(ctx, req, func(fn func(string, int32, []byte)) {
-			for _, rt := range req.Topics {
+		txnWrites = b.verifyTxnWrites(ctx, req, func(fn func(string, int32, parsedBatch)) {
+			for ti, rt := range req.Topics {
 				if topic, unknown := topicName(rt); !unknown && writable(topic) {
-					for _, rp := range rt.Partitions {
-						fn(topic, rp.Partition, rp.Records)
+					for pi, rp := range rt.Partitions {
+						fn(topic, rp.Partition, batches.byTopic[ti][pi])
 					}
 				}
 			}
@@ -103,12 +104,16 @@ func handleProduce(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Re
 	}
 	var firstErr error
 	var pending []pendingProduce
-	for _, rt := range req.Topics {
+	var commits *replica.CommitWait
+	if req.Acks == -1 {
+		commits = replica.NewCommitWait(len(batches.all))
+	}
+	for ti, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		topic, idUnknown := topicName(rt)
 		_, topicKnown := img.Topic(topic)
-		for _, rp := range rt.Partitions {
+		for pi, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.BaseOffset = -1
@@ -129,7 +134,6 @@ func handleProduce(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Re
 			case isInternalTopic(topic):
 				err = fmt.Errorf("%w: cannot append to internal topic %s", kerr.InvalidTopicException, topic)
 			default:
-				var w pendingProduce
 				var tw *txnWrite
 				if txnWrites != nil {
 					tw = txnWrites[txn.TopicPartition{Topic: topic, Partition: rp.Partition}]
@@ -137,9 +141,9 @@ func handleProduce(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Re
 						tw = &txnWrite{} // verification on, none taken: only an open transaction may go on
 					}
 				}
-				w, err = b.produceTo(topic, rp.Records, &sp, req.Version, req.Acks == -1, tw)
+				w := pendingProduce{topic: ti, partition: pi, index: batches.index(ti, pi)}
+				err = b.produceTo(topic, rp.Records, batches.byTopic[ti][pi], &sp, req.Version, commits, tw, &w)
 				if err == nil && w.p != nil {
-					w.topic, w.partition = len(resp.Topics), len(st.Partitions)
 					pending = append(pending, w)
 				}
 			}
@@ -153,7 +157,7 @@ func handleProduce(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Re
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	b.awaitAppends(ctx, resp, pending, req.Acks == -1, time.Duration(req.TimeoutMillis)*time.Millisecond)
+	b.awaitAppends(ctx, resp, pending, commits, time.Duration(req.TimeoutMillis)*time.Millisecond)
 	if req.Acks == 0 {
 		if firstErr == nil {
 			firstErr = produceError(resp)
@@ -184,14 +188,51 @@ func topicOrID(name string, id [16]byte) string {
 	return metadata.Uuid(id).String()
 }
 
+// parsedBatch is a partition's batch header, parsed once per request.
+type parsedBatch struct {
+	h   record.Header
+	err error
+}
+
+// requestBatches are a produce request's parsed batch headers, by topic
+// and partition as in the request; all holds them back to back, topic
+// ti's from first[ti].
+type requestBatches struct {
+	byTopic [][]parsedBatch
+	all     []parsedBatch
+	first   []int
+}
+
+func parseBatches(req *kmsg.ProduceRequest) requestBatches {
+	n := 0
+	for _, t := range req.Topics {
+		n += len(t.Partitions)
+	}
+	rb := requestBatches{byTopic: make([][]parsedBatch, len(req.Topics)), all: make([]parsedBatch, n), first: make([]int, len(req.Topics))}
+	n = 0
+	for ti, t := range req.Topics {
+		rb.first[ti] = n
+		rb.byTopic[ti] = rb.all[n : n+len(t.Partitions)]
+		for pi, p := range t.Partitions {
+			h, err := record.ParseHeader(p.Records)
+			rb.byTopic[ti][pi] = parsedBatch{h, err}
+		}
+		n += len(t.Partitions)
+	}
+	return rb
+}
+
+// index is the position of a partition's batch in all.
+func (rb requestBatches) index(topic, partition int) int {
+	return rb.first[topic] + partition
+}
+
 // hasTransactionalBatches reports whether a partition's batch is
 // transactional (Kafka's RequestUtils.hasTransactionalRecords).
-func hasTransactionalBatches(req *kmsg.ProduceRequest) bool {
-	for _, t := range req.Topics {
-		for _, p := range t.Partitions {
-			if h, err := record.ParseHeader(p.Records); err == nil && h.Transactional() {
-				return true
-			}
+func hasTransactionalBatches(rb requestBatches) bool {
+	for _, b := range rb.all {
+		if b.err == nil && b.h.Transactional() {
+			return true
 		}
 	}
 	return false
@@ -199,45 +240,49 @@ func hasTransactionalBatches(req *kmsg.ProduceRequest) bool {
 
 // pendingProduce is an append not final yet — its fsync is due (the
 // flush policy), or it waits to commit (acks=all) — and where its answer
-// is in the response.
+// is in the response and in the request's CommitWait.
 type pendingProduce struct {
-	p                *replica.Partition
-	res              replica.AppendResult
-	topic, partition int
+	p                       *replica.Partition
+	res                     replica.AppendResult
+	topic, partition, index int
 }
 
-// awaitAppends waits, in parallel, until every pending append is final:
-// fsynced when its log's flush policy says so (replica.WaitSynced; the
-// appends of one log share fsyncs) and, with acksAll, committed within
-// timeout. It sets the error of those that are not.
-func (b *Broker) awaitAppends(ctx context.Context, resp *kmsg.ProduceResponse, pending []pendingProduce, acksAll bool, timeout time.Duration) {
+// awaitAppends waits until every pending append is final: fsynced when
+// its log's flush policy says so (replica.WaitSynced, in parallel; the
+// appends of one log share fsyncs) and, with acks=all (commits not nil),
+// committed within timeout. It sets the error of those that are not.
+func (b *Broker) awaitAppends(ctx context.Context, resp *kmsg.ProduceResponse, pending []pendingProduce, commits *replica.CommitWait, timeout time.Duration) {
 	if len(pending) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, max(timeout, 0))
-	defer cancel()
+	back := away(ctx) // waiting for the disk and followers is not handling (quota.go)
+	defer back()
 	errs := make([]error, len(pending))
-	wait := func(i int, w pendingProduce) {
-		errs[i] = w.p.WaitSynced(w.res)
-		if errs[i] == nil && acksAll {
-			errs[i] = w.p.WaitCommitted(ctx, w.res.LastOffset)
+	var syncs []int
+	for i, w := range pending {
+		if w.res.NeedsSync() {
+			syncs = append(syncs, i)
 		}
 	}
-	back := away(ctx) // waiting for the disk and followers is not handling (quota.go)
-	if len(pending) == 1 {
-		wait(0, pending[0])
-	} else {
+	if len(syncs) == 1 {
+		errs[syncs[0]] = pending[syncs[0]].p.WaitSynced(pending[syncs[0]].res)
+	} else if len(syncs) > 1 {
 		var wg sync.WaitGroup
-		for i, w := range pending {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				wait(i, w)
-			}()
+		for _, i := range syncs {
+			wg.Go(func() { errs[i] = pending[i].p.WaitSynced(pending[i].res) })
 		}
 		wg.Wait()
 	}
-	back()
+	if commits != nil {
+		ctx, cancel := context.WithTimeout(ctx, max(timeout, 0))
+		committed := commits.Wait(ctx)
+		cancel()
+		for i, w := range pending {
+			if errs[i] == nil {
+				errs[i] = committed[w.index]
+			}
+		}
+	}
 	for i, w := range pending {
 		if errs[i] != nil {
 			setProduceError(b, &resp.Topics[w.topic].Partitions[w.partition], errs[i])
@@ -252,59 +297,61 @@ func setProduceError(b *Broker, sp *kmsg.ProduceResponseTopicPartition, err erro
 	}
 }
 
-// produceTo appends one partition's batch and fills in the response. With
-// acksAll it checks the ISR first. It returns the append to wait for
-// (awaitAppends). With tw (transaction verification on) a transactional
-// batch appends under its verification: tw's error, or its guard.
-func (b *Broker) produceTo(topic string, records []byte, sp *kmsg.ProduceResponseTopicPartition, version int16, acksAll bool, tw *txnWrite) (pendingProduce, error) {
+// produceTo appends one partition's batch, whose header batch is, and
+// fills in the response. With commits (acks=all) the append checks the
+// ISR first and joins commits at w.index. An append still to wait for
+// (awaitAppends) is left in w. With tw (transaction verification on) a
+// transactional batch appends under its verification: tw's error, or
+// its guard.
+func (b *Broker) produceTo(topic string, records []byte, batch parsedBatch, sp *kmsg.ProduceResponseTopicPartition, version int16, commits *replica.CommitWait, tw *txnWrite, w *pendingProduce) error {
 	p, err := b.leaderPartition(topic, sp.Partition)
 	if err != nil {
-		return pendingProduce{}, err
+		return err
 	}
 	if tw != nil && tw.err != nil {
-		return pendingProduce{}, tw.err
+		return tw.err
 	}
-	h, err := record.ParseHeader(records)
+	h, err := batch.h, batch.err
 	switch {
 	case errors.Is(err, record.ErrUnsupportedMagic):
-		return pendingProduce{}, kerr.UnsupportedVersion
+		return kerr.UnsupportedVersion
 	case err == nil && h.Size() < len(records):
 		sp.ErrorMessage = strPtr("a produce request must hold exactly one record batch per partition")
-		return pendingProduce{}, kerr.InvalidRecord
+		return kerr.InvalidRecord
 	case err == nil && h.Codec() == record.CodecZstd && version < 7:
-		return pendingProduce{}, kerr.UnsupportedCompressionType // zstd came with produce v7
-	}
-	if acksAll {
-		if err := p.CheckEnoughReplicas(); err != nil {
-			return pendingProduce{}, err
-		}
+		return kerr.UnsupportedCompressionType // zstd came with produce v7
 	}
 	var res replica.AppendResult
 	if err != nil {
 		// A header that does not parse: Append refuses the batch as it
-		// refuses any invalid one.
-		res, err = p.Append(records)
-	} else {
-		// The header goes down with the batch; nothing below parses it
-		// again.
-		var guard *replica.VerificationGuard
-		if tw != nil && h.Transactional() {
-			guard = &tw.guard
+		// refuses any invalid one, after the acks=all check as in Kafka.
+		if commits != nil {
+			if err := p.CheckEnoughReplicas(); err != nil {
+				return err
+			}
 		}
-		res, err = p.AppendParsedUnsynced(records, h, guard)
+		_, err := p.Append(records) // refuses the batch: its header does not parse
+		return err
 	}
+	// The header goes down with the batch; nothing below parses it again.
+	o := replica.AppendOptions{Commit: commits, CommitIndex: w.index}
+	if tw != nil && h.Transactional() {
+		o.Guard = &tw.guard
+	}
+	res, err = p.AppendProduce(records, h, o)
 	if err != nil {
-		return pendingProduce{}, err
+		return err
 	}
 	sp.BaseOffset = res.BaseOffset
 	sp.LogAppendTime = res.LogAppendTime
 	sp.LogStartOffset = res.LogStartOffset
-	if !acksAll && !res.NeedsSync() {
-		return pendingProduce{}, nil
+	if commits == nil && !res.NeedsSync() {
+		return nil
 	}
 	// A duplicate batch answers the offsets of the original, which must
 	// be fsynced and committed too.
-	return pendingProduce{p: p, res: res}, nil
+	w.p, w.res = p, res
+	return nil
 }
 
 func strPtr(s string) *string { return &s }

@@ -11,7 +11,6 @@ import (
 	"github.com/samsa-io/samsa/internal/coordinator"
 	"github.com/samsa-io/samsa/internal/coordinator/txn"
 	"github.com/samsa-io/samsa/internal/metadata"
-	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/replica"
 )
 
@@ -99,7 +98,7 @@ type txnWrite struct {
 // request's partitions by topic name. The result has an entry for each
 // transactional batch appended with verification; nil when verification
 // is off and nothing is added.
-func (b *Broker) verifyTxnWrites(ctx context.Context, req *kmsg.ProduceRequest, partitions func(fn func(topic string, p int32, records []byte))) map[txn.TopicPartition]*txnWrite {
+func (b *Broker) verifyTxnWrites(ctx context.Context, req *kmsg.ProduceRequest, partitions func(fn func(topic string, p int32, batch parsedBatch))) map[txn.TopicPartition]*txnWrite {
 	add := req.Version >= 12
 	verify := b.txnVerification()
 	if req.TransactionID == nil || b.cfg.TxnPartitions == nil || (!add && !verify) {
@@ -112,9 +111,9 @@ func (b *Broker) verifyTxnWrites(ctx context.Context, req *kmsg.ProduceRequest, 
 	writes := map[txn.TopicPartition]*txnWrite{}
 	pending := map[producer][]txn.TopicPartition{}
 	parts := map[txn.TopicPartition]*replica.Partition{}
-	partitions(func(topic string, i int32, records []byte) {
-		h, err := record.ParseHeader(records)
-		if err != nil || !h.Transactional() || isInternalTopic(topic) {
+	partitions(func(topic string, i int32, batch parsedBatch) {
+		h := batch.h
+		if batch.err != nil || !h.Transactional() || isInternalTopic(topic) {
 			return
 		}
 		p, err := b.leaderPartition(topic, i)

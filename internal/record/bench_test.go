@@ -20,6 +20,19 @@ func BenchmarkValidate(b *testing.B) {
 	}
 }
 
+// BenchmarkValidateSmall is BenchmarkValidate for 1,000 records of 100 B,
+// uncompressed, where walking the records costs more than the CRC.
+func BenchmarkValidateSmall(b *testing.B) {
+	batch := Build(BuildOptions{}, randomRecords(1000, 100, 42))
+	b.SetBytes(int64(len(batch)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Validate(batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkRecords(b *testing.B) {
 	batch := Build(BuildOptions{}, randomRecords(100, 1024, 42))
 	b.SetBytes(int64(len(batch)))

@@ -128,6 +128,82 @@ func (r *recordReader) next() (rawRecord, error) {
 	return rec, nil
 }
 
+// skip checks the framing of the record at r.pos exactly as next does and
+// advances past it, returning only what validation keeps (walk): it
+// builds no rawRecord, which is most of the cost of a small record.
+func (r *recordReader) skip() (offsetDelta int32, timestampDelta int64, nullKey bool, err error) {
+	size, err := r.varint(len(r.b))
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if size < 0 {
+		return 0, 0, false, errNegative
+	}
+	if int(size) > len(r.b)-r.pos {
+		return 0, 0, false, errTruncated
+	}
+	end := r.pos + int(size)
+	if r.pos >= end {
+		return 0, 0, false, errSizeMatch
+	}
+	r.pos++ // attributes
+	ts, n := readVarlong(r.b[r.pos:end])
+	if n <= 0 {
+		return 0, 0, false, varintErr(n)
+	}
+	r.pos += n
+	if offsetDelta, err = r.varint(end); err != nil {
+		return 0, 0, false, err
+	}
+	if nullKey, err = r.skipBytes(end, true); err != nil {
+		return 0, 0, false, err
+	}
+	if _, err = r.skipBytes(end, true); err != nil {
+		return 0, 0, false, err
+	}
+	numHeaders, err := r.varint(end)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if numHeaders < 0 {
+		return 0, 0, false, errNegative
+	}
+	if int(numHeaders) > (end-r.pos)/2 {
+		return 0, 0, false, errTruncated
+	}
+	for i := int32(0); i < numHeaders; i++ {
+		if _, err = r.skipBytes(end, false); err != nil {
+			return 0, 0, false, err
+		}
+		if _, err = r.skipBytes(end, true); err != nil {
+			return 0, 0, false, err
+		}
+	}
+	if r.pos != end {
+		return 0, 0, false, errSizeMatch
+	}
+	return offsetDelta, ts, nullKey, nil
+}
+
+// skipBytes is bytesField without the slice; null reports length -1.
+func (r *recordReader) skipBytes(end int, nullable bool) (null bool, err error) {
+	l, err := r.varint(end)
+	if err != nil {
+		return false, err
+	}
+	if l < 0 {
+		if l == -1 && nullable {
+			return true, nil
+		}
+		return false, errNegative
+	}
+	if int(l) > end-r.pos {
+		return false, errTruncated
+	}
+	r.pos += int(l)
+	return false, nil
+}
+
 func varintErr(n int) error {
 	if n == 0 {
 		return errTruncated
@@ -168,11 +244,11 @@ func walk(data []byte, h *Header, mode walkMode, s *Summary) error {
 		if r.pos >= len(data) {
 			return fmt.Errorf("%w: batch declares %d records but holds %d", ErrInvalid, h.NumRecords, i)
 		}
-		rec, err := r.next()
+		offsetDelta, timestampDelta, nullKey, err := r.skip()
 		if err != nil {
 			return fmt.Errorf("%w: record %d: %w", ErrInvalid, i, err)
 		}
-		if err := s.add(h, mode, i, &prev, rec.offsetDelta, rec.timestampDelta, rec.key == nil); err != nil {
+		if err := s.add(h, mode, i, &prev, offsetDelta, timestampDelta, nullKey); err != nil {
 			return err
 		}
 	}

@@ -24,7 +24,10 @@
 // tracks their log end offsets, moves the high watermark to the smallest
 // one in the maximal ISR, and asks the controller to change the ISR
 // (Config.AlterPartition) when a follower catches up or lags for
-// replica.lag.time.max.ms; acks=all produce waits in WaitCommitted. A
+// replica.lag.time.max.ms. An acks=all produce parks once in a CommitWait
+// (commit_wait.go, Kafka's DelayedProduce): each partition it wrote
+// queues it by offset and answers it when its high watermark passes the
+// batch or its leadership ends, with no goroutine per partition. A
 // follower appends the leader's batches as they are (AppendAsFollower),
 // replaying them into the producer state exactly as a restart would, and
 // truncates where its history diverges from the leader's, which the leader
@@ -44,8 +47,11 @@
 // metadata image (FetcherConfig), and applies every partition's answer to
 // the local replica: AppendAsFollower, the leader's high watermark and log
 // start offset, truncation on a diverging epoch, or a reset (ListOffsets)
-// when the fetch offset is out of range. A fenced leader epoch parks the
-// partition until newer metadata restarts it; other errors retry it after
+// when the fetch offset is out of range. When the flush policy makes
+// fsyncs due (flush.messages=1), the partitions of one answer are fsynced
+// in parallel, before the next fetch reports their new positions. A
+// fenced leader epoch parks the partition until newer metadata restarts
+// it; other errors retry it after
 // replica.fetch.backoff.ms. Unfollow returns only once no fetcher touches
 // the replica, so it may then lead or be removed. Close stops and joins
 // every fetcher; the node calls it before closing the logs.

@@ -24,6 +24,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -47,7 +48,8 @@ type PeerConn interface {
 type followerLog interface {
 	FetchPosition() (fetchOffset int64, lastFetchedEpoch int32)
 	Offsets() Snapshot
-	AppendAsFollower(batches []byte, leaderHW, leaderLogStart int64) error
+	AppendAsFollowerUnsynced(batches []byte, leaderHW, leaderLogStart int64) (syncUpTo int64, err error)
+	SyncAppended(upTo int64) error
 	UpdateFollowerHighWatermark(leaderHW, leaderLogStart int64)
 	TruncateOnDivergence(d EpochEndOffset) error
 	TruncateFullyAndStartAt(offset int64) error
@@ -446,6 +448,7 @@ func (f *replicaFetcher) apply(ctx context.Context, resp *kmsg.FetchResponse, se
 		byID[s.state.topicID] = tp.Topic
 	}
 	var outOfRange []sentPartition
+	var syncs []pendingSync
 	for _, rt := range resp.Topics {
 		topic := rt.Topic
 		if topic == "" { // v13+ names topics by id
@@ -460,9 +463,12 @@ func (f *replicaFetcher) apply(ctx context.Context, resp *kmsg.FetchResponse, se
 				outOfRange = append(outOfRange, s)
 				continue
 			}
-			f.applyPartition(s, &rp)
+			if upTo := f.applyPartition(s, &rp); upTo > 0 {
+				syncs = append(syncs, pendingSync{s, upTo})
+			}
 		}
 	}
+	f.syncAll(syncs)
 	for _, s := range outOfRange {
 		if err := f.resetOutOfRange(ctx, s); err != nil {
 			f.warn("oor", "cannot reset out-of-range follower", "topic", s.tp.Topic, "partition", s.tp.Partition,
@@ -472,13 +478,61 @@ func (f *replicaFetcher) apply(ctx context.Context, resp *kmsg.FetchResponse, se
 	}
 }
 
+// pendingSync is a partition whose appended batches wait for an fsync.
+type pendingSync struct {
+	s    sentPartition
+	upTo int64
+}
+
+// maxParallelSyncs bounds the fsyncs a fetcher runs at once: each blocks
+// an OS thread.
+const maxParallelSyncs = 16
+
+// syncAll fsyncs the partitions a fetch answer appended to, when the flush
+// policy made it due (log.flush.interval.messages=1), before the next
+// fetch tells the leader their new positions.
+func (f *replicaFetcher) syncAll(syncs []pendingSync) {
+	syncAppended(syncs, func(ps pendingSync, err error) {
+		f.warn("partition:"+ps.s.tp.Topic+"-"+strconv.Itoa(int(ps.s.tp.Partition)), "replica fsync failed",
+			"topic", ps.s.tp.Topic, "partition", ps.s.tp.Partition, "err", err)
+	})
+}
+
+// syncAppended fsyncs the logs of syncs in parallel, at most
+// maxParallelSyncs at a time, and reports each failure to fail: an fsync
+// costs about the same for one partition as for several at once, so a
+// round of n partitions waits for about one fsync instead of n in a row.
+func syncAppended(syncs []pendingSync, fail func(pendingSync, error)) {
+	fsync := func(ps pendingSync) {
+		if err := ps.s.log.SyncAppended(ps.upTo); err != nil {
+			fail(ps, err)
+		}
+	}
+	if len(syncs) == 1 {
+		fsync(syncs[0])
+		return
+	}
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range min(len(syncs), maxParallelSyncs) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(syncs)); i = next.Add(1) - 1 {
+				fsync(syncs[i])
+			}
+		})
+	}
+	wg.Wait()
+}
+
 // applyPartition applies one partition's answer; a failed partition is
-// delayed, or parked when fenced.
-func (f *replicaFetcher) applyPartition(s sentPartition, rp *kmsg.FetchResponseTopicPartition) {
+// delayed, or parked when fenced. It returns the offset up to which the
+// partition's log must be fsynced before the next fetch (syncAll), 0 for
+// none.
+func (f *replicaFetcher) applyPartition(s sentPartition, rp *kmsg.FetchResponseTopicPartition) (syncUpTo int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.mu.parts[s.tp] != s.state {
-		return // unfollowed or restarted at a new epoch meanwhile
+		return 0 // unfollowed or restarted at a new epoch meanwhile
 	}
 	var err error
 	switch code := rp.ErrorCode; {
@@ -488,7 +542,7 @@ func (f *replicaFetcher) applyPartition(s sentPartition, rp *kmsg.FetchResponseT
 		s.state.parked = true
 		f.warn("fenced", "leader fenced our leader epoch; waiting for metadata", "topic", s.tp.Topic,
 			"partition", s.tp.Partition, "leader", f.leader, "leader_epoch", s.state.leaderEpoch)
-		return
+		return 0
 	case code != 0:
 		// NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_*:
 		// the leader has not applied the metadata we have yet, or ours is
@@ -498,7 +552,7 @@ func (f *replicaFetcher) applyPartition(s sentPartition, rp *kmsg.FetchResponseT
 		err = s.log.TruncateOnDivergence(EpochEndOffset{Epoch: rp.DivergingEpoch.Epoch, EndOffset: rp.DivergingEpoch.EndOffset})
 	default:
 		if batches := wholeBatches(rp.RecordBatches); len(batches) > 0 {
-			err = s.log.AppendAsFollower(batches, rp.HighWatermark, rp.LogStartOffset)
+			syncUpTo, err = s.log.AppendAsFollowerUnsynced(batches, rp.HighWatermark, rp.LogStartOffset)
 		} else {
 			s.log.UpdateFollowerHighWatermark(rp.HighWatermark, rp.LogStartOffset)
 		}
@@ -508,6 +562,7 @@ func (f *replicaFetcher) applyPartition(s sentPartition, rp *kmsg.FetchResponseT
 			"topic", s.tp.Topic, "partition", s.tp.Partition, "leader", f.leader, "err", err)
 		s.state.retryAt = f.cfg.Now().Add(f.cfg.Backoff)
 	}
+	return syncUpTo
 }
 
 // resetOutOfRange handles OFFSET_OUT_OF_RANGE as Kafka's

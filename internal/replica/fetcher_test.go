@@ -108,6 +108,7 @@ type fakeFollower struct {
 	calls      []string
 	appended   []byte
 	appliedErr error
+	syncUpTo   int64 // what AppendAsFollowerUnsynced asks to fsync
 }
 
 func (f *fakeFollower) FetchPosition() (int64, int32) {
@@ -128,12 +129,19 @@ func (f *fakeFollower) record(s string) {
 	f.calls = append(f.calls, s)
 }
 
-func (f *fakeFollower) AppendAsFollower(b []byte, hw, ls int64) error {
+func (f *fakeFollower) AppendAsFollowerUnsynced(b []byte, hw, ls int64) (int64, error) {
 	f.mu.Lock()
 	f.appended = append([]byte(nil), b...)
 	f.mu.Unlock()
 	f.record(fmt.Sprintf("append %d bytes hw=%d ls=%d", len(b), hw, ls))
-	return f.appliedErr
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.syncUpTo, f.appliedErr
+}
+
+func (f *fakeFollower) SyncAppended(upTo int64) error {
+	f.record(fmt.Sprintf("sync %d", upTo))
+	return nil
 }
 
 func (f *fakeFollower) UpdateFollowerHighWatermark(hw, ls int64) {
@@ -516,5 +524,27 @@ func TestWholeBatches(t *testing.T) {
 		if got := len(wholeBatches(tc.in)); got != tc.want {
 			t.Errorf("wholeBatches(%d bytes) = %d bytes, want %d", len(tc.in), got, tc.want)
 		}
+	}
+}
+
+// TestFetcherSyncsBeforeNextFetch: when the flush policy makes an fsync
+// due (flush.messages=1), the appended batches are fsynced before the
+// next fetch tells the leader the follower's new position, which lets
+// the leader's high watermark, and acks=all, pass them.
+func TestFetcherSyncsBeforeNextFetch(t *testing.T) {
+	leader := newFakeLeader()
+	log := &fakeFollower{fetchOff: 10, lastEpoch: 4, syncUpTo: 11}
+	m := testFetchers(t, leader, log)
+	m.Follow(TopicPartition{Topic: "t", Partition: 0}, testTopicID, 2, 5)
+	leader.nextFetch(t)
+	batch := record.Build(record.BuildOptions{BaseOffset: 10, PartitionLeaderEpoch: 5}, []record.Record{{Value: []byte("v")}})
+	leader.reply(fetchResp(11, 3, batch, nil), nil)
+	leader.nextFetch(t)
+	log.mu.Lock()
+	calls := slices.Clone(log.calls)
+	log.mu.Unlock()
+	want := []string{fmt.Sprintf("append %d bytes hw=11 ls=3", len(batch)), "sync 11"}
+	if !slices.Equal(calls, want) {
+		t.Fatalf("calls before the next fetch %q, want %q", calls, want)
 	}
 }

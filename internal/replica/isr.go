@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"iter"
 	"slices"
 	"time"
 )
@@ -54,15 +55,18 @@ func (p *Partition) syncFollowersLocked(now time.Time) {
 	}
 }
 
-// maximalISRLocked is the ISR plus the members of the change in flight.
-func (p *Partition) maximalISRLocked() []int32 {
-	isr := slices.Clone(p.mu.state.ISR)
-	for _, id := range p.mu.pendingISR {
-		if !slices.Contains(isr, id) {
-			isr = append(isr, id)
+// maximalISRLocked is the ISR plus the members of the change in flight
+// (a member of both may come twice).
+func (p *Partition) maximalISRLocked() iter.Seq[int32] {
+	return func(yield func(int32) bool) {
+		for _, ids := range [][]int32{p.mu.state.ISR, p.mu.pendingISR} {
+			for _, id := range ids {
+				if !yield(id) {
+					return
+				}
+			}
 		}
 	}
-	return isr
 }
 
 // maybeIncrementHWLocked moves the high watermark up to the smallest log
@@ -76,7 +80,7 @@ func (p *Partition) maybeIncrementHWLocked() bool {
 		return false
 	}
 	hw := p.Log().SyncedEnd()
-	for _, id := range p.maximalISRLocked() {
+	for id := range p.maximalISRLocked() {
 		if id == p.mgr.cfg.NodeID {
 			continue
 		}

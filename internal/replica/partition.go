@@ -62,8 +62,10 @@ type Partition struct {
 		leaderEpoch   int32
 		highWatermark int64
 		producers     producerState
-		// appended is closed and replaced whenever the log end offset or
-		// the high watermark moves, and on a role change; moves counts
+		// appended is closed whenever the log end offset or the high
+		// watermark moves, and on a role change, and made again by the
+		// next Appended (nil until then: appends make no channel that
+		// nobody waits on); moves counts
 		// those events, and waiters are told of each (FetchWaiter).
 		appended chan struct{}
 		moves    uint64
@@ -82,6 +84,10 @@ type Partition struct {
 		// when none; truncations counts truncations of the current log.
 		future      *storage.Log
 		truncations int64
+		// commits are the requests waiting for their appends to commit
+		// (CommitWait), all appended in leader epoch commitsEpoch.
+		commits      commitQueue
+		commitsEpoch int32
 	}
 }
 
@@ -94,7 +100,7 @@ type AppendResult struct {
 	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
 	LogStartOffset int64
 	// syncUpTo > 0: the append is final once the log is fsynced up to it
-	// (AppendParsedUnsynced, WaitSynced).
+	// (AppendProduce, WaitSynced).
 	syncUpTo int64
 }
 
@@ -122,20 +128,34 @@ func (p *Partition) AppendParsed(batch []byte, h record.Header) (AppendResult, e
 // appendParsed is AppendParsed; a non-nil guard turns transaction
 // verification on (AppendParsedVerified).
 func (p *Partition) appendParsed(batch []byte, h record.Header, guard *VerificationGuard) (AppendResult, error) {
-	res, err := p.AppendParsedUnsynced(batch, h, guard)
+	res, err := p.AppendProduce(batch, h, AppendOptions{Guard: guard})
 	if err != nil {
 		return res, err
 	}
 	return res, p.WaitSynced(res)
 }
 
-// AppendParsedUnsynced is AppendParsed, or AppendParsedVerified with a
-// non-nil guard, without the wait for an fsync the log's flush policy
-// (flush.messages, flush.ms) makes due: the append is final, and the
-// high watermark passes it, only once WaitSynced returns nil. The broker
-// appends every partition of a produce request so and then waits for
-// their fsyncs together.
-func (p *Partition) AppendParsedUnsynced(batch []byte, h record.Header, guard *VerificationGuard) (AppendResult, error) {
+// AppendOptions are what a produce request adds to an append.
+type AppendOptions struct {
+	// Guard turns transaction verification on (AppendParsedVerified).
+	Guard *VerificationGuard
+	// Commit is set for acks=all: the append is refused, and nothing
+	// appended, with NOT_ENOUGH_REPLICAS when the ISR is smaller than
+	// min.insync.replicas; otherwise index CommitIndex of Commit waits
+	// for the batch to commit (for a duplicate, the original batch).
+	Commit      *CommitWait
+	CommitIndex int
+}
+
+// AppendProduce is AppendParsed, or AppendParsedVerified with a guard,
+// for a produce request: the checks acks=all makes, the append and the
+// acks=all wait are taken under one acquisition of the partition lock.
+// It does not wait for an fsync the log's flush policy (flush.messages,
+// flush.ms) makes due: the append is final, and the high watermark
+// passes it, only once WaitSynced returns nil. The broker appends every
+// partition of a produce request so and then waits for their fsyncs
+// together.
+func (p *Partition) AppendProduce(batch []byte, h record.Header, o AppendOptions) (AppendResult, error) {
 	sum, err := record.ValidateParsed(batch, h, p.mgr.cfg.DecompressionBudget)
 	if err == nil {
 		err = record.CheckProduce(h)
@@ -144,19 +164,36 @@ func (p *Partition) AppendParsedUnsynced(batch []byte, h record.Header, guard *V
 		err = fmt.Errorf("%w: transactional batch without a producer id", record.ErrInvalid)
 	}
 	if err != nil {
+		if o.Commit != nil {
+			// Kafka checks the ISR before it validates the batch.
+			if err := p.CheckEnoughReplicas(); err != nil {
+				return AppendResult{}, err
+			}
+		}
 		return AppendResult{}, batchError(err)
 	}
 	p.mu.Lock()
-	res, syncUpTo, err := p.appendVerifiedLocked(batch, h, sum, guard)
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	if o.Commit != nil {
+		if err := p.enoughReplicasLocked(); err != nil {
+			return AppendResult{}, err
+		}
+	}
+	res, syncUpTo, err := p.appendVerifiedLocked(batch, h, sum, o.Guard)
+	if err != nil {
+		return res, err
+	}
 	res.syncUpTo = syncUpTo
-	return res, err
+	if o.Commit != nil {
+		p.addCommitWaitLocked(o.Commit, o.CommitIndex, res.LastOffset)
+	}
+	return res, nil
 }
 
 // NeedsSync reports whether the append is final only after WaitSynced.
 func (r AppendResult) NeedsSync() bool { return r.syncUpTo > 0 }
 
-// WaitSynced waits for the fsync that makes an AppendParsedUnsynced
+// WaitSynced waits for the fsync that makes an AppendProduce
 // result final; nil at once when none was due.
 func (p *Partition) WaitSynced(res AppendResult) error {
 	_, err := p.synced(res, res.syncUpTo, nil)
@@ -263,14 +300,18 @@ func (p *Partition) advanceLocked() {
 }
 
 // wakeLocked wakes fetches waiting on Appended or parked in a
-// FetchWaiter, and WaitCommitted callers.
+// FetchWaiter, and answers the CommitWaits the high watermark passed or
+// a role change ended.
 func (p *Partition) wakeLocked() {
-	close(p.mu.appended)
-	p.mu.appended = make(chan struct{})
+	if p.mu.appended != nil {
+		close(p.mu.appended)
+		p.mu.appended = nil // the next Appended makes a new one
+	}
 	p.mu.moves++
 	for w, i := range p.mu.waiters {
 		w.notify(i)
 	}
+	p.answerCommitWaitsLocked()
 }
 
 // Moves counts the moves of the log end offset and the high watermark
@@ -414,6 +455,9 @@ func (p *Partition) offsetsLocked() Snapshot {
 func (p *Partition) Appended() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.mu.appended == nil {
+		p.mu.appended = make(chan struct{})
+	}
 	return p.mu.appended
 }
 

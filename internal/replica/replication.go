@@ -146,6 +146,10 @@ func (p *Partition) minISRLocked() int {
 func (p *Partition) CheckEnoughReplicas() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.enoughReplicasLocked()
+}
+
+func (p *Partition) enoughReplicasLocked() error {
 	if !p.leadingLocked() {
 		return kerr.NotLeaderForPartition
 	}
@@ -158,34 +162,15 @@ func (p *Partition) CheckEnoughReplicas() error {
 // WaitCommitted blocks until the high watermark passes lastOffset (the
 // record at lastOffset is committed). It returns NOT_LEADER_OR_FOLLOWER if
 // the partition stops being leader (its leader epoch changes, or the node
-// is fenced) first,
-// NOT_ENOUGH_REPLICAS_AFTER_APPEND if when the offset commits the ISR is
-// smaller than min.insync.replicas, and REQUEST_TIMED_OUT when ctx ends.
+// is fenced) first, NOT_ENOUGH_REPLICAS_AFTER_APPEND if when the offset
+// commits the ISR is smaller than min.insync.replicas, and
+// REQUEST_TIMED_OUT when ctx ends (a CommitWait of one partition).
 func (p *Partition) WaitCommitted(ctx context.Context, lastOffset int64) error {
+	w := NewCommitWait(1)
 	p.mu.Lock()
-	epoch := p.mu.leaderEpoch
-	for {
-		if !p.leadingLocked() || p.mu.leaderEpoch != epoch {
-			p.mu.Unlock()
-			return kerr.NotLeaderForPartition
-		}
-		if p.mu.highWatermark > lastOffset {
-			n, want := len(p.mu.state.ISR), p.minISRLocked()
-			p.mu.Unlock()
-			if n < want {
-				return fmt.Errorf("%w: ISR of %s-%d has %d replicas, min.insync.replicas is %d", kerr.NotEnoughReplicasAfterAppend, p.Topic, p.Index, n, want)
-			}
-			return nil
-		}
-		wake := p.mu.appended
-		p.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return kerr.RequestTimedOut
-		case <-wake:
-		}
-		p.mu.Lock()
-	}
+	p.addCommitWaitLocked(w, 0, lastOffset)
+	p.mu.Unlock()
+	return w.Wait(ctx)[0]
 }
 
 // CheckLeaderEpoch is KIP-320's check of the leader epoch a request
@@ -285,21 +270,37 @@ func (p *Partition) FetchPosition() (fetchOffset int64, lastFetchedEpoch int32) 
 // offsets and epochs, updating producer and transaction state, and sets the
 // high watermark to min(leaderHW, log end offset) and the log start offset
 // to at least leaderLogStart. A partial batch at the end (fetch responses
-// may end mid-batch) is left for the next fetch.
+// may end mid-batch) is left for the next fetch. When the flush policy
+// makes an fsync due it returns once the batches are fsynced.
 func (p *Partition) AppendAsFollower(batches []byte, leaderHW, leaderLogStart int64) error {
+	syncUpTo, err := p.AppendAsFollowerUnsynced(batches, leaderHW, leaderLogStart)
+	if err != nil || syncUpTo == 0 {
+		return err
+	}
+	return p.SyncAppended(syncUpTo)
+}
+
+// AppendAsFollowerUnsynced is AppendAsFollower without the wait for the
+// fsync the flush policy (flush.messages, flush.ms) made due: the batches
+// are durable once SyncAppended(syncUpTo) returns; syncUpTo is 0 when no
+// fsync was due. A replica fetcher appends every partition of a fetch
+// answer so and fsyncs them together, before its next fetch tells the
+// leader the new position (which lets the leader's high watermark pass
+// the batches).
+func (p *Partition) AppendAsFollowerUnsynced(batches []byte, leaderHW, leaderLogStart int64) (syncUpTo int64, err error) {
 	var whole []record.Header
 	var controls [][]byte
 	n := 0
 	for rest := batches; len(rest) >= record.HeaderSize; {
 		h, err := record.ParseHeader(rest)
 		if err != nil {
-			return fmt.Errorf("%w: batch from the leader: %v", kerr.CorruptMessage, err)
+			return 0, fmt.Errorf("%w: batch from the leader: %v", kerr.CorruptMessage, err)
 		}
 		if h.Size() > len(rest) {
 			break
 		}
 		if _, _, err := record.ValidateStored(rest[:h.Size()]); err != nil {
-			return fmt.Errorf("%w: batch at offset %d from the leader: %v", kerr.CorruptMessage, h.BaseOffset, err)
+			return 0, fmt.Errorf("%w: batch at offset %d from the leader: %v", kerr.CorruptMessage, h.BaseOffset, err)
 		}
 		var ctl []byte
 		if h.Control() {
@@ -312,29 +313,38 @@ func (p *Partition) AppendAsFollower(batches []byte, leaderHW, leaderLogStart in
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.mu.leader {
-		return kerr.NotLeaderForPartition
+		return 0, kerr.NotLeaderForPartition
 	}
 	if n > 0 {
-		if err := p.appendAsFollowerLocked(batches[:n], whole, controls); err != nil {
-			return err
+		if syncUpTo, err = p.appendAsFollowerLocked(batches[:n], whole, controls); err != nil {
+			return 0, err
 		}
 	}
 	p.updateFollowerOffsetsLocked(leaderHW, leaderLogStart)
 	p.wakeLocked()
+	return syncUpTo, nil
+}
+
+// SyncAppended waits until the log is fsynced up to upTo (concurrent
+// callers share one fsync, storage.Log.SyncTo).
+func (p *Partition) SyncAppended(upTo int64) error {
+	if err := p.Log().SyncTo(upTo); err != nil {
+		return fmt.Errorf("fsync %s-%d: %w", p.Topic, p.Index, err)
+	}
 	return nil
 }
 
 // appendAsFollowerLocked appends whole batches and replays them into the
 // producer state, the path restarts take, so a follower that becomes
 // leader knows sequences and open transactions as the old leader did.
-func (p *Partition) appendAsFollowerLocked(batches []byte, headers []record.Header, controls [][]byte) error {
+func (p *Partition) appendAsFollowerLocked(batches []byte, headers []record.Header, controls [][]byte) (syncUpTo int64, err error) {
 	p.maybeExpireProducersLocked(p.now().UnixMilli())
-	first, _, err := p.Log().AppendAsFollower(batches)
+	first, _, syncUpTo, err := p.Log().AppendAsFollowerUnsynced(batches)
 	if errors.Is(err, storage.ErrOffsetsOutOfOrder) {
-		return fmt.Errorf("%w: %v", kerr.OffsetOutOfRange, err)
+		return 0, fmt.Errorf("%w: %v", kerr.OffsetOutOfRange, err)
 	}
 	if err != nil {
-		return fmt.Errorf("append to follower %s-%d: %w", p.Topic, p.Index, err)
+		return 0, fmt.Errorf("append to follower %s-%d: %w", p.Topic, p.Index, err)
 	}
 	p.afterAppendLocked(first)
 	for i, h := range headers {
@@ -349,7 +359,7 @@ func (p *Partition) appendAsFollowerLocked(batches []byte, headers []record.Head
 			}
 		}
 	}
-	return nil
+	return syncUpTo, nil
 }
 
 // updateFollowerOffsetsLocked moves the high watermark forward to

@@ -346,6 +346,21 @@ func (l *Log) AppendAsFollower(batches []byte) (first, last int64, err error) {
 	return l.append(batches, false, nil)
 }
 
+// AppendAsFollowerUnsynced is AppendAsFollower without the wait for an
+// fsync that flush.messages or flush.ms made due: the batches are durable
+// once SyncTo(syncUpTo) returns; syncUpTo is 0 when no fsync was due. A
+// replica fetcher appends every partition of a fetch answer so, and
+// fsyncs them together.
+func (l *Log) AppendAsFollowerUnsynced(batches []byte) (first, last, syncUpTo int64, err error) {
+	l.mu.Lock()
+	first, last, sync, err := l.appendLocked(batches, false, nil)
+	l.mu.Unlock()
+	if err != nil || !sync {
+		return first, last, 0, err
+	}
+	return first, last, last + 1, nil
+}
+
 // append appends batches; parsed, when not nil, is the first batch's
 // header, parsed by the caller. When flush.messages or flush.ms make an
 // fsync due, it returns once the batches are fsynced.
