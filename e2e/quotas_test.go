@@ -327,7 +327,9 @@ func TestControllerMutationQuota(t *testing.T) {
 	if r := resp["mut-c"]; !errors.Is(r.Err, kerr.ThrottlingQuotaExceeded) {
 		t.Fatalf("mut-c past an overdrawn bucket: %v, want THROTTLING_QUOTA_EXCEEDED", r.Err)
 	}
-	if h.n.Load() == 0 || h.maxMs.Load() < 500 || h.maxMs.Load() > 1000 {
+	// The bucket refills while the request is handled, so on a loaded
+	// machine the throttle can come out well under the full second.
+	if h.n.Load() == 0 || h.maxMs.Load() < 250 || h.maxMs.Load() > 1000 {
 		t.Fatalf("throttles reported: %d, max %d ms; want about 1000 ms", h.n.Load(), h.maxMs.Load())
 	}
 
