@@ -22,8 +22,12 @@ import (
 func TestReturningLeaderTruncatesUncommittedTail(t *testing.T) {
 	const topic = "diverge"
 	// Pausing both followers must not get them fenced or dropped from the
-	// ISR before the leader is killed: longer session and lag limits.
-	c := startCluster(t, 3, "broker.session.timeout.ms=8000", "replica.lag.time.max.ms=15000")
+	// ISR before the leader is killed: longer session and lag limits. A
+	// follower fetch brings one batch at most (replica.fetch.max.bytes=1:
+	// only the first batch, which is always returned), so the fetch a
+	// follower had parked on the leader when it was paused carries at most
+	// the first acks=1 record, however late the leader answers it.
+	c := startCluster(t, 3, "broker.session.timeout.ms=8000", "replica.lag.time.max.ms=15000", "replica.fetch.max.bytes=1")
 	adm := kadm.NewClient(client(t, c))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
