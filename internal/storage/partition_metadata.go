@@ -17,9 +17,11 @@ const partitionMetadataFile = "partition.metadata"
 //
 //	version: 0
 //	topic_id: <base64url uuid>
+//
+// without fsync (see Log.SetTopicID).
 func writePartitionMetadata(dir string, topicID [16]byte) error {
 	content := fmt.Sprintf("version: 0\ntopic_id: %s\n", UUIDString(topicID))
-	return writeFileAtomic(filepath.Join(dir, partitionMetadataFile), []byte(content))
+	return writeFileUnsynced(filepath.Join(dir, partitionMetadataFile), []byte(content))
 }
 
 func readPartitionMetadata(dir string) ([16]byte, error) {
