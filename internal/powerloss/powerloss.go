@@ -25,8 +25,8 @@
 //     file, fsync, rename), so their content is durable when they appear;
 //     the copy takes whichever version is there.
 //   - Files replaced without fsync (the storage package's
-//     leader-epoch-checkpoint and partition.metadata: a temporary file
-//     renamed over the old one) report "replace" before the rename and
+//     partition.metadata: a temporary file renamed over the old one)
+//     report "replace" before the rename and
 //     "sync" once they are durable. Until then Image gives the version
 //     that was durable before the first unsynced replace (or no file, if
 //     there was none), or with tearing on, at random that one, the new

@@ -38,31 +38,31 @@ type EpochEntry struct {
 //
 // Durability. Every change is written and fsynced at once, except the
 // entry a new leader assigns at its log end offset (assign with sync
-// false, from AssignLeaderEpoch): that one is written without fsync and
-// made durable by the log's next append, before the append writes any
-// byte of a record (Log.syncMetaFilesLocked). Hence after a power loss
-// the file holds an entry for every epoch of which the log holds a
-// record, at the right start offset, as when every write was fsynced. What
-// a power loss can take is an entry of an epoch without a record, or the
-// file's newest unsynced version (leaving the previous one, or an empty
-// or unparsable file, which loadEpochs rebuilds from the batch headers).
-// An entry of an epoch without records changes no answer of
-// endOffsetFor that matters: the next epoch starts at the same offset,
-// and a restarted leader starts a new epoch at its log end offset anyway.
-// Kafka fsyncs this write; skipping it turns the two rounds of
-// 100,000 fsyncs of a single-node restart (the node becomes leader of
-// every partition fenced, then again unfenced) and two of the four
-// fsyncs of a partition's creation into nothing until the partition's
-// first append.
+// false, from AssignLeaderEpoch): that one is kept in memory only, and
+// written and fsynced by the log's next append before the append writes
+// any byte of a record (Log.syncMetaFilesLocked), or by any other change
+// of the cache. Hence the file holds an entry for every epoch of which
+// the log holds a record, at the right start offset, at all times, as
+// when every change was fsynced at once; what a crash or a clean stop
+// can take is an entry of an epoch without a record. Such an entry
+// changes no answer of endOffsetFor that matters: the next epoch starts
+// at the same offset, and a restarted node's leaderships start new
+// epochs at its log end offsets anyway. Kafka writes and fsyncs it at
+// once; a single-node restart makes the node leader of every partition
+// twice (fenced, then unfenced), and creating a partition makes it
+// leader once, so for 100,000 partitions that is 200,000 to 400,000
+// file writes, fsyncs and renames (a rename over a file makes ext4 start
+// writing the new one back) saved until the partitions' first appends.
 type epochCache struct {
 	path string
 	mu   sync.Mutex
 	// entries ascend by epoch and by start offset.
 	entries []EpochEntry
-	// unsynced: the file was last written without fsync (assign).
-	unsynced bool
-	// fault is the log's LogConfig.Fault (tests): told "replace" before
-	// an unsynced write and "sync" when the file is durable.
+	// unwritten: the entries changed since the file was last written
+	// (assign without sync).
+	unwritten bool
+	// fault is the log's LogConfig.Fault (tests): told "sync" when the
+	// file was written and is durable.
 	fault func(op, path string) error
 }
 
@@ -127,52 +127,30 @@ func (c *epochCache) writeLocked() error {
 	for _, e := range c.entries {
 		fmt.Fprintf(&buf, "%d %d\n", e.Epoch, e.StartOffset)
 	}
-	c.unsynced = false
+	c.unwritten = false
 	if err := writeFileAtomic(c.path, buf.Bytes()); err != nil {
 		return err
 	}
 	return c.hook("sync")
 }
 
-// writeUnsyncedLocked makes the file match the entries without fsync; see
-// the type's comment.
-func (c *epochCache) writeUnsyncedLocked() error {
-	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "0\n%d\n", len(c.entries))
-	for _, e := range c.entries {
-		fmt.Fprintf(&buf, "%d %d\n", e.Epoch, e.StartOffset)
-	}
-	if err := c.hook("replace"); err != nil {
-		return err
-	}
-	c.unsynced = true
-	return writeFileUnsynced(c.path, buf.Bytes())
-}
-
-// sync fsyncs the file if its last write skipped that; true if it did.
-// The directory is the caller's.
+// sync writes the file if assign left it behind the entries; true if it
+// did. The file and its directory are fsynced.
 func (c *epochCache) sync() (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.unsynced {
+	if !c.unwritten {
 		return false, nil
 	}
-	if err := c.hook("sync"); err != nil {
-		return false, err
-	}
-	if err := syncFile(c.path); err != nil {
-		return false, err
-	}
-	c.unsynced = false
-	return true, nil
+	return true, c.writeLocked()
 }
 
 // assign records that epoch starts at offset, as Kafka's assign does: no
 // change when epoch is the latest and offset not below its start;
 // otherwise entries that would break the ascending order (epoch >= epoch or
-// start >= offset) are dropped first. Without sync the file is written
-// but not fsynced (see the type's comment); true when that happened.
-func (c *epochCache) assign(epoch int32, offset int64, sync bool) (unsynced bool, err error) {
+// start >= offset) are dropped first. Without sync the file is left as
+// it is (see the type's comment); true when that happened.
+func (c *epochCache) assign(epoch int32, offset int64, sync bool) (unwritten bool, err error) {
 	if epoch < 0 || offset < 0 {
 		return false, nil
 	}
@@ -192,7 +170,8 @@ func (c *epochCache) assign(epoch int32, offset int64, sync bool) (unsynced bool
 	if sync {
 		return false, c.writeLocked()
 	}
-	return true, c.writeUnsyncedLocked()
+	c.unwritten = true
+	return true, nil
 }
 
 // truncateFromEnd drops the entries starting at or after endOffset (the log
@@ -276,11 +255,11 @@ func (c *epochCache) snapshot() []EpochEntry {
 
 // AssignLeaderEpoch records that leader epoch epoch starts at offset: a
 // new leader calls it with its log end offset. Appends record the epochs
-// of their batches themselves. The checkpoint is written without fsync;
-// the next append fsyncs it before it writes (see epochCache).
+// of their batches themselves. The checkpoint is written by the next
+// append, before it writes (see epochCache).
 func (l *Log) AssignLeaderEpoch(epoch int32, offset int64) error {
-	unsynced, err := l.epochs.assign(epoch, offset, false)
-	if unsynced {
+	unwritten, err := l.epochs.assign(epoch, offset, false)
+	if unwritten {
 		l.metaUnsynced.Store(true)
 	}
 	return err

@@ -120,9 +120,9 @@ type Log struct {
 	// epochs is the leader epoch cache (leader_epoch.go); appends,
 	// truncations and log start moves keep it in step with the log.
 	epochs *epochCache
-	// metaUnsynced: partition.metadata or leader-epoch-checkpoint was
-	// written without fsync; the next append fsyncs them first
-	// (syncMetaFilesLocked).
+	// metaUnsynced: partition.metadata was written without fsync, or
+	// leader-epoch-checkpoint is behind the cache; the next append
+	// makes both durable first (syncMetaFilesLocked).
 	metaUnsynced atomic.Bool
 
 	hw          atomic.Int64   // high watermark for retention; -1: use the log end offset
@@ -265,11 +265,11 @@ func (l *Log) SetTopicID(id [16]byte) error {
 	return nil
 }
 
-// syncMetaFilesLocked fsyncs partition.metadata and
-// leader-epoch-checkpoint if they were written without fsync, and then
-// the directory. An append calls it before it writes, so that no record
-// can reach the disk before the files that say which topic and leader
-// epoch it belongs to.
+// syncMetaFilesLocked fsyncs partition.metadata if it was written
+// without fsync, writes leader-epoch-checkpoint if it is behind the
+// cache (epochCache), and fsyncs the directory. An append calls it
+// before it writes, so that no record can reach the disk before the
+// files that say which topic and leader epoch it belongs to.
 func (l *Log) syncMetaFilesLocked() error {
 	// Cleared first: an AssignLeaderEpoch racing with this sets it again.
 	l.metaUnsynced.Store(false)
