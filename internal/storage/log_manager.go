@@ -421,6 +421,11 @@ func (m *LogManager) GetOrCreate(topic string, partition int32, topicID [16]byte
 // leastLoadedDirLocked is the online log directory with the fewest logs;
 // false when every directory is offline.
 func (m *LogManager) leastLoadedDirLocked() (string, bool) {
+	if len(m.cfg.Dirs) == 1 {
+		// No need to count (a pass over every log per log created).
+		_, off := m.mu.offline[m.cfg.Dirs[0]]
+		return m.cfg.Dirs[0], !off
+	}
 	count := map[string]int{}
 	for _, d := range m.mu.dirOf {
 		count[d]++
