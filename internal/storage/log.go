@@ -241,22 +241,32 @@ func (l *Log) TopicID() ([16]byte, bool) {
 	return l.mu.topicID, l.mu.hasTopicID
 }
 
-// SetTopicID records the topic id in partition.metadata. The file is
-// written without fsync: the log's first append fsyncs it before writing
+// SetTopicID records the topic id in partition.metadata. In a log
+// without records (a partition being created) the file is written without
+// fsync: the log's first append fsyncs it before writing
 // (syncMetaFilesLocked), so a partition directory that a power loss left
 // without it holds no record, and taking it for the topic's partition
 // (GetOrCreate writes the id again) cannot mix two topics' records.
-// Creating a partition costs no fsync.
+// Creating a partition costs no fsync. A log with records gets the file
+// written and fsynced at once.
 func (l *Log) SetTopicID(id [16]byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mu.hasTopicID && l.mu.topicID == id {
 		return nil
 	}
-	if err := l.injectFault("replace", filepath.Join(l.dir, partitionMetadataFile)); err != nil {
+	path := filepath.Join(l.dir, partitionMetadataFile)
+	if l.leo.Load() > 0 || len(l.segments()) > 1 {
+		if err := writeFileAtomic(path, partitionMetadata(id)); err != nil {
+			return err
+		}
+		l.mu.topicID, l.mu.hasTopicID = id, true
+		return nil
+	}
+	if err := l.injectFault("replace", path); err != nil {
 		return err
 	}
-	if err := writePartitionMetadata(l.dir, id); err != nil {
+	if err := writeFileUnsynced(path, partitionMetadata(id)); err != nil {
 		return err
 	}
 	l.mu.topicID, l.mu.hasTopicID = id, true
