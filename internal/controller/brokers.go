@@ -108,7 +108,12 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartb
 	resp := kmsg.NewPtrBrokerHeartbeatResponse()
 	resp.Version = req.Version
 	resp.IsFenced = true
-	c.mu.Lock()
+	if !c.mu.TryLock() {
+		if c.heartbeatWhileBusy(req, resp) {
+			return resp
+		}
+		c.mu.Lock()
+	}
 	defer c.mu.Unlock()
 	if err := c.heartbeatLocked(ctx, req, resp); err != nil {
 		resp.ErrorCode, _ = wire.ErrorCodeAndMessage(err)
@@ -159,6 +164,57 @@ func (c *Controller) heartbeatLocked(ctx context.Context, req *kmsg.BrokerHeartb
 	resp.IsFenced = b.Fenced
 	resp.ShouldShutdown = req.WantShutdown && after.LeaderCount(id) == 0
 	return nil
+}
+
+// renewal is a session renewed by heartbeatWhileBusy.
+type renewal struct {
+	deadline time.Time
+	epoch    int64  // the broker epoch it renews
+	term     uint64 // the raft term it was answered in
+}
+
+// heartbeatWhileBusy answers a heartbeat that arrives while another
+// decision holds mu, if it asks for no change: a write holds mu until
+// its records are replayed, which on a combined node includes the
+// broker creating the logs of new partitions, and a heartbeat queued
+// behind a burst of CreateTopics would let the broker's session lapse
+// (Kafka's controller does not wait for brokers to apply its records).
+// The answer comes from the latest image and the renewed session is
+// kept aside for the next holder of mu. A heartbeat that may change the
+// broker's state (unfence, fence, controlled shutdown) or that this
+// node cannot answer waits for mu; false then.
+func (c *Controller) heartbeatWhileBusy(req *kmsg.BrokerHeartbeatRequest, resp *kmsg.BrokerHeartbeatResponse) bool {
+	if req.WantShutdown || req.WantFence || !c.cfg.Raft.IsLeader() {
+		return false
+	}
+	img := c.cfg.Loader.Image()
+	b, ok := img.Broker(req.BrokerID)
+	offset := req.CurrentMetadataOffset
+	if !ok || b.Epoch != req.BrokerEpoch || b.InControlledShutdown ||
+		b.Fenced && offset >= 0 && uint64(offset) >= b.RegistrationOffset {
+		return false
+	}
+	c.renewals.Lock()
+	c.renewals.m[b.ID] = renewal{deadline: c.cfg.Now().Add(c.cfg.SessionTimeout), epoch: b.Epoch, term: c.cfg.Raft.Term()}
+	c.renewals.Unlock()
+	resp.IsCaughtUp = offset >= 0 && uint64(offset) >= img.Offset
+	resp.IsFenced = b.Fenced
+	return true
+}
+
+// mergeRenewalsLocked moves the sessions heartbeatWhileBusy renewed into
+// mu.sessions: those of this term whose broker epoch is still current.
+func (c *Controller) mergeRenewalsLocked(img *metadata.Image) {
+	c.renewals.Lock()
+	defer c.renewals.Unlock()
+	for id, r := range c.renewals.m {
+		b, ok := img.Broker(id)
+		if ok && r.term == c.mu.caughtUpTerm && b.Epoch == r.epoch && r.deadline.After(c.mu.sessions[id]) {
+			c.mu.sessions[id] = r.deadline
+			c.mu.heard[id] = true
+		}
+	}
+	clear(c.renewals.m)
 }
 
 // resetSessionsLocked gives every registered broker a full session: a new

@@ -191,6 +191,14 @@ type Controller struct {
 		bootstrapWarned bool
 	}
 
+	// renewals are sessions renewed by heartbeats answered while another
+	// decision held mu (heartbeatWhileBusy); the next holder of mu moves
+	// them into mu.sessions (mergeRenewalsLocked). Taken after mu.
+	renewals struct {
+		sync.Mutex
+		m map[int32]renewal
+	}
+
 	// The background loop (Start, Close).
 	startOnce sync.Once
 	closeOnce sync.Once
@@ -207,6 +215,7 @@ func New(cfg Config) (*Controller, error) {
 	c := &Controller{cfg: cfg, loopDone: make(chan struct{})}
 	c.mu.sessions = map[int32]time.Time{}
 	c.mu.heard = map[int32]bool{}
+	c.renewals.m = map[int32]renewal{}
 	return c, nil
 }
 
@@ -223,7 +232,9 @@ func (c *Controller) beginLocked(ctx context.Context) (*metadata.Image, error) {
 		c.mu.caughtUpTerm = term
 		c.resetSessionsLocked(c.cfg.Loader.Image())
 	}
-	return c.cfg.Loader.Image(), nil
+	img := c.cfg.Loader.Image()
+	c.mergeRenewalsLocked(img)
+	return img, nil
 }
 
 // writeLocked proposes records as one atomic batch and returns once they

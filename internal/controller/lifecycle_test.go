@@ -720,3 +720,42 @@ func TestBackgroundLoopFencesSilentBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestHeartbeatWhileBusy: a heartbeat that asks for no change is answered
+// while another decision holds the controller (a CreateTopics waiting for
+// the broker to create its logs), and the session it renews counts at the
+// next expiry check.
+func TestHeartbeatWhileBusy(t *testing.T) {
+	cl := newCluster(t, t.TempDir(), nil, "", "")
+	cl.clock.Advance(8 * time.Second)
+	cl.c.mu.Lock() // a decision in flight
+	answered := make(chan *kmsg.BrokerHeartbeatResponse, 1)
+	go func() { answered <- cl.heartbeat(1, false, false) }()
+	select {
+	case hb := <-answered:
+		if hb.ErrorCode != 0 || hb.IsFenced || !hb.IsCaughtUp {
+			t.Errorf("heartbeat while busy: %+v", hb)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("heartbeat queued behind the decision in flight")
+	}
+	cl.c.mu.Unlock()
+	cl.clock.Advance(2 * time.Second) // 10 s since the last heartbeat of 2
+	cl.tick()
+	if cl.broker(1).Fenced || !cl.broker(2).Fenced {
+		t.Fatalf("after expiry: broker 1 fenced %v (want false), broker 2 fenced %v (want true)", cl.broker(1).Fenced, cl.broker(2).Fenced)
+	}
+	// A fenced broker's heartbeat that would unfence it waits for the
+	// decision in flight, and then unfences it.
+	cl.c.mu.Lock()
+	go func() { answered <- cl.heartbeat(2, false, false) }()
+	select {
+	case hb := <-answered:
+		t.Fatalf("unfencing heartbeat answered while busy: %+v", hb)
+	case <-time.After(100 * time.Millisecond):
+	}
+	cl.c.mu.Unlock()
+	if hb := <-answered; hb.ErrorCode != 0 || hb.IsFenced {
+		t.Fatalf("unfencing heartbeat: %+v", hb)
+	}
+}

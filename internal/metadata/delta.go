@@ -84,6 +84,7 @@ func (b *builder) own(name string) {
 	case "topics":
 		b.next.topics = maps.Clone(b.next.topics)
 		b.next.topicsByID = maps.Clone(b.next.topicsByID)
+		b.next.sorted = &sortedTopics{}
 	case "brokers":
 		b.next.brokers = maps.Clone(b.next.brokers)
 	case "configs":

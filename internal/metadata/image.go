@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"maps"
 	"slices"
+	"sync"
 )
 
 // Image is the cluster metadata as of one log index. It is immutable once
@@ -27,6 +28,16 @@ type Image struct {
 	scram map[ScramKey]ScramCredential
 	// tokens holds the delegation tokens by id.
 	tokens map[string]DelegationToken
+	// sorted is Topics' answer, built on first use. Shared by the
+	// images with the same topics map: a builder that changes the topics
+	// gives its image a new one (builder.own).
+	sorted *sortedTopics
+}
+
+// sortedTopics is an image's topics sorted by name, built once.
+type sortedTopics struct {
+	once   sync.Once
+	topics []*TopicImage
 }
 
 // DelegationToken is one delegation token as its DelegationTokenRecord
@@ -239,6 +250,7 @@ func NewImage(clusterID string) *Image {
 		ClusterID:  clusterID,
 		topics:     map[string]*TopicImage{},
 		topicsByID: map[Uuid]*TopicImage{},
+		sorted:     &sortedTopics{},
 		brokers:    map[int32]BrokerImage{},
 		configs:    map[ConfigResource]map[string]string{},
 		features:   map[string]int16{},
@@ -262,7 +274,18 @@ func (m *Image) TopicByID(id Uuid) (*TopicImage, bool) {
 }
 
 // Topics returns all topics sorted by name.
+//
+// The slice is built once per image (a Metadata request for all topics
+// would otherwise sort them all) and shared: callers must not modify it.
 func (m *Image) Topics() []*TopicImage {
+	if m.sorted == nil {
+		return m.sortTopics()
+	}
+	m.sorted.once.Do(func() { m.sorted.topics = m.sortTopics() })
+	return m.sorted.topics
+}
+
+func (m *Image) sortTopics() []*TopicImage {
 	ts := slices.Collect(maps.Values(m.topics))
 	slices.SortFunc(ts, func(a, b *TopicImage) int { return cmp.Compare(a.Name, b.Name) })
 	return ts

@@ -21,9 +21,16 @@
 //     whose directory was not fsynced. Both packages fsync the directory
 //     after such changes, so the gap is between the change and that fsync.
 //   - Files written without a hook: checkpoints, snapshots, quorum-state,
-//     meta.properties, leader-epoch-checkpoint. Both packages write them
-//     atomically (temporary file, fsync, rename), so their content is
-//     durable when they appear; the copy takes whichever version is there.
+//     meta.properties. Both packages write them atomically (temporary
+//     file, fsync, rename), so their content is durable when they appear;
+//     the copy takes whichever version is there.
+//   - Files replaced without fsync (the storage package's
+//     partition.metadata: a temporary file renamed over the old one)
+//     report "replace" before the rename and
+//     "sync" once they are durable. Until then Image gives the version
+//     that was durable before the first unsynced replace (or no file, if
+//     there was none), or with tearing on, at random that one, the new
+//     one or an empty file.
 //   - Index files (.index, .timeindex, .txnindex) are copied as they are;
 //     the storage package rebuilds the indexes of every segment at or
 //     after the recovery point after an unclean shutdown, and the
@@ -50,14 +57,17 @@ import (
 type Disk struct {
 	mu      sync.Mutex
 	durable map[string]int64 // path → size at its last fsync
-	off     bool
-	rng     *rand.Rand // nil: cut exactly at the synced size
+	// prior: path → its durable content (nil: no file) while it is
+	// replaced without fsync ("replace" until "sync").
+	prior map[string][]byte
+	off   bool
+	rng   *rand.Rand // nil: cut exactly at the synced size
 }
 
 // New returns a Disk. With tear set, Image keeps a random part of each
 // unsynced tail, maybe with a corrupt byte, chosen by seed.
 func New(tear bool, seed uint64) *Disk {
-	d := &Disk{durable: map[string]int64{}}
+	d := &Disk{durable: map[string]int64{}, prior: map[string][]byte{}}
 	if tear {
 		d.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	}
@@ -70,6 +80,19 @@ func (d *Disk) Fault(op, path string) error {
 	defer d.mu.Unlock()
 	if d.off {
 		return &os.PathError{Op: op, Path: path, Err: syscall.EIO}
+	}
+	if op == "replace" {
+		path = filepath.Clean(path)
+		if _, pending := d.prior[path]; !pending {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				b = nil
+			} else if b == nil {
+				b = []byte{}
+			}
+			d.prior[path] = b
+		}
+		return nil
 	}
 	fi, err := os.Stat(path)
 	if err != nil || !fi.Mode().IsRegular() {
@@ -89,6 +112,7 @@ func (d *Disk) Fault(op, path string) error {
 		}
 	case "sync":
 		d.durable[path] = size
+		delete(d.prior, path)
 	}
 	return nil
 }
@@ -143,6 +167,9 @@ func (d *Disk) Image(src, dst string) ([]Loss, error) {
 		if !de.Type().IsRegular() {
 			return nil
 		}
+		if prior, pending := d.prior[filepath.Clean(path)]; pending {
+			return d.imageReplaced(path, out, prior)
+		}
 		size, err := copyFile(path, out)
 		if os.IsNotExist(err) {
 			return nil
@@ -171,6 +198,30 @@ func (d *Disk) Image(src, dst string) ([]Loss, error) {
 		return nil
 	})
 	return losses, err
+}
+
+// imageReplaced writes out as the disk may hold a file replaced without
+// fsync: its prior durable version (none: no file), or, tearing, at
+// random that, the current version or an empty file.
+func (d *Disk) imageReplaced(path, out string, prior []byte) error {
+	pick := 0
+	if d.rng != nil {
+		pick = d.rng.IntN(3)
+	}
+	switch pick {
+	case 1:
+		_, err := copyFile(path, out)
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	case 2:
+		return os.WriteFile(out, nil, 0o644)
+	}
+	if prior == nil {
+		return nil
+	}
+	return os.WriteFile(out, prior, 0o644)
 }
 
 func copyFile(src, dst string) (int64, error) {

@@ -68,3 +68,43 @@ func TestImageKeepsWhatWasSynced(t *testing.T) {
 		}
 	}
 }
+
+// TestImageRevertsUnsyncedReplace: a file replaced without fsync comes
+// back as its last durable version (or not at all if it had none) until
+// it is synced.
+func TestImageRevertsUnsyncedReplace(t *testing.T) {
+	src := t.TempDir()
+	old, fresh := filepath.Join(src, "old"), filepath.Join(src, "fresh")
+	if err := os.WriteFile(old, []byte("v1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := New(false, 0)
+	for _, p := range []string{old, fresh} {
+		if err := d.Fault("replace", p); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("v2"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dst := filepath.Join(t.TempDir(), "image")
+	if _, err := d.Image(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dst, "old")); err != nil || string(b) != "v1" {
+		t.Fatalf("replaced file: %q, %v; want the durable v1", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "fresh")); !os.IsNotExist(err) {
+		t.Fatalf("created by an unsynced replace: %v, want no file", err)
+	}
+	if err := d.Fault("sync", old); err != nil {
+		t.Fatal(err)
+	}
+	dst = filepath.Join(t.TempDir(), "image")
+	if _, err := d.Image(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dst, "old")); err != nil || string(b) != "v2" {
+		t.Fatalf("synced replaced file: %q, %v; want v2", b, err)
+	}
+}

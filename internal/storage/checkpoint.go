@@ -123,3 +123,31 @@ func writeFileAtomic(path string, content []byte) error {
 	}
 	return syncDir(filepath.Dir(path))
 }
+
+// writeFileUnsynced replaces path with content by a temporary file renamed
+// over it, without any fsync: a process crash leaves the old or the new
+// file, a power loss may also leave the old one, an empty one or (never
+// seen, as the files are far below a page) a mangled one. Only for files
+// that syncFile makes durable before anything depends on them
+// (Log.syncMetaFilesLocked).
+func writeFileUnsynced(path string, content []byte) error {
+	tmp := path + ".tmp"
+	err := os.WriteFile(tmp, content, 0o644)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// syncFile fsyncs the file at path (its directory is the caller's).
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Sync(), f.Close())
+}

@@ -133,6 +133,15 @@
 //     as followers of the one that kept everything and truncate to it.
 //     Kafka's durability model is exactly this: replication, not fsync.
 //
+// The small files beside the segments are written whole to a temporary
+// file and renamed, with fsyncs, except two that wait for the
+// partition's next append, which makes them durable before it writes a
+// record (Log.syncMetaFilesLocked): a new leader's epoch entry (kept in
+// memory; epochCache says why losing it changes no answer) and, in a
+// log without records, partition.metadata (written without fsync).
+// Creating and restarting partitions thus costs no fsync;
+// TestPowerLossLeaderEpochs cuts the power around them.
+//
 // # Retention and compaction
 //
 // The LogManager runs a retention task (log.retention.check.interval.ms)

@@ -96,7 +96,10 @@ type Log struct {
 		metas      []batchMeta
 		topicID    [16]byte
 		hasTopicID bool
-		closeHook  func() // SetCloseHook: final producer snapshot
+		// topicIDUnsynced: partition.metadata was written without
+		// fsync (SetTopicID).
+		topicIDUnsynced bool
+		closeHook       func() // SetCloseHook: final producer snapshot
 	}
 	flushes sync.WaitGroup // background flushes started by roll
 	// dirDirty: a file was created in the log's directory since SyncTo
@@ -117,6 +120,10 @@ type Log struct {
 	// epochs is the leader epoch cache (leader_epoch.go); appends,
 	// truncations and log start moves keep it in step with the log.
 	epochs *epochCache
+	// metaUnsynced: partition.metadata was written without fsync, or
+	// leader-epoch-checkpoint is behind the cache; the next append
+	// makes both durable first (syncMetaFilesLocked).
+	metaUnsynced atomic.Bool
 
 	hw          atomic.Int64   // high watermark for retention; -1: use the log end offset
 	deletes     sync.WaitGroup // goroutines removing *.deleted files (retention.go)
@@ -161,13 +168,24 @@ func OpenWithOptions(dir string, cfg LogConfig, logger *slog.Logger, opts OpenOp
 	l.logger = logger.With("dir", dir)
 	l.mu.cfg = cfg
 	l.mu.lastFlush = cfg.Now()
-	if id, err := readPartitionMetadata(dir); err == nil {
+	id, idErr := readPartitionMetadata(dir)
+	if idErr == nil {
 		l.mu.topicID, l.mu.hasTopicID = id, true
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, err
 	}
 	if err := l.load(opts); err != nil {
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
+	}
+	if idErr != nil && !errors.Is(idErr, os.ErrNotExist) {
+		// SetTopicID writes the file without fsync and the first append
+		// fsyncs it: a power loss can leave an empty or torn file only
+		// in a log without records, which is then as good as new.
+		if l.leo.Load() > 0 || len(l.segments()) > 1 {
+			for _, s := range l.segments() {
+				s.close()
+			}
+			return nil, idErr
+		}
+		l.logger.Warn("ignoring unreadable partition.metadata of an empty log", "err", idErr)
 	}
 	if err := l.loadEpochs(); err != nil {
 		for _, s := range l.segments() {
@@ -223,17 +241,68 @@ func (l *Log) TopicID() ([16]byte, bool) {
 	return l.mu.topicID, l.mu.hasTopicID
 }
 
-// SetTopicID records the topic id in partition.metadata.
+// SetTopicID records the topic id in partition.metadata. In a log
+// without records (a partition being created) the file is written without
+// fsync: the log's first append fsyncs it before writing
+// (syncMetaFilesLocked), so a partition directory that a power loss left
+// without it holds no record, and taking it for the topic's partition
+// (GetOrCreate writes the id again) cannot mix two topics' records.
+// Creating a partition costs no fsync. A log with records gets the file
+// written and fsynced at once.
 func (l *Log) SetTopicID(id [16]byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mu.hasTopicID && l.mu.topicID == id {
 		return nil
 	}
-	if err := writePartitionMetadata(l.dir, id); err != nil {
+	path := filepath.Join(l.dir, partitionMetadataFile)
+	if l.leo.Load() > 0 || len(l.segments()) > 1 {
+		if err := writeFileAtomic(path, partitionMetadata(id)); err != nil {
+			return err
+		}
+		l.mu.topicID, l.mu.hasTopicID = id, true
+		return nil
+	}
+	if err := l.injectFault("replace", path); err != nil {
+		return err
+	}
+	if err := writeFileUnsynced(path, partitionMetadata(id)); err != nil {
 		return err
 	}
 	l.mu.topicID, l.mu.hasTopicID = id, true
+	l.mu.topicIDUnsynced = true
+	l.metaUnsynced.Store(true)
+	return nil
+}
+
+// syncMetaFilesLocked fsyncs partition.metadata if it was written
+// without fsync, writes leader-epoch-checkpoint if it is behind the
+// cache (epochCache), and fsyncs the directory. An append calls it
+// before it writes, so that no record can reach the disk before the
+// files that say which topic and leader epoch it belongs to.
+func (l *Log) syncMetaFilesLocked() error {
+	// Cleared first: an AssignLeaderEpoch racing with this sets it again.
+	l.metaUnsynced.Store(false)
+	var err error
+	synced := false
+	if l.mu.topicIDUnsynced {
+		path := filepath.Join(l.dir, partitionMetadataFile)
+		err = errors.Join(l.injectFault("sync", path), syncFile(path))
+		synced = err == nil
+	}
+	if err == nil {
+		var epochs bool
+		epochs, err = l.epochs.sync()
+		synced = synced || epochs
+	}
+	if err == nil && synced {
+		err = errors.Join(l.injectFault("sync", l.dir), syncDir(l.dir))
+	}
+	if err != nil {
+		l.metaUnsynced.Store(true)
+		return err
+	}
+	l.mu.topicIDUnsynced = false
 	return nil
 }
 
@@ -382,6 +451,11 @@ func (l *Log) appendLocked(batches []byte, assign bool, parsed *record.Header) (
 	}
 	if err := l.failure(); err != nil {
 		return 0, 0, false, err
+	}
+	if l.metaUnsynced.Load() {
+		if err := l.syncMetaFilesLocked(); err != nil {
+			return 0, 0, false, l.fail("sync partition metadata", err)
+		}
 	}
 	metas, maxTs, err := l.scanLocked(batches, assign, parsed)
 	if err != nil {

@@ -13,13 +13,12 @@ import (
 // a recreated topic's partition from the old one (KIP-516).
 const partitionMetadataFile = "partition.metadata"
 
-// writePartitionMetadata writes Kafka's format:
+// partitionMetadata is the content of partition.metadata, Kafka's format:
 //
 //	version: 0
 //	topic_id: <base64url uuid>
-func writePartitionMetadata(dir string, topicID [16]byte) error {
-	content := fmt.Sprintf("version: 0\ntopic_id: %s\n", UUIDString(topicID))
-	return writeFileAtomic(filepath.Join(dir, partitionMetadataFile), []byte(content))
+func partitionMetadata(topicID [16]byte) []byte {
+	return fmt.Appendf(nil, "version: 0\ntopic_id: %s\n", UUIDString(topicID))
 }
 
 func readPartitionMetadata(dir string) ([16]byte, error) {
