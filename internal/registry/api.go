@@ -76,7 +76,7 @@ func (r *Registry) Handler() http.Handler {
 	hw("PUT /mode/{subject}", r.putMode)
 	hw("DELETE /mode/{subject}", r.deleteMode)
 	h("GET /contexts", r.getContexts)
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	var api http.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if _, pattern := mux.Handler(req); pattern != "" {
 			mux.ServeHTTP(w, req)
 			return
@@ -93,6 +93,10 @@ func (r *Registry) Handler() http.Handler {
 		}
 		write(w, http.StatusNotFound, map[string]any{"error_code": 404, "message": "HTTP 404 Not Found"})
 	})
+	if r.cfg.Auth != nil {
+		api = r.cfg.Auth.wrap(api)
+	}
+	return api
 }
 
 // rawSchema is a response written as is: the schema text endpoints.

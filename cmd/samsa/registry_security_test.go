@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/samsa-io/samsa/internal/security/tlstest"
+)
+
+// startRegistryProc runs `samsa registry` with args and returns the URL
+// it logs it listens on; the process is stopped with SIGTERM at cleanup,
+// and must exit cleanly.
+func startRegistryProc(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"registry"}, args...)...)
+	cmd.Env = append(os.Environ(), "SAMSA_RUN_MAIN=1")
+	out := &lockedBuffer{}
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait(); pw.Close() }()
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			out.Write([]byte(sc.Text() + "\n"))
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("samsa registry exit: %v\n%s", err, out.String())
+			}
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Errorf("samsa registry did not stop on SIGTERM:\n%s", out.String())
+		}
+	})
+	return waitFor(t, registryRE, out.String)
+}
+
+// srClient is a franz-go sr client of url with opts, patient enough for
+// the first write's leader election on a loaded machine.
+func srClient(t *testing.T, url string, opts ...sr.ClientOpt) *sr.Client {
+	t.Helper()
+	cl, err := sr.NewClient(append([]sr.ClientOpt{sr.URLs(url), sr.HTTPClient(&http.Client{Timeout: 60 * time.Second})}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// TestRegistryHTTPSBasicAuth serves the registry of `samsa server` on an
+// https listener with basic authentication (schema.registry.* keys), and a
+// `samsa registry` on the same cluster with the same users (flags): sr
+// clients need the CA and a user's credentials, and writes through either
+// instance succeed, so the follower forwarded its write over https with
+// the client's credentials.
+func TestRegistryHTTPSBasicAuth(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "Samsa registry test CA")
+	id := ca.Server(t, pkix.Name{CommonName: "localhost"})
+	keystore := id.WritePEM(t, dir, "registry.pem")
+	caPEM := tlstest.WritePEMTrust(t, dir, "ca.pem", ca.Cert)
+	users := writeFile(t, dir, "users.properties", "alice: alice-secret,developer\nguest: guest-secret,guest\n")
+	srv := startServerProc(t, t.TempDir(),
+		"--override", "schema.registry.listeners=https://127.0.0.1:0",
+		"--override", "schema.registry.ssl.keystore.type=PEM",
+		"--override", "schema.registry.ssl.keystore.location="+keystore,
+		"--override", "schema.registry.ssl.truststore.type=PEM",
+		"--override", "schema.registry.ssl.truststore.location="+caPEM,
+		"--override", "schema.registry.authentication.method=BASIC",
+		"--override", "schema.registry.authentication.users.file="+users,
+		"--override", "schema.registry.authentication.roles=developer")
+	url1 := waitFor(t, registryRE, srv.stderr.String)
+	if !strings.HasPrefix(url1, "https://127.0.0.1:") {
+		t.Fatalf("registry listens on %s", url1)
+	}
+	url2 := startRegistryProc(t, "--bootstrap", srv.addr, "--listen", "https://127.0.0.1:0",
+		"--https-cert", keystore, "--https-key", keystore, "--https-ca", caPEM,
+		"--users-file", users, "--roles", "developer,admin")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	trusted := sr.DialTLSConfig(&tls.Config{RootCAs: pool})
+	const v1 = `{"type":"record","name":"R","fields":[{"name":"a","type":"string"}]}`
+	const v2 = `{"type":"record","name":"R","fields":[{"name":"a","type":"string"},{"name":"b","type":"int","default":0}]}`
+	for _, url := range []string{url1, url2} {
+		// Not trusting the CA: the handshake fails.
+		if _, err := srClient(t, url, sr.BasicAuth("alice", "alice-secret")).Subjects(ctx); err == nil || !strings.Contains(err.Error(), "certificate") {
+			t.Errorf("%s without the CA: %v", url, err)
+		}
+		for name, opt := range map[string]sr.ClientOpt{
+			"no credentials": sr.BasicAuth("", ""), "wrong password": sr.BasicAuth("alice", "nope"), "no permitted role": sr.BasicAuth("guest", "guest-secret"),
+		} {
+			var re *sr.ResponseError
+			_, err := srClient(t, url, trusted, opt).CreateSchema(ctx, "r-value", sr.Schema{Schema: v1})
+			if !errors.As(err, &re) || re.StatusCode != http.StatusUnauthorized || re.ErrorCode != 401 {
+				t.Errorf("%s, %s: %v", url, name, err)
+			}
+		}
+	}
+	// One write through each: one of the two instances is a follower and
+	// forwards it to the leader.
+	cl1 := srClient(t, url1, trusted, sr.BasicAuth("alice", "alice-secret"))
+	cl2 := srClient(t, url2, trusted, sr.BasicAuth("alice", "alice-secret"))
+	s1, err := cl1.CreateSchema(ctx, "r-value", sr.Schema{Schema: v1})
+	if err != nil {
+		t.Fatalf("register through samsa server: %v", err)
+	}
+	s2, err := cl2.CreateSchema(ctx, "r-value", sr.Schema{Schema: v2})
+	if err != nil {
+		t.Fatalf("register through samsa registry: %v", err)
+	}
+	if s1.Version != 1 || s2.Version != 2 || s1.ID == s2.ID {
+		t.Errorf("versions %+v, %+v", s1, s2)
+	}
+	for i, cl := range []*sr.Client{cl1, cl2} {
+		if got, err := cl.SchemaByVersion(ctx, "r-value", 2); err != nil || got.Schema.Schema != v2 || got.ID != s2.ID {
+			t.Errorf("instance %d: r-value 2 = %+v, %v", i+1, got, err)
+		}
+	}
+}
