@@ -21,6 +21,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/registry"
@@ -192,18 +195,98 @@ func reachableAddr(a *net.TCPAddr) string {
 }
 
 // registryClientOpts are the options of the registry that `samsa
-// server` runs: a client of this node's first PLAINTEXT broker listener.
-// A node without one runs no registry (connecting with the node's own
-// SASL or TLS credentials is not built yet).
-func registryClientOpts(cfg *config.Config, srv *server.Server) ([]kgo.Opt, bool) {
-	for _, l := range cfg.BrokerListeners() {
-		if cfg.ListenerSecurityProtocolMap[l.Name] == "PLAINTEXT" {
-			if a := srv.Addr(l.Name); a != "" {
-				return []kgo.Opt{kgo.SeedBrokers(a), kgo.ClientID("samsa-schema-registry")}, true
+// server` runs: a client of this node's first PLAINTEXT broker listener,
+// or else of its first SSL, SASL_PLAINTEXT or SASL_SSL one, with that
+// listener's TLS settings (its trust store, and its key store for mutual
+// TLS) and a SASL login (registrySASL). The error says why no listener
+// can be used.
+func registryClientOpts(cfg *config.Config, srv *server.Server) ([]kgo.Opt, error) {
+	listeners := cfg.BrokerListeners()
+	rank := map[string]int{"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+	slices.SortStableFunc(listeners, func(a, b config.Listener) int {
+		return rank[cfg.ListenerSecurityProtocolMap[a.Name]] - rank[cfg.ListenerSecurityProtocolMap[b.Name]]
+	})
+	for _, l := range listeners {
+		addr := srv.Addr(l.Name)
+		if addr == "" {
+			continue
+		}
+		protocol := cfg.ListenerSecurityProtocolMap[l.Name]
+		opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID("samsa-schema-registry")}
+		if protocol == "SSL" || protocol == "SASL_SSL" {
+			settings, err := server.TLSSettings(cfg.ListenerSSL(l.Name))
+			if err != nil {
+				return nil, err
+			}
+			tc, err := security.NewTLSClient(settings)
+			if err != nil {
+				return nil, fmt.Errorf("dialing listener %s: %w", l.Name, err)
+			}
+			opts = append(opts, kgo.Dialer(tc.DialContext))
+		}
+		if protocol == "SASL_PLAINTEXT" || protocol == "SASL_SSL" {
+			m, err := registrySASL(cfg, l.Name)
+			if err != nil {
+				return nil, err
+			}
+			opts = append(opts, kgo.SASL(m))
+		}
+		return opts, nil
+	}
+	return nil, errors.New("the node has no broker listener")
+}
+
+// registrySASL is the login of the registry's client on a SASL listener:
+// schema.registry.kafkastore.sasl.* when set, else the node's own
+// credentials there (its inter-broker mechanism if the listener enables
+// it, else the first PLAIN or SCRAM mechanism it enables, with the
+// username and password of that mechanism's JAAS config).
+func registrySASL(cfg *config.Config, listener string) (sasl.Mechanism, error) {
+	mechanism, jaas := cfg.SchemaRegistryKafkaLogin()
+	jaasKey := "schema.registry.kafkastore.sasl.jaas.config"
+	if mechanism == "" {
+		sl, err := cfg.SASLListener(listener)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range append([]string{cfg.SASLMechanismInterBrokerProtocol}, saslMechanisms...) {
+			if slices.Contains(saslMechanisms, m) && slices.Contains(sl.Mechanisms, m) {
+				mechanism = m
+				break
 			}
 		}
+		if mechanism == "" {
+			return nil, fmt.Errorf("listener %s enables none of %s: set schema.registry.kafkastore.sasl.mechanism", listener, strings.Join(saslMechanisms, ", "))
+		}
 	}
-	return nil, false
+	if jaas == "" {
+		jaasKey = config.JAASKey(listener, mechanism)
+		var ok bool
+		if jaas, ok = cfg.ListenerJAAS(listener, mechanism); !ok {
+			return nil, fmt.Errorf("listener %s needs SASL %s: set schema.registry.kafkastore.sasl.jaas.config, or username and password in %s", listener, mechanism, jaasKey)
+		}
+	}
+	module := security.PlainLoginModule
+	if mechanism != security.MechanismPlain {
+		module = security.ScramLoginModule
+	}
+	mod, err := security.ParseJAASModule(jaas, module)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", jaasKey, err)
+	}
+	user, pass := mod.Options["username"], mod.Options["password"]
+	if user == "" || pass == "" {
+		return nil, fmt.Errorf("%s: the registry logs in with its username and password options; set them", jaasKey)
+	}
+	switch mechanism {
+	case security.MechanismPlain:
+		return plain.Auth{User: user, Pass: pass}.AsMechanism(), nil
+	case security.MechanismScramSHA256:
+		return scram.Auth{User: user, Pass: pass}.AsSha256Mechanism(), nil
+	case security.MechanismScramSHA512:
+		return scram.Auth{User: user, Pass: pass}.AsSha512Mechanism(), nil
+	}
+	return nil, fmt.Errorf("schema.registry.kafkastore.sasl.mechanism=%s: want %s", mechanism, strings.Join(saslMechanisms, ", "))
 }
 
 // startServerRegistry starts the registry of `samsa server` when
@@ -225,10 +308,13 @@ func startServerRegistry(cfg *config.Config, srv *server.Server, fromDefaults bo
 	if rcfg.Auth, err = registryAuth(cfg); err != nil {
 		return nil, err
 	}
-	opts, ok := registryClientOpts(cfg, srv)
-	if !ok {
-		logger.Warn("schema registry not started: the node has no PLAINTEXT listener to connect to")
+	opts, err := registryClientOpts(cfg, srv)
+	if err != nil && fromDefaults {
+		logger.Warn("schema registry not started: it cannot connect to this node", "err", err)
 		return func() {}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("schema registry: connecting to this node: %w", err)
 	}
 	rcfg.ClientOpts = opts
 	stop, err = serveRegistry(listeners, serverTLS, rcfg, !fromDefaults)

@@ -8,9 +8,11 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,7 +20,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/security/tlstest"
+	"github.com/samsa-io/samsa/internal/server"
+	"github.com/samsa-io/samsa/internal/servertest"
 )
 
 // startRegistryProc runs `samsa registry` with args and returns the URL
@@ -140,5 +145,124 @@ func TestRegistryHTTPSBasicAuth(t *testing.T) {
 		if got, err := cl.SchemaByVersion(ctx, "r-value", 2); err != nil || got.Schema.Schema != v2 || got.ID != s2.ID {
 			t.Errorf("instance %d: r-value 2 = %+v, %v", i+1, got, err)
 		}
+	}
+}
+
+// TestServerRegistryOnSASLListener runs the registry of a node whose only
+// broker listener is SASL_PLAINTEXT: it logs in with the node's own PLAIN
+// credentials of that listener, or with schema.registry.kafkastore.*;
+// `samsa registry` logs in with --sasl-* flags.
+func TestServerRegistryOnSASLListener(t *testing.T) {
+	base := []string{
+		"log.dirs=" + t.TempDir(),
+		"listeners=SASL_PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"inter.broker.listener.name=SASL_PLAINTEXT",
+		"sasl.enabled.mechanisms=PLAIN",
+		"sasl.mechanism.inter.broker.protocol=PLAIN",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config=" + plainJAAS,
+		"connection.failed.authentication.delay.ms=50",
+		"schema.registry.listeners=http://127.0.0.1:0",
+	}
+	load := func(extra ...string) *config.Config {
+		cfg, warnings, err := config.Load("", append(slices.Clone(base), extra...))
+		if err != nil || len(warnings) > 0 {
+			t.Fatalf("config: %v %v", err, warnings)
+		}
+		return cfg
+	}
+	srv, err := server.Start(load(), servertest.Logger(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	// start runs the node's registry on cfg; it returns an sr client of it.
+	start := func(cfg *config.Config) *sr.Client {
+		t.Helper()
+		logs := &lockedBuffer{}
+		stop, err := startServerRegistry(cfg, srv, false, slog.New(slog.NewTextHandler(logs, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+		return srClient(t, waitFor(t, registryRE, logs.String))
+	}
+
+	const v1 = `{"type":"record","name":"R","fields":[{"name":"a","type":"string"}]}`
+	own := start(load())
+	s1, err := own.CreateSchema(ctx, "r-value", sr.Schema{Schema: v1})
+	if err != nil {
+		t.Fatalf("register through the registry logged in as the node: %v", err)
+	}
+
+	// Confluent's kafkastore keys: alice's PLAIN login.
+	alice := start(load("schema.registry.kafkastore.sasl.mechanism=PLAIN",
+		`schema.registry.kafkastore.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="alice-secret";`))
+	if got, err := alice.SchemaByID(ctx, s1.ID); err != nil || got.Schema != v1 {
+		t.Errorf("schema %d through the registry logged in as alice: %+v, %v", s1.ID, got, err)
+	}
+
+	// samsa registry with the client tools' SASL flags.
+	proc := srClient(t, startRegistryProc(t, "--bootstrap", srv.Addr("SASL_PLAINTEXT"), "--listen", "http://127.0.0.1:0",
+		"--sasl-mechanism", "PLAIN", "--user", "alice", "--password", "alice-secret"))
+	if got, err := proc.SchemaByID(ctx, s1.ID); err != nil || got.Schema != v1 {
+		t.Errorf("schema %d through samsa registry --sasl-mechanism PLAIN: %+v, %v", s1.ID, got, err)
+	}
+
+	// A login the registry cannot make stops the node's start-up.
+	for _, bad := range [][]string{
+		{"schema.registry.kafkastore.sasl.mechanism=GSSAPI"},
+		{"schema.registry.kafkastore.sasl.mechanism=SCRAM-SHA-256"}, // no JAAS config for it
+		{`schema.registry.kafkastore.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="alice";`},
+	} {
+		if _, err := startServerRegistry(load(bad...), srv, false, servertest.Logger()); err == nil {
+			t.Errorf("%v: started", bad)
+		}
+	}
+}
+
+// TestServerRegistryOnSSLListener runs the registry of a node whose only
+// broker listener is SSL with required client certificates: it dials it
+// with the listener's own trust store and key store.
+func TestServerRegistryOnSSLListener(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "Samsa registry test CA")
+	id := ca.Server(t, pkix.Name{CommonName: "localhost"})
+	cfg, warnings, err := config.Load("", []string{
+		"log.dirs=" + t.TempDir(),
+		"listeners=SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"inter.broker.listener.name=SSL",
+		"listener.name.ssl.ssl.keystore.type=PEM",
+		"listener.name.ssl.ssl.keystore.location=" + id.WritePEM(t, dir, "node.pem"),
+		"listener.name.ssl.ssl.truststore.type=PEM",
+		"listener.name.ssl.ssl.truststore.location=" + tlstest.WritePEMTrust(t, dir, "ca.pem", ca.Cert),
+		"listener.name.ssl.ssl.client.auth=required",
+		"schema.registry.listeners=http://127.0.0.1:0",
+	})
+	if err != nil || len(warnings) > 0 {
+		t.Fatalf("config: %v %v", err, warnings)
+	}
+	srv, err := server.Start(cfg, servertest.Logger(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	logs := &lockedBuffer{}
+	stop, err := startServerRegistry(cfg, srv, false, slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl := srClient(t, waitFor(t, registryRE, logs.String))
+	const v1 = `{"type":"record","name":"R","fields":[{"name":"a","type":"string"}]}`
+	s1, err := cl.CreateSchema(ctx, "r-value", sr.Schema{Schema: v1})
+	if err != nil {
+		t.Fatalf("register: %v", err)
+	}
+	if got, err := cl.SchemaByID(ctx, s1.ID); err != nil || got.Schema != v1 {
+		t.Errorf("schema %d: %+v, %v", s1.ID, got, err)
 	}
 }

@@ -78,6 +78,8 @@ func withSchemaRegistryKeys(list []*Key) []*Key {
 		internal(k("schema.registry.authentication.method", String, "NONE", oneOf{"NONE", "BASIC"}, Medium, ReadOnly, "BASIC requires HTTP basic authentication of every registry request against schema.registry.authentication.users.file (Confluent's authentication.method).")),
 		internal(k("schema.registry.authentication.realm", String, "SchemaRegistry", nil, Low, ReadOnly, "Realm named in the registry's 401 challenge (Confluent's authentication.realm).")),
 		internal(k("schema.registry.authentication.roles", List, "*", nil, Low, ReadOnly, "Roles a user must hold one of; * allows any (Confluent's authentication.roles).")),
+		internal(k("schema.registry.kafkastore.sasl.mechanism", String, null, nil, Medium, ReadOnly, "SASL mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512) the registry logs in to this node's SASL listener with when the node has no PLAINTEXT one (Confluent's kafkastore.sasl.mechanism); unset: sasl.mechanism.inter.broker.protocol if the listener enables it, else the first of those it enables.")),
+		internal(k("schema.registry.kafkastore.sasl.jaas.config", Password, null, nil, Medium, ReadOnly, "JAAS login of the registry's client, with its username and password options (Confluent's kafkastore.sasl.jaas.config); unset: the node's own credentials of the listener and mechanism (listener.name.<l>.<mechanism>.sasl.jaas.config).")),
 		internal(k("schema.registry.authentication.users.file", String, null, nil, Medium, ReadOnly, "Users file of basic authentication, one `name: password[,role ...]` a line (the format of the file Confluent's PropertyFileLoginModule reads).")),
 	}
 	for _, base := range schemaRegistrySSLKeys {
@@ -100,4 +102,11 @@ func (c *Config) SchemaRegistrySSL() SSL {
 func (c *Config) SchemaRegistryAuth() (method, realm string, roles []string, usersFile string) {
 	return c.str("schema.registry.authentication.method"), c.str("schema.registry.authentication.realm"),
 		c.list("schema.registry.authentication.roles"), c.str("schema.registry.authentication.users.file")
+}
+
+// SchemaRegistryKafkaLogin is the SASL login the registry's client is
+// configured with: schema.registry.kafkastore.sasl.mechanism and
+// .sasl.jaas.config, "" when unset.
+func (c *Config) SchemaRegistryKafkaLogin() (mechanism, jaas string) {
+	return c.str("schema.registry.kafkastore.sasl.mechanism"), c.str("schema.registry.kafkastore.sasl.jaas.config")
 }
