@@ -141,6 +141,17 @@ func TestRegistryHTTPSBasicAuth(t *testing.T) {
 	if s1.Version != 1 || s2.Version != 2 || s1.ID == s2.ID {
 		t.Errorf("versions %+v, %+v", s1, s2)
 	}
+	// samsa schema with --registry-ca and --registry-user.
+	if out := mustRun(t, "", "schema", "list", "r-value", "--registry", url2, "--registry-ca", caPEM, "--registry-user", "alice", "--registry-password", "alice-secret").stdout; out != "1\n2\n" {
+		t.Errorf("schema list r-value: %q", out)
+	}
+	if r := samsa(t, "", "schema", "list", "--registry", url1, "--registry-ca", caPEM); r.code != exitFail || !strings.Contains(r.stderr, "Unauthorized") {
+		t.Errorf("schema list without credentials: exit %d, %q", r.code, r.stderr)
+	}
+	t.Setenv(registryPasswordEnv, "alice-secret")
+	if out := mustRun(t, "", "schema", "list", "--registry", url1, "--registry-ca", caPEM, "--registry-user", "alice").stdout; out != "r-value\n" {
+		t.Errorf("schema list with $%s: %q", registryPasswordEnv, out)
+	}
 	for i, cl := range []*sr.Client{cl1, cl2} {
 		if got, err := cl.SchemaByVersion(ctx, "r-value", 2); err != nil || got.Schema.Schema != v2 || got.ID != s2.ID {
 			t.Errorf("instance %d: r-value 2 = %+v, %v", i+1, got, err)
