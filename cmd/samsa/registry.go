@@ -6,6 +6,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -13,14 +15,19 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/registry"
+	"github.com/samsa-io/samsa/internal/security"
 	"github.com/samsa-io/samsa/internal/server"
 )
 
@@ -28,9 +35,15 @@ func runRegistry(args []string, _ io.Reader, _, stderr io.Writer) int {
 	fs := newFlagSet("registry", "--bootstrap host:port --listen http://host:port [--topic _schemas]", stderr)
 	var cf clientFlags
 	cf.register(fs)
-	listen := fs.String("listen", "http://127.0.0.1:8081", "comma-separated `http://host:port` endpoints to serve the REST API on")
+	listen := fs.String("listen", "http://127.0.0.1:8081", "comma-separated `http://host:port` or https://host:port endpoints to serve the REST API on")
 	topic := fs.String("topic", registry.DefaultTopic, "`topic` that stores the schemas (Confluent's kafkastore.topic)")
 	url := fs.String("url", "", "`URL` other registry instances reach this one at, to forward writes to it when it leads (default: the first --listen address; the host name when it binds all interfaces)")
+	httpsCert := fs.String("https-cert", "", "PEM `file` of the certificate chain the https:// listeners serve (with --https-key)")
+	httpsKey := fs.String("https-key", "", "PEM `file` of the private key of --https-cert")
+	httpsCA := fs.String("https-ca", "", "PEM `file` of the CA certificates trusted when forwarding writes to another instance's https URL (default: the system's roots)")
+	usersFile := fs.String("users-file", "", "require HTTP basic authentication of the users in this `file`: one `name: password[,role ...]` a line, as Confluent's PropertyFileLoginModule reads")
+	realm := fs.String("realm", registry.DefaultRealm, "`realm` of the basic authentication challenge")
+	roles := fs.String("roles", "*", "comma-separated `roles` a user must hold one of; * allows any")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
@@ -46,18 +59,56 @@ func runRegistry(args []string, _ io.Reader, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "samsa registry: %v\n", err)
 		return exitUsage
 	}
-	var addrs []string
+	var listeners []config.RegistryListener
 	for l := range strings.SplitSeq(*listen, ",") {
-		addr, ok := strings.CutPrefix(strings.TrimSpace(l), "http://")
-		if _, _, err := net.SplitHostPort(addr); !ok || err != nil {
-			fmt.Fprintf(stderr, "samsa registry: --listen %q is not http://host:port\n", l)
+		rl, err := config.ParseRegistryListener(l)
+		if err != nil {
+			fmt.Fprintf(stderr, "samsa registry: --listen %v\n", err)
 			return exitUsage
 		}
-		addrs = append(addrs, addr)
+		listeners = append(listeners, rl)
+	}
+	rcfg := registry.Config{ClientOpts: opts, Topic: *topic, URL: *url, Logger: logger}
+	var serverTLS *tls.Config
+	if (*httpsCert == "") != (*httpsKey == "") {
+		fmt.Fprintln(stderr, "samsa registry: --https-cert and --https-key go together")
+		return exitUsage
+	}
+	if *httpsCert != "" {
+		cert, err := tls.LoadX509KeyPair(*httpsCert, *httpsKey)
+		if err != nil {
+			fmt.Fprintf(stderr, "samsa registry: --https-cert/--https-key: %v\n", err)
+			return exitUsage
+		}
+		serverTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if slices.ContainsFunc(listeners, func(l config.RegistryListener) bool { return l.TLS }) && serverTLS == nil {
+		fmt.Fprintln(stderr, "samsa registry: an https:// listener needs --https-cert and --https-key")
+		return exitUsage
+	}
+	if *httpsCA != "" {
+		pem, err := os.ReadFile(*httpsCA)
+		pool := x509.NewCertPool()
+		if err == nil && !pool.AppendCertsFromPEM(pem) {
+			err = errors.New("no PEM certificate in it")
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "samsa registry: --https-ca: %v\n", err)
+			return exitUsage
+		}
+		rcfg.ForwardClient = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	}
+	if *usersFile != "" {
+		users, err := registry.LoadUsers(*usersFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "samsa registry: --users-file: %v\n", err)
+			return exitUsage
+		}
+		rcfg.Auth = &registry.BasicAuth{Realm: *realm, Users: users, Roles: splitList(*roles)}
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	closeRegistry, err := serveRegistry(addrs, registry.Config{ClientOpts: opts, Topic: *topic, URL: *url, Logger: logger}, true)
+	closeRegistry, err := serveRegistry(listeners, serverTLS, rcfg, true)
 	if err != nil {
 		fmt.Fprintf(stderr, "samsa registry: %v\n", err)
 		return exitFail
@@ -68,31 +119,35 @@ func runRegistry(args []string, _ io.Reader, _, stderr io.Writer) int {
 	return exitOK
 }
 
-// serveRegistry binds every address and serves one registry on them; it
-// returns the function that stops it. The registry joins the leader
-// election with the URL of the first address unless cfg.URL is set. With
-// eager it connects to the cluster at once; otherwise at the first
-// request, so an unused registry neither creates _schemas nor joins a
-// group.
-func serveRegistry(addrs []string, cfg registry.Config, eager bool) (stop func(), err error) {
+// serveRegistry binds every listener and serves one registry on them
+// (https ones with serverTLS); it returns the function that stops it. The
+// registry joins the leader election with the URL of the first listener
+// unless cfg.URL is set. With eager it connects to the cluster at once;
+// otherwise at the first request, so an unused registry neither creates
+// _schemas nor joins a group.
+func serveRegistry(listeners []config.RegistryListener, serverTLS *tls.Config, cfg registry.Config, eager bool) (stop func(), err error) {
 	var lns []net.Listener
-	for _, a := range addrs {
-		ln, err := net.Listen("tcp", a)
+	for _, l := range listeners {
+		ln, err := net.Listen("tcp", l.Addr)
 		if err != nil {
 			for _, l := range lns {
 				l.Close()
 			}
 			return nil, fmt.Errorf("schema registry: %w", err)
 		}
+		if l.TLS {
+			ln = tls.NewListener(ln, serverTLS)
+		}
 		lns = append(lns, ln)
 	}
+	scheme := func(i int) string { return strings.TrimSuffix(listeners[i].URL(), listeners[i].Addr) }
 	if cfg.URL == "" {
-		cfg.URL = "http://" + reachableAddr(lns[0].Addr().(*net.TCPAddr))
+		cfg.URL = scheme(0) + reachableAddr(lns[0].Addr().(*net.TCPAddr))
 	}
 	reg := registry.New(cfg)
 	var servers []*http.Server
 	done := make(chan struct{}, len(lns))
-	for _, ln := range lns {
+	for i, ln := range lns {
 		s := &http.Server{Handler: reg.Handler(), ReadHeaderTimeout: 30 * time.Second}
 		servers = append(servers, s)
 		go func() {
@@ -101,7 +156,7 @@ func serveRegistry(addrs []string, cfg registry.Config, eager bool) (stop func()
 				cfg.Logger.Error("schema registry", "listener", ln.Addr().String(), "err", err)
 			}
 		}()
-		cfg.Logger.Info("schema registry listening", "listener", "http://"+ln.Addr().String())
+		cfg.Logger.Info("schema registry listening", "listener", scheme(i)+ln.Addr().String())
 	}
 	openCtx, cancelOpen := context.WithCancel(context.Background())
 	opened := make(chan struct{})
@@ -140,18 +195,98 @@ func reachableAddr(a *net.TCPAddr) string {
 }
 
 // registryClientOpts are the options of the registry that `samsa
-// server` runs: a client of this node's first PLAINTEXT broker listener.
-// A node without one runs no registry (connecting with the node's own
-// SASL or TLS credentials is not built yet).
-func registryClientOpts(cfg *config.Config, srv *server.Server) ([]kgo.Opt, bool) {
-	for _, l := range cfg.BrokerListeners() {
-		if cfg.ListenerSecurityProtocolMap[l.Name] == "PLAINTEXT" {
-			if a := srv.Addr(l.Name); a != "" {
-				return []kgo.Opt{kgo.SeedBrokers(a), kgo.ClientID("samsa-schema-registry")}, true
+// server` runs: a client of this node's first PLAINTEXT broker listener,
+// or else of its first SSL, SASL_PLAINTEXT or SASL_SSL one, with that
+// listener's TLS settings (its trust store, and its key store for mutual
+// TLS) and a SASL login (registrySASL). The error says why no listener
+// can be used.
+func registryClientOpts(cfg *config.Config, srv *server.Server) ([]kgo.Opt, error) {
+	listeners := cfg.BrokerListeners()
+	rank := map[string]int{"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+	slices.SortStableFunc(listeners, func(a, b config.Listener) int {
+		return rank[cfg.ListenerSecurityProtocolMap[a.Name]] - rank[cfg.ListenerSecurityProtocolMap[b.Name]]
+	})
+	for _, l := range listeners {
+		addr := srv.Addr(l.Name)
+		if addr == "" {
+			continue
+		}
+		protocol := cfg.ListenerSecurityProtocolMap[l.Name]
+		opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID("samsa-schema-registry")}
+		if protocol == "SSL" || protocol == "SASL_SSL" {
+			settings, err := server.TLSSettings(cfg.ListenerSSL(l.Name))
+			if err != nil {
+				return nil, err
+			}
+			tc, err := security.NewTLSClient(settings)
+			if err != nil {
+				return nil, fmt.Errorf("dialing listener %s: %w", l.Name, err)
+			}
+			opts = append(opts, kgo.Dialer(tc.DialContext))
+		}
+		if protocol == "SASL_PLAINTEXT" || protocol == "SASL_SSL" {
+			m, err := registrySASL(cfg, l.Name)
+			if err != nil {
+				return nil, err
+			}
+			opts = append(opts, kgo.SASL(m))
+		}
+		return opts, nil
+	}
+	return nil, errors.New("the node has no broker listener")
+}
+
+// registrySASL is the login of the registry's client on a SASL listener:
+// schema.registry.kafkastore.sasl.* when set, else the node's own
+// credentials there (its inter-broker mechanism if the listener enables
+// it, else the first PLAIN or SCRAM mechanism it enables, with the
+// username and password of that mechanism's JAAS config).
+func registrySASL(cfg *config.Config, listener string) (sasl.Mechanism, error) {
+	mechanism, jaas := cfg.SchemaRegistryKafkaLogin()
+	jaasKey := "schema.registry.kafkastore.sasl.jaas.config"
+	if mechanism == "" {
+		sl, err := cfg.SASLListener(listener)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range append([]string{cfg.SASLMechanismInterBrokerProtocol}, saslMechanisms...) {
+			if slices.Contains(saslMechanisms, m) && slices.Contains(sl.Mechanisms, m) {
+				mechanism = m
+				break
 			}
 		}
+		if mechanism == "" {
+			return nil, fmt.Errorf("listener %s enables none of %s: set schema.registry.kafkastore.sasl.mechanism", listener, strings.Join(saslMechanisms, ", "))
+		}
 	}
-	return nil, false
+	if jaas == "" {
+		jaasKey = config.JAASKey(listener, mechanism)
+		var ok bool
+		if jaas, ok = cfg.ListenerJAAS(listener, mechanism); !ok {
+			return nil, fmt.Errorf("listener %s needs SASL %s: set schema.registry.kafkastore.sasl.jaas.config, or username and password in %s", listener, mechanism, jaasKey)
+		}
+	}
+	module := security.PlainLoginModule
+	if mechanism != security.MechanismPlain {
+		module = security.ScramLoginModule
+	}
+	mod, err := security.ParseJAASModule(jaas, module)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", jaasKey, err)
+	}
+	user, pass := mod.Options["username"], mod.Options["password"]
+	if user == "" || pass == "" {
+		return nil, fmt.Errorf("%s: the registry logs in with its username and password options; set them", jaasKey)
+	}
+	switch mechanism {
+	case security.MechanismPlain:
+		return plain.Auth{User: user, Pass: pass}.AsMechanism(), nil
+	case security.MechanismScramSHA256:
+		return scram.Auth{User: user, Pass: pass}.AsSha256Mechanism(), nil
+	case security.MechanismScramSHA512:
+		return scram.Auth{User: user, Pass: pass}.AsSha512Mechanism(), nil
+	}
+	return nil, fmt.Errorf("schema.registry.kafkastore.sasl.mechanism=%s: want %s", mechanism, strings.Join(saslMechanisms, ", "))
 }
 
 // startServerRegistry starts the registry of `samsa server` when
@@ -159,19 +294,71 @@ func registryClientOpts(cfg *config.Config, srv *server.Server) ([]kgo.Opt, bool
 // user set the key; when it comes from the embedded defaults the node runs
 // without a registry and says so.
 func startServerRegistry(cfg *config.Config, srv *server.Server, fromDefaults bool, logger *slog.Logger) (stop func(), err error) {
-	addrs, err := cfg.SchemaRegistryListeners()
-	if err != nil || len(addrs) == 0 {
+	listeners, err := cfg.SchemaRegistryListeners()
+	if err != nil || len(listeners) == 0 {
 		return func() {}, err
 	}
-	opts, ok := registryClientOpts(cfg, srv)
-	if !ok {
-		logger.Warn("schema registry not started: the node has no PLAINTEXT listener to connect to")
+	rcfg := registry.Config{Logger: logger}
+	var serverTLS *tls.Config
+	if slices.ContainsFunc(listeners, func(l config.RegistryListener) bool { return l.TLS }) {
+		if serverTLS, rcfg.ForwardClient, err = registryTLS(cfg); err != nil {
+			return nil, err
+		}
+	}
+	if rcfg.Auth, err = registryAuth(cfg); err != nil {
+		return nil, err
+	}
+	opts, err := registryClientOpts(cfg, srv)
+	if err != nil && fromDefaults {
+		logger.Warn("schema registry not started: it cannot connect to this node", "err", err)
 		return func() {}, nil
 	}
-	stop, err = serveRegistry(addrs, registry.Config{ClientOpts: opts, Logger: logger}, !fromDefaults)
+	if err != nil {
+		return nil, fmt.Errorf("schema registry: connecting to this node: %w", err)
+	}
+	rcfg.ClientOpts = opts
+	stop, err = serveRegistry(listeners, serverTLS, rcfg, !fromDefaults)
 	if err != nil && fromDefaults {
 		logger.Warn("schema registry not started (set schema.registry.listeners to choose its port, or empty to turn it off)", "err", err)
 		return func() {}, nil
 	}
 	return stop, err
+}
+
+// registryTLS is the TLS of the registry's https listeners and of the
+// client forwarding writes to other instances' https URLs, from the
+// schema.registry.ssl.* keys (over ssl.*).
+func registryTLS(cfg *config.Config) (*tls.Config, *http.Client, error) {
+	settings, err := server.TLSSettings(cfg.SchemaRegistrySSL())
+	if err != nil {
+		return nil, nil, fmt.Errorf("schema registry https listener: %w", err)
+	}
+	ts, err := security.NewTLSServer(settings)
+	if err != nil {
+		return nil, nil, fmt.Errorf("schema registry https listener: %w", err)
+	}
+	settings.ClientAuth = ""
+	tc, err := security.NewTLSClient(settings)
+	if err != nil {
+		return nil, nil, fmt.Errorf("schema registry https listener: %w", err)
+	}
+	forward := &http.Client{Transport: &http.Transport{DialTLSContext: tc.DialContext}}
+	return ts.Config(), forward, nil
+}
+
+// registryAuth is the basic authentication the schema.registry.authentication.*
+// keys ask for, nil for NONE.
+func registryAuth(cfg *config.Config) (*registry.BasicAuth, error) {
+	method, realm, roles, usersFile := cfg.SchemaRegistryAuth()
+	if method != "BASIC" {
+		return nil, nil
+	}
+	if usersFile == "" {
+		return nil, errors.New("schema.registry.authentication.method=BASIC needs schema.registry.authentication.users.file")
+	}
+	users, err := registry.LoadUsers(usersFile)
+	if err != nil {
+		return nil, fmt.Errorf("schema.registry.authentication.users.file: %w", err)
+	}
+	return &registry.BasicAuth{Realm: realm, Users: users, Roles: roles}, nil
 }

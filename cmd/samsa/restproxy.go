@@ -111,26 +111,34 @@ func serveRestProxy(addrs []string, cfg restproxy.Config) (stop func(), err erro
 }
 
 // serverRegistryURL is the URL of the registry `samsa server` runs, for
-// the proxy's avro format: its first listener, unless that one has a
-// kernel-chosen port (then the proxy runs without avro).
+// the proxy's avro format: its first http listener, unless that one has a
+// kernel-chosen port or the registry asks for basic authentication, which
+// the proxy has no credentials for (then the proxy runs without avro).
 func serverRegistryURL(cfg *config.Config) string {
 	addrs, err := cfg.SchemaRegistryListeners()
-	if err != nil || len(addrs) == 0 {
+	if method, _, _, _ := cfg.SchemaRegistryAuth(); err != nil || method != "NONE" {
 		return ""
 	}
-	host, port, _ := net.SplitHostPort(addrs[0])
-	if port == "0" {
-		return ""
+	for _, l := range addrs {
+		if l.TLS {
+			continue
+		}
+		host, port, _ := net.SplitHostPort(l.Addr)
+		if port == "0" {
+			return ""
+		}
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+			host = "127.0.0.1"
+		}
+		return "http://" + net.JoinHostPort(host, port)
 	}
-	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	return "http://" + net.JoinHostPort(host, port)
+	return ""
 }
 
 // startServerRestProxy starts the REST Proxy of `samsa server` when
-// rest.proxy.listeners is set, as a client of this node's first PLAINTEXT
-// listener. A port that is taken is fatal when the user set the key; when
+// rest.proxy.listeners is set, as a client of this node connected the way
+// its registry is (registryClientOpts: PLAINTEXT first, else SSL or SASL
+// with the registry's login). A port that is taken is fatal when the user set the key; when
 // it comes from the embedded defaults the node runs without a proxy and
 // says so.
 func startServerRestProxy(cfg *config.Config, srv *server.Server, fromDefaults bool, logger *slog.Logger) (stop func(), err error) {
@@ -138,10 +146,13 @@ func startServerRestProxy(cfg *config.Config, srv *server.Server, fromDefaults b
 	if err != nil || len(addrs) == 0 {
 		return func() {}, err
 	}
-	opts, ok := registryClientOpts(cfg, srv)
-	if !ok {
-		logger.Warn("rest proxy not started: the node has no PLAINTEXT listener to connect to")
-		return func() {}, nil
+	opts, err := registryClientOpts(cfg, srv)
+	if err != nil {
+		if fromDefaults {
+			logger.Warn("rest proxy not started: it cannot connect to this node", "err", err)
+			return func() {}, nil
+		}
+		return nil, fmt.Errorf("rest.proxy.listeners: %w", err)
 	}
 	stop, err = serveRestProxy(addrs, restproxy.Config{ClientOpts: opts, SchemaRegistryURL: serverRegistryURL(cfg), Logger: logger})
 	if err != nil && fromDefaults {

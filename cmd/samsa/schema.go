@@ -6,6 +6,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -45,17 +47,47 @@ func runSchema(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 
 // registryFlags are the flags every schema subcommand takes.
 type registryFlags struct {
-	url     string
-	timeout time.Duration
+	url      string
+	timeout  time.Duration
+	user     string
+	password string
+	ca       string
 }
+
+// registryPasswordEnv holds the registry password when
+// --registry-password is not given.
+const registryPasswordEnv = "SAMSA_REGISTRY_PASSWORD"
 
 func (rf *registryFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&rf.url, "registry", "http://127.0.0.1:8081", "Schema Registry `URL`")
 	fs.DurationVar(&rf.timeout, "timeout", 30*time.Second, "give up if the registry does not answer within this `duration`")
+	fs.StringVar(&rf.user, "registry-user", "", "`user` of the registry's HTTP basic authentication")
+	fs.StringVar(&rf.password, "registry-password", "", "`password` of --registry-user (default: $"+registryPasswordEnv+")")
+	fs.StringVar(&rf.ca, "registry-ca", "", "PEM `file` of the CA certificates to trust for an https registry (default: the system's roots)")
 }
 
 func (rf *registryFlags) client() (*sr.Client, context.Context, context.CancelFunc, error) {
-	cl, err := sr.NewClient(sr.URLs(rf.url), sr.HTTPClient(&http.Client{Timeout: rf.timeout}))
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	if rf.ca != "" {
+		pem, err := os.ReadFile(rf.ca)
+		pool := x509.NewCertPool()
+		if err == nil && !pool.AppendCertsFromPEM(pem) {
+			err = errors.New("no PEM certificate in it")
+		}
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("--registry-ca: %w", err)
+		}
+		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	opts := []sr.ClientOpt{sr.URLs(rf.url), sr.HTTPClient(&http.Client{Timeout: rf.timeout, Transport: transport})}
+	if rf.user != "" {
+		password := rf.password
+		if password == "" {
+			password = os.Getenv(registryPasswordEnv)
+		}
+		opts = append(opts, sr.BasicAuth(rf.user, password))
+	}
+	cl, err := sr.NewClient(opts...)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -412,18 +412,42 @@ func TestConnectionLimits(t *testing.T) {
 }
 
 func TestSchemaRegistryListeners(t *testing.T) {
-	if got, err := Default().SchemaRegistryListeners(); err != nil || len(got) != 1 || got[0] != "127.0.0.1:8081" {
+	if got, err := Default().SchemaRegistryListeners(); err != nil || len(got) != 1 || got[0] != (RegistryListener{Addr: "127.0.0.1:8081"}) {
 		t.Errorf("embedded defaults: %v, %v", got, err)
 	}
 	if got, err := Default("schema.registry.listeners=").SchemaRegistryListeners(); err != nil || len(got) != 0 {
 		t.Errorf("empty: %v, %v", got, err)
 	}
-	if _, err := Default("schema.registry.listeners=https://h:1").SchemaRegistryListeners(); err == nil {
-		t.Error("https accepted")
+	got, err := Default("schema.registry.listeners=https://h:1,http://:2").SchemaRegistryListeners()
+	if err != nil || len(got) != 2 || got[0].URL() != "https://h:1" || got[1].URL() != "http://:2" {
+		t.Errorf("https and http: %v, %v", got, err)
+	}
+	if _, err := Default("schema.registry.listeners=ftp://h:1").SchemaRegistryListeners(); err == nil {
+		t.Error("ftp accepted")
+	}
+	// schema.registry.ssl.* over ssl.*, errors naming the key as written.
+	c := Default("ssl.keystore.location=/broker.p12", "ssl.truststore.location=/trust.p12",
+		"schema.registry.ssl.keystore.location=/registry.pem", "schema.registry.ssl.keystore.type=PEM")
+	s := c.SchemaRegistrySSL()
+	if s.KeystoreLocation != "/registry.pem" || s.KeystoreType != "PEM" || s.TruststoreLocation != "/trust.p12" {
+		t.Errorf("SchemaRegistrySSL = %+v", s)
+	}
+	if s.KeyName("ssl.keystore.location") != "schema.registry.ssl.keystore.location" || s.KeyName("ssl.truststore.location") != "ssl.truststore.location" {
+		t.Errorf("key names %s, %s", s.KeyName("ssl.keystore.location"), s.KeyName("ssl.truststore.location"))
+	}
+	if ls := c.ListenerSSL("SSL"); ls.KeystoreLocation != "/broker.p12" {
+		t.Errorf("listener SSL took the registry's key store: %+v", ls)
+	}
+	method, realm, roles, users := Default("schema.registry.authentication.method=BASIC", "schema.registry.authentication.users.file=/u").SchemaRegistryAuth()
+	if method != "BASIC" || realm != "SchemaRegistry" || len(roles) != 1 || roles[0] != "*" || users != "/u" {
+		t.Errorf("SchemaRegistryAuth = %s %s %v %s", method, realm, roles, users)
+	}
+	if _, _, err := Load("", []string{"schema.registry.authentication.method=DIGEST"}); err == nil {
+		t.Error("authentication.method DIGEST accepted")
 	}
 	for _, e := range Default().Describe() {
-		if e.Name == "schema.registry.listeners" {
-			t.Error("schema.registry.listeners is described as a Kafka broker key")
+		if strings.HasPrefix(e.Name, "schema.registry.") {
+			t.Errorf("%s is described as a Kafka broker key", e.Name)
 		}
 	}
 }

@@ -95,14 +95,15 @@ type SSL struct {
 	// value set for them must stop start-up.
 	Provider, EngineFactoryClass string
 
-	prefixed map[string]bool // keys set with the listener prefix
+	prefix   string          // listener.name.<l>. or schema.registry.
+	prefixed map[string]bool // keys set with the prefix
 }
 
 // KeyName is the name a key of this listener was set under: the
 // listener-prefixed name when the prefix set it, else the key itself.
 func (s SSL) KeyName(base string) string {
 	if s.prefixed[base] {
-		return ListenerPrefix(s.Listener) + base
+		return s.prefix + base
 	}
 	return base
 }
@@ -116,8 +117,12 @@ func ListenerPrefix(listener string) string {
 // ListenerSSL returns the ssl.* configuration of a listener (static and
 // dynamic values as this Config holds them).
 func (c *Config) ListenerSSL(listener string) SSL {
-	s := SSL{Listener: strings.ToUpper(listener), prefixed: map[string]bool{}}
-	prefix := ListenerPrefix(listener)
+	return c.prefixedSSL(strings.ToUpper(listener), ListenerPrefix(listener))
+}
+
+// prefixedSSL resolves each ssl.* key with prefix first.
+func (c *Config) prefixedSSL(name, prefix string) SSL {
+	s := SSL{Listener: name, prefix: prefix, prefixed: map[string]bool{}}
 	get := func(base string) any {
 		if v, ok := c.values[prefix+base]; ok {
 			s.prefixed[base] = true

@@ -76,7 +76,7 @@ func (r *Registry) Handler() http.Handler {
 	hw("PUT /mode/{subject}", r.putMode)
 	hw("DELETE /mode/{subject}", r.deleteMode)
 	h("GET /contexts", r.getContexts)
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	var api http.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if _, pattern := mux.Handler(req); pattern != "" {
 			mux.ServeHTTP(w, req)
 			return
@@ -93,6 +93,10 @@ func (r *Registry) Handler() http.Handler {
 		}
 		write(w, http.StatusNotFound, map[string]any{"error_code": 404, "message": "HTTP 404 Not Found"})
 	})
+	if r.cfg.Auth != nil {
+		api = r.cfg.Auth.wrap(api)
+	}
+	return api
 }
 
 // rawSchema is a response written as is: the schema text endpoints.
@@ -337,6 +341,7 @@ func (r *Registry) postRegister(req *http.Request) (any, *Error) {
 	if err := r.decode(req, &body); err != nil {
 		return nil, err
 	}
+	body.normalize = flag(req, "normalize")
 	id, err := r.register(req.Context(), subject, body)
 	if err != nil {
 		return nil, err
@@ -353,6 +358,7 @@ func (r *Registry) postLookup(req *http.Request) (any, *Error) {
 	if err := r.decode(req, &body); err != nil {
 		return nil, err
 	}
+	body.normalize = flag(req, "normalize")
 	v, err := r.lookup(req.Context(), subject, body, flag(req, "deleted"))
 	if err != nil {
 		return nil, err
@@ -395,6 +401,7 @@ func (r *Registry) postCompat(req *http.Request) (any, *Error) {
 	if err := r.decode(req, &body); err != nil {
 		return nil, err
 	}
+	body.normalize = flag(req, "normalize")
 	msgs, err := r.checkCompat(req.Context(), subject, ver, body)
 	if err != nil {
 		return nil, err
@@ -425,14 +432,23 @@ func (r *Registry) getConfig(req *http.Request) (any, *Error) {
 	if _, err := r.ready(req.Context()); err != nil {
 		return nil, err
 	}
-	level, ok := r.st.configOf(subject)
-	if !ok {
+	_, ok := r.st.configOf(subject)
+	normalize, hasNormalize := r.st.normalizeOf(subject)
+	if !ok && !hasNormalize {
 		if subject != "" && !flag(req, "defaultToGlobal") {
 			return nil, errf(http.StatusNotFound, 40408, "Subject '%s' does not have subject-level compatibility configured", subject)
 		}
-		level = r.levelOf("")
+		ok = true
+		normalize, hasNormalize = r.st.normalizeOf("")
 	}
-	return map[string]string{"compatibilityLevel": level}, nil
+	out := map[string]any{}
+	if ok || subject == "" {
+		out["compatibilityLevel"] = r.levelOf(subject)
+	}
+	if hasNormalize {
+		out["normalize"] = normalize
+	}
+	return out, nil
 }
 
 func (r *Registry) putConfig(req *http.Request) (any, *Error) {
@@ -442,18 +458,26 @@ func (r *Registry) putConfig(req *http.Request) (any, *Error) {
 	}
 	var body struct {
 		Compatibility string `json:"compatibility"`
+		Normalize     *bool  `json:"normalize"`
 	}
 	if err := r.decode(req, &body); err != nil {
 		return nil, err
 	}
-	if body.Compatibility == "" {
+	if body.Compatibility == "" && body.Normalize == nil {
 		return nil, errf(http.StatusUnprocessableEntity, 42203,
 			"Invalid compatibility level. Valid values are none, backward, forward, full, backward_transitive, forward_transitive, and full_transitive")
 	}
-	if _, err := r.setConfig(req.Context(), subject, body.Compatibility); err != nil {
+	if _, err := r.setConfig(req.Context(), subject, body.Compatibility, body.Normalize); err != nil {
 		return nil, err
 	}
-	return map[string]string{"compatibility": r.levelOf(subject)}, nil
+	out := map[string]any{}
+	if body.Compatibility != "" {
+		out["compatibility"] = r.levelOf(subject)
+	}
+	if body.Normalize != nil {
+		out["normalize"] = *body.Normalize
+	}
+	return out, nil
 }
 
 func (r *Registry) deleteConfig(req *http.Request) (any, *Error) {
@@ -469,7 +493,7 @@ func (r *Registry) deleteConfig(req *http.Request) (any, *Error) {
 			return nil, subjectNotFound(subject)
 		}
 	}
-	prev, err := r.setConfig(req.Context(), subject, "")
+	prev, err := r.setConfig(req.Context(), subject, "", nil)
 	if err != nil {
 		return nil, err
 	}

@@ -88,7 +88,11 @@ func (r *Registry) forward(ctx context.Context, req *http.Request, body []byte, 
 		}
 	}
 	out.Header.Set(forwardedHeader, "1")
-	resp, err := http.DefaultClient.Do(out)
+	cl := r.cfg.ForwardClient
+	if cl == nil {
+		cl = http.DefaultClient
+	}
+	resp, err := cl.Do(out)
 	if err != nil {
 		return nil, err
 	}

@@ -32,6 +32,8 @@ type schemaRequest struct {
 	RuleSet    json.RawMessage `json:"ruleSet,omitempty"`
 	ID         int             `json:"id,omitempty"`
 	Version    int             `json:"version,omitempty"`
+
+	normalize bool // normalize=true in the query (normalizeRequest)
 }
 
 // parsed is a checked schema and its identity.
@@ -213,6 +215,9 @@ func (r *Registry) register(ctx context.Context, subject string, req schemaReque
 		return 0, rerr
 	}
 	p, perr := r.parse(req.SchemaType, req.Schema, req.References)
+	if perr == nil {
+		p, req, perr = r.normalizeRequest(subject, p, req)
+	}
 	if perr != nil {
 		return 0, perr
 	}
@@ -327,6 +332,9 @@ func (r *Registry) lookup(ctx context.Context, subject string, req schemaRequest
 	}
 	vs := r.st.versions(subject, deleted)
 	p, perr := r.parse(req.SchemaType, req.Schema, req.References)
+	if perr == nil {
+		p, _, perr = r.normalizeRequest(subject, p, req)
+	}
 	if perr != nil {
 		return nil, perr
 	}
@@ -348,6 +356,9 @@ func (r *Registry) checkCompat(ctx context.Context, subject string, ver int, req
 		return nil, err
 	}
 	p, perr := r.parse(req.SchemaType, req.Schema, req.References)
+	if perr == nil {
+		p, _, perr = r.normalizeRequest(subject, p, req)
+	}
 	if perr != nil {
 		return nil, perr
 	}
@@ -455,9 +466,11 @@ func (r *Registry) deleteVersion(ctx context.Context, subject string, ver int, p
 	return v.Version, r.put(ctx, l, schemaKey(subject, v.Version), nil)
 }
 
-// setConfig sets (level != "") or removes a compatibility level; ""
-// subject is the global one. It returns the previous level.
-func (r *Registry) setConfig(ctx context.Context, subject, level string) (string, *Error) {
+// setConfig sets a subject's compatibility level (level != "") and its
+// normalize setting (normalize != nil), keeping what is not given, or
+// removes both when neither is given; "" subject is the global config. It
+// returns the previous level.
+func (r *Registry) setConfig(ctx context.Context, subject, level string, normalize *bool) (string, *Error) {
 	l, rerr := r.ready(ctx)
 	if rerr != nil {
 		return "", rerr
@@ -470,10 +483,16 @@ func (r *Registry) setConfig(ctx context.Context, subject, level string) (string
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
 	prev := r.levelOf(subject)
-	if level == "" {
+	if level == "" && normalize == nil {
 		return prev, r.put(ctx, l, configKey(subject), nil)
 	}
-	val := configValue{CompatibilityLevel: level}
+	val := configValue{CompatibilityLevel: level, Normalize: normalize}
+	if c, ok := r.st.configOf(subject); ok && level == "" {
+		val.CompatibilityLevel = c
+	}
+	if n, ok := r.st.normalizeOf(subject); ok && normalize == nil {
+		val.Normalize = &n
+	}
 	if subject != "" {
 		val.Subject = strp(subject)
 	}

@@ -62,8 +62,16 @@ type Config struct {
 	// "" runs without election: the only instance on its topic.
 	URL string
 	// Group is the election's Kafka group; "" means DefaultGroup.
-	Group  string
-	Logger *slog.Logger
+	Group string
+	// Auth, when set, requires HTTP basic authentication on every
+	// request. Forwarded writes carry the client's credentials, so every
+	// instance of a group needs the same users.
+	Auth *BasicAuth
+	// ForwardClient sends writes to the leader; nil means
+	// http.DefaultClient. Instances that serve https need one that
+	// trusts their certificates.
+	ForwardClient *http.Client
+	Logger        *slog.Logger
 }
 
 // Registry serves the Schema Registry API. Its topic is opened on the

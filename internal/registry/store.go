@@ -39,6 +39,7 @@ type store struct {
 	idUses   map[int]int // versions (deleted or not) naming each id
 	maxID    int
 	config   map[string]string // compatibility level by subject; "" is global
+	normal   map[string]bool   // the normalize setting by subject, where set; "" is global
 	mode     map[string]string // mode by subject; "" is global
 	contexts map[string]bool
 }
@@ -49,6 +50,7 @@ func newStore() *store {
 		ids:      map[int]schemaDef{},
 		idUses:   map[int]int{},
 		config:   map[string]string{},
+		normal:   map[string]bool{},
 		mode:     map[string]string{},
 		contexts: map[string]bool{".": true},
 	}
@@ -79,18 +81,20 @@ func (s *store) apply(r record) error {
 			SchemaType: typeOrAvro(v.SchemaType), References: v.References,
 			Metadata: v.Metadata, RuleSet: v.RuleSet, Schema: v.Schema, Deleted: v.Deleted})
 	case keyConfig:
+		delete(s.config, subject)
+		delete(s.normal, subject)
 		if r.Value == nil {
-			delete(s.config, subject)
 			return nil
 		}
 		var v configValue
 		if err := json.Unmarshal(r.Value, &v); err != nil {
 			return fmt.Errorf("CONFIG value: %w", err)
 		}
-		if v.CompatibilityLevel == "" {
-			delete(s.config, subject)
-		} else {
+		if v.CompatibilityLevel != "" {
 			s.config[subject] = v.CompatibilityLevel
+		}
+		if v.Normalize != nil {
+			s.normal[subject] = *v.Normalize
 		}
 	case keyMode:
 		if r.Value == nil {
@@ -286,6 +290,14 @@ func (s *store) configOf(subject string) (string, bool) {
 	defer s.mu.RUnlock()
 	c, ok := s.config[subject]
 	return c, ok
+}
+
+// normalizeOf is a subject's normalize setting, if set ("" is global).
+func (s *store) normalizeOf(subject string) (bool, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n, ok := s.normal[subject]
+	return n, ok
 }
 
 func (s *store) modeOf(subject string) (string, bool) {

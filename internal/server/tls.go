@@ -75,6 +75,10 @@ func tlsClient(cfg *config.Config, listener string) (*security.TLSClient, error)
 	return c, nil
 }
 
+// TLSSettings maps an ssl.* configuration onto the security package's
+// settings (the Schema Registry's https listeners use it too).
+func TLSSettings(s config.SSL) (security.TLSSettings, error) { return tlsSettings(s) }
+
 // tlsSettings maps a listener's ssl.* configuration onto the security
 // package's settings, refusing the Java plug-ins Samsa cannot load.
 func tlsSettings(s config.SSL) (security.TLSSettings, error) {

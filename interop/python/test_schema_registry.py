@@ -4,6 +4,11 @@ broker, evolution accepted and refused per compatibility level, deletes and
 modes, each checked by the values and error codes a user would see.
 """
 
+import os
+import re
+import signal
+import subprocess
+import time
 import uuid
 
 import pytest
@@ -185,3 +190,42 @@ def test_json_compatibility(registry, client):
     for bad in ('{"type":', '{"type":5}', '{"$ref":"https://example.com/nowhere.json"}'):
         assert error_code(lambda: registry.register_schema(subject, json_schema(bad))) == 42201
     assert registry.get_versions(subject) == [1, 2, 3]
+
+
+@CLIENT
+@pytest.mark.feature("schema registry: HTTP basic auth")
+def test_basic_auth(samsa, client, tmp_path):
+    # A `samsa registry` requiring basic authentication, on the same
+    # cluster and _schemas as the server's (a write it does not lead is
+    # forwarded with the client's credentials).
+    users = tmp_path / "users.properties"
+    users.write_text("alice: alice-secret,developer\n")
+    log = open(tmp_path / "registry.log", "w+")
+    proc = subprocess.Popen([os.environ["SAMSA_BIN"], "registry", "--bootstrap", samsa.bootstrap,
+                             "--listen", "http://127.0.0.1:0", "--users-file", str(users)],
+                            stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        url = None
+        for _ in range(300):
+            log.seek(0)
+            m = re.search(r'msg="schema registry listening" listener=(\S+)', log.read())
+            if m:
+                url = m.group(1)
+                break
+            time.sleep(0.1)
+        assert url, "no registry URL in the log"
+        subject = "auth-" + uuid.uuid4().hex[:8]
+        anonymous = SchemaRegistryClient({"url": url, "timeout": 60})
+        with pytest.raises(SchemaRegistryError) as e:
+            anonymous.register_schema(subject, Schema(USER_V1, "AVRO"))
+        assert e.value.http_status_code == 401 and e.value.error_code == 401
+        wrong = SchemaRegistryClient({"url": url, "timeout": 60, "basic.auth.user.info": "alice:nope"})
+        assert error_code(lambda: wrong.get_subjects()) == 401
+        alice = SchemaRegistryClient({"url": url, "timeout": 60, "basic.auth.user.info": "alice:alice-secret"})
+        sid = alice.register_schema(subject, Schema(USER_V1, "AVRO"))
+        assert alice.get_latest_version(subject).schema_id == sid
+        assert subject in alice.get_subjects()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(20)
+        log.close()
