@@ -4,6 +4,9 @@ package broker
 //
 // Behavior:
 //   - Batches are returned as stored: bytes from the log, never decoded.
+//     On a connection they stay in their segment files until written
+//     (storage.FileSlice in a wire.FetchWithFiles): sent with sendfile
+//     on plain TCP, pread into the frame on TLS (internal/network).
 //   - Limits: partition_max_bytes per partition and max_bytes for the whole
 //     response, except that the first partition with data returns at least
 //     one whole batch even when it is larger (KIP-74), so a consumer can
@@ -100,10 +103,10 @@ func handleFetch(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Requ
 		readable = func(string) bool { return ok }
 	}
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
-	// A consumer's batches stay in their segment files until the
-	// connection writes them (sendfile); without a connection (a
-	// handler called in-process) they are read into memory.
-	r := b.fetchOnce(req, fctx.Partitions, replicaID, readable, c != nil && replicaID < 0)
+	// The batches stay in their segment files until the connection
+	// writes them (sendfile); without a connection (a handler called
+	// in-process) they are read into memory.
+	r := b.fetchOnce(req, fctx.Partitions, replicaID, readable, c != nil)
 	if r.total >= int(req.MinBytes) || req.MaxWaitMillis <= 0 || len(r.watch) == 0 || r.urgent {
 		return b.fetchResponse(req, fctx, r), nil
 	}
@@ -386,7 +389,11 @@ func (b *Broker) readPartition(req *kmsg.FetchRequest, r *fetchRead, i int, rp f
 	var n int
 	switch {
 	case r.replicaID >= 0:
-		n = b.fetchForFollower(p, r.replicaID, rp, sp, maxBytes)
+		var file **storage.FileSlice
+		if r.files != nil {
+			file = &r.files[i]
+		}
+		n = b.fetchForFollower(p, r.replicaID, rp, sp, file, maxBytes)
 	case !p.IsLeader():
 		sp.ErrorCode = kerr.NotLeaderForPartition.Code
 	case r.files != nil:
@@ -521,14 +528,16 @@ func (b *Broker) fetchPartition(p *replica.Partition, rp fetchsession.Request, s
 }
 
 // fetchForFollower serves one partition to a follower replica and
-// returns the byte count.
-func (b *Broker) fetchForFollower(p *replica.Partition, replicaID int32, rp fetchsession.Request, sp *kmsg.FetchResponseTopicPartition, maxBytes int) int {
+// returns the byte count. With file not nil the batches are left in
+// their segment file and *file is set to them.
+func (b *Broker) fetchForFollower(p *replica.Partition, replicaID int32, rp fetchsession.Request, sp *kmsg.FetchResponseTopicPartition, file **storage.FileSlice, maxBytes int) int {
 	res, err := p.FetchForFollower(replica.FollowerFetch{
 		ReplicaID:          replicaID,
 		FetchOffset:        rp.FetchOffset,
 		LastFetchedEpoch:   rp.LastFetchedEpoch,
 		CurrentLeaderEpoch: rp.CurrentLeaderEpoch,
 		MaxBytes:           max(maxBytes, 0),
+		Slice:              file != nil,
 	})
 	if err != nil {
 		sp.ErrorCode = b.errCode(err, "follower fetch")
@@ -541,6 +550,10 @@ func (b *Broker) fetchForFollower(p *replica.Partition, replicaID int32, rp fetc
 		sp.DivergingEpoch.Epoch = res.Diverging.Epoch
 		sp.DivergingEpoch.EndOffset = res.Diverging.EndOffset
 		return 0
+	}
+	if res.Slice != nil {
+		*file = res.Slice
+		return res.Slice.Len()
 	}
 	if len(res.Records) > 0 {
 		sp.RecordBatches = res.Records
