@@ -480,8 +480,20 @@ func (b *Broker) fetchPartitionSlice(p *replica.Partition, rp fetchsession.Reque
 		return 0
 	}
 	setAbortedTransactions(sp, aborted, readCommitted)
+	return setSlice(sp, file, slice)
+}
+
+// setSlice puts the batches of slice in a partition's answer: in *file,
+// or in RecordBatches when the storage read them into memory. It returns
+// their size.
+func setSlice(sp *kmsg.FetchResponseTopicPartition, file **storage.FileSlice, slice *storage.FileSlice) int {
 	if slice == nil {
 		return 0
+	}
+	if b := slice.Bytes(); b != nil {
+		slice.Release()
+		sp.RecordBatches = b
+		return len(b)
 	}
 	*file = slice
 	return slice.Len()
@@ -552,8 +564,7 @@ func (b *Broker) fetchForFollower(p *replica.Partition, replicaID int32, rp fetc
 		return 0
 	}
 	if res.Slice != nil {
-		*file = res.Slice
-		return res.Slice.Len()
+		return setSlice(sp, file, res.Slice)
 	}
 	if len(res.Records) > 0 {
 		sp.RecordBatches = res.Records

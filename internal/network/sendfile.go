@@ -23,7 +23,13 @@ import (
 // segment deleted meanwhile stays readable until then. A file shortened
 // under a frame (a truncation) cannot fill the size the frame announced:
 // the connection is closed rather than the frame completed with other
-// bytes, and the client fetches again.
+// bytes, and the client fetches again (Kafka's FileRecords.writeTo fails
+// the same way). Only bytes above the high watermark are ever truncated
+// (a leader becoming a follower), and consumers read below it; a
+// follower's answer can meet one, and one truncated and then appended
+// again in the milliseconds before it is sent carries the new bytes,
+// whose batches the follower checks (CRC, offsets) before appending,
+// as with Kafka.
 
 // sendfileWrites lets fetch answers on plain TCP sockets send their
 // batches with sendfile; benchmarks turn it off to compare.
@@ -59,6 +65,8 @@ func (c *Conn) encodeWithFiles(correlationID int32, f *wire.FetchWithFiles) (out
 	for _, c := range cuts {
 		if c.File != nil {
 			n += c.File.Len()
+		} else {
+			n += len(c.Records)
 		}
 	}
 	out := getBuf(n)

@@ -19,9 +19,16 @@ import (
 // readable until then. A truncation of the segment (a follower truncating
 // its log) can still shorten the file under a slice; a reader then gets
 // fewer bytes than Len and must treat the slice as failed.
+//
+// Slices hold at most half of the FileCache's capacity of files at a
+// time (a fetch of many partitions would otherwise keep a descriptor per
+// partition and crowd the cache past the process's file limit). Beyond
+// that ReadSlice reads the bytes into memory, as Read does: Bytes returns
+// them and File returns no file.
 type FileSlice struct {
 	file *cachedFile
 	f    *os.File
+	data []byte // the bytes, when read into memory
 	pos  int64
 	n    int
 	// upper is an offset past the slice's last batch and at most the
@@ -33,10 +40,15 @@ type FileSlice struct {
 // Len is the slice's byte count.
 func (s *FileSlice) Len() int { return s.n }
 
-// File returns the open file and the position of the slice's first byte.
-// The file is shared: read it with pread (ReadAt) or sendfile with an
-// explicit offset, never through its file offset.
+// File returns the open file and the position of the slice's first byte;
+// no file when the bytes were read into memory (Bytes). The file is
+// shared: read it with pread (ReadAt) or sendfile with an explicit
+// offset, never through its file offset.
 func (s *FileSlice) File() (*os.File, int64) { return s.f, s.pos }
+
+// Bytes returns the slice's bytes when ReadSlice read them into memory,
+// else nil.
+func (s *FileSlice) Bytes() []byte { return s.data }
 
 // UpperOffset is an offset above the slice's last record and at most the
 // bound it was read up to: the end of the range whose aborted
@@ -46,14 +58,19 @@ func (s *FileSlice) UpperOffset() int64 { return s.upper }
 // Release gives back the slice's reference on its file. Later calls do
 // nothing.
 func (s *FileSlice) Release() {
-	if s.released.CompareAndSwap(false, true) {
+	if s.released.CompareAndSwap(false, true) && s.f != nil {
 		s.file.release()
+		s.file.cache.unholdForSlice()
 	}
 }
 
 // ReadTo reads the slice's bytes into b, which must be Len bytes long.
 // A file shortened under the slice is an error.
 func (s *FileSlice) ReadTo(b []byte) error {
+	if s.f == nil {
+		copy(b, s.data)
+		return nil
+	}
 	n, err := s.f.ReadAt(b[:s.n], s.pos)
 	if n == s.n {
 		return nil
@@ -133,8 +150,16 @@ func (s *segment) slice(offset int64, maxBytes int, maxOffset int64) (*FileSlice
 			return nil, err
 		}
 	}
+	if !s.log.cache.holdForSlice() {
+		buf := make([]byte, limit-pos)
+		if _, err := s.log.ReadAt(buf, pos); err != nil {
+			return nil, err
+		}
+		return &FileSlice{data: buf, n: len(buf), upper: upper}, nil
+	}
 	f, err := s.log.acquire()
 	if err != nil {
+		s.log.cache.unholdForSlice()
 		return nil, err
 	}
 	return &FileSlice{file: s.log, f: f, pos: pos, n: int(limit - pos), upper: upper}, nil

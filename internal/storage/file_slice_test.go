@@ -95,3 +95,45 @@ func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
+
+// TestReadSliceBoundedByFileCache: slices hold at most half of the file
+// cache's capacity; past that ReadSlice returns the same bytes read into
+// memory, and releasing slices makes room again.
+func TestReadSliceBoundedByFileCache(t *testing.T) {
+	cache := NewFileCache(8) // slices may hold 4 files
+	l := openLog(t, filepath.Join(t.TempDir(), "orders-0"), LogConfig{Files: cache})
+	for range 3 {
+		mustAppend(t, l, makeBatch(t, 2, 1000, 100))
+	}
+	want, err := l.Read(0, 1<<20, l.LogEndOffset())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []*FileSlice
+	for i := range 6 {
+		s, err := l.ReadSlice(0, 1<<20, l.LogEndOffset())
+		if err != nil || s == nil {
+			t.Fatalf("ReadSlice %d: %v, %v", i, s, err)
+		}
+		f, _ := s.File()
+		if inFile := i < 4; (f != nil) != inFile || (s.Bytes() == nil) != inFile {
+			t.Fatalf("slice %d: file %v, %d bytes in memory; want it in the file: %v", i, f != nil, len(s.Bytes()), inFile)
+		}
+		got := make([]byte, s.Len())
+		if err := s.ReadTo(got); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("slice %d: %v, bytes equal %v", i, err, bytes.Equal(got, want))
+		}
+		held = append(held, s)
+	}
+	for _, s := range held {
+		s.Release()
+	}
+	s, err := l.ReadSlice(0, 1<<20, l.LogEndOffset())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	if f, _ := s.File(); f == nil {
+		t.Fatal("after releasing every slice, a new one is still read into memory")
+	}
+}
