@@ -4,6 +4,9 @@ package broker
 //
 // Behavior:
 //   - Batches are returned as stored: bytes from the log, never decoded.
+//     On a connection they stay in their segment files until written
+//     (storage.FileSlice in a wire.FetchWithFiles): sent with sendfile
+//     on plain TCP, pread into the frame on TLS (internal/network).
 //   - Limits: partition_max_bytes per partition and max_bytes for the whole
 //     response, except that the first partition with data returns at least
 //     one whole batch even when it is larger (KIP-74), so a consumer can
@@ -78,6 +81,8 @@ import (
 	"github.com/samsa-io/samsa/internal/metadata"
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/replica"
+	"github.com/samsa-io/samsa/internal/storage"
+	"github.com/samsa-io/samsa/internal/wire"
 )
 
 func handleFetch(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Request) (kmsg.Response, error) {
@@ -98,11 +103,15 @@ func handleFetch(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Requ
 		readable = func(string) bool { return ok }
 	}
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
-	r := b.fetchOnce(req, fctx.Partitions, replicaID, readable)
+	// The batches stay in their segment files until the connection
+	// writes them (sendfile); without a connection (a handler called
+	// in-process) they are read into memory.
+	r := b.fetchOnce(req, fctx.Partitions, replicaID, readable, c != nil)
 	if r.total >= int(req.MinBytes) || req.MaxWaitMillis <= 0 || len(r.watch) == 0 || r.urgent {
 		return b.fetchResponse(req, fctx, r), nil
 	}
 	if err := b.parkFetch(ctx, req, fctx, r, time.Until(deadline)); err != nil {
+		r.releaseFiles()
 		return nil, err
 	}
 	return b.fetchResponse(req, fctx, r), nil
@@ -272,11 +281,33 @@ type fetchRead struct {
 	// urgent: reading a partition failed or found a diverging epoch
 	// (waiting would only delay the news).
 	urgent bool
+	// files, when not nil, hold each partition's batches instead of its
+	// RecordBatches: slices of segment files, released by whoever holds
+	// them last (the connection's writer, once they are sent).
+	files []*storage.FileSlice
+}
+
+// recordBytes is the size of partition i's batches.
+func (r *fetchRead) recordBytes(i int) int {
+	if r.files != nil && r.files[i] != nil {
+		return r.files[i].Len()
+	}
+	return len(r.parts[i].RecordBatches)
+}
+
+// releaseFiles releases the files of a read that is not answered.
+func (r *fetchRead) releaseFiles() {
+	for i, f := range r.files {
+		if f != nil {
+			f.Release()
+			r.files[i] = nil
+		}
+	}
 }
 
 // fetchOnce reads every partition of a fetch once, for a consumer
 // (replicaID -1) or a follower, of the topics readable allows.
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest, parts []fetchsession.Partition, replicaID int32, readable func(topic string) bool) *fetchRead {
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, parts []fetchsession.Partition, replicaID int32, readable func(topic string) bool, files bool) *fetchRead {
 	img := b.cfg.Image()
 	budget := int(req.MaxBytes)
 	if req.Version < 3 || budget <= 0 {
@@ -285,6 +316,9 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, parts []fetchsession.Partitio
 	r := &fetchRead{replicaID: replicaID, budget: budget,
 		parts: make([]kmsg.FetchResponseTopicPartition, len(parts)), names: make([]string, len(parts)),
 		ps: make([]*replica.Partition, len(parts)), moves: make([]uint64, len(parts))}
+	if files {
+		r.files = make([]*storage.FileSlice, len(parts))
+	}
 	var t *metadata.TopicImage
 	var known bool
 	for i, fp := range parts {
@@ -344,16 +378,26 @@ func resetFetchPartition(sp *kmsg.FetchResponseTopicPartition, partition int32) 
 // readPartition reads partition i of r (again), replacing its answer.
 func (b *Broker) readPartition(req *kmsg.FetchRequest, r *fetchRead, i int, rp fetchsession.Request) {
 	sp, p := &r.parts[i], r.ps[i]
-	r.total -= len(sp.RecordBatches)
+	r.total -= r.recordBytes(i)
+	if r.files != nil && r.files[i] != nil {
+		r.files[i].Release()
+		r.files[i] = nil
+	}
 	resetFetchPartition(sp, sp.Partition)
 	r.moves[i] = p.Moves()
 	maxBytes := min(int(rp.MaxBytes), r.budget-r.total)
 	var n int
 	switch {
 	case r.replicaID >= 0:
-		n = b.fetchForFollower(p, r.replicaID, rp, sp, maxBytes)
+		var file **storage.FileSlice
+		if r.files != nil {
+			file = &r.files[i]
+		}
+		n = b.fetchForFollower(p, r.replicaID, rp, sp, file, maxBytes)
 	case !p.IsLeader():
 		sp.ErrorCode = kerr.NotLeaderForPartition.Code
+	case r.files != nil:
+		n = b.fetchPartitionSlice(p, rp, sp, &r.files[i], maxBytes, r.total == 0, req.IsolationLevel == 1)
 	default:
 		n = b.fetchPartition(p, rp, sp, maxBytes, r.total == 0, req.IsolationLevel == 1)
 	}
@@ -365,25 +409,40 @@ func (b *Broker) readPartition(req *kmsg.FetchRequest, r *fetchRead, i int, rp f
 // builds the response: every partition read, except that an incremental
 // response leaves out those with nothing new. Consecutive partitions of
 // one topic share a topic entry, as in Kafka's FetchResponse.
-func (b *Broker) fetchResponse(req *kmsg.FetchRequest, fctx *fetchsession.Context, r *fetchRead) *kmsg.FetchResponse {
+func (b *Broker) fetchResponse(req *kmsg.FetchRequest, fctx *fetchsession.Context, r *fetchRead) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.Version = req.Version
 	results := make([]fetchsession.Result, len(r.parts))
 	for i := range r.parts {
 		sp := &r.parts[i]
-		results[i] = fetchsession.Result{RecordBytes: len(sp.RecordBatches), HighWatermark: sp.HighWatermark,
+		results[i] = fetchsession.Result{RecordBytes: r.recordBytes(i), HighWatermark: sp.HighWatermark,
 			LogStartOffset: sp.LogStartOffset, ErrorCode: sp.ErrorCode, PreferredReplica: sp.PreferredReadReplica,
 			Diverging: sp.DivergingEpoch.Epoch >= 0}
 	}
 	var include []bool
 	resp.SessionID, resp.ErrorCode, include = fctx.Respond(results, b.cfg.Now().UnixMilli())
 	if resp.ErrorCode != 0 {
+		r.releaseFiles()
 		return resp
+	}
+	var withFiles *wire.FetchWithFiles
+	if r.files != nil {
+		withFiles = &wire.FetchWithFiles{FetchResponse: resp}
 	}
 	var prev *fetchsession.Partition
 	for i := range fctx.Partitions {
 		if include != nil && !include[i] {
+			if r.files != nil && r.files[i] != nil {
+				r.files[i].Release()
+			}
 			continue
+		}
+		if withFiles != nil {
+			var f wire.FileRecords
+			if r.files[i] != nil {
+				f = r.files[i]
+			}
+			withFiles.Files = append(withFiles.Files, f)
 		}
 		fp := &fctx.Partitions[i]
 		if prev == nil || fp.TopicID != prev.TopicID || fp.Topic != prev.Topic {
@@ -395,7 +454,64 @@ func (b *Broker) fetchResponse(req *kmsg.FetchRequest, fctx *fetchsession.Contex
 		st := &resp.Topics[len(resp.Topics)-1]
 		st.Partitions = append(st.Partitions, r.parts[i])
 	}
+	if withFiles != nil {
+		return withFiles
+	}
 	return resp
+}
+
+// fetchPartitionSlice is fetchPartition with the batches left in their
+// segment file: *file is set to them.
+func (b *Broker) fetchPartitionSlice(p *replica.Partition, rp fetchsession.Request, sp *kmsg.FetchResponseTopicPartition, file **storage.FileSlice, maxBytes int, first, readCommitted bool) int {
+	off := p.Offsets()
+	sp.HighWatermark = off.HighWatermark
+	sp.LastStableOffset = off.LastStableOffset
+	sp.LogStartOffset = off.LogStartOffset
+	if err := replica.CheckLeaderEpoch(rp.CurrentLeaderEpoch, off.LeaderEpoch); err != nil {
+		sp.ErrorCode = b.errCode(err, "fetch")
+		return 0
+	}
+	slice, snap, aborted, err := p.ReadIsolatedSlice(rp.FetchOffset, maxBytes, first, readCommitted)
+	sp.HighWatermark = snap.HighWatermark
+	sp.LastStableOffset = snap.LastStableOffset
+	sp.LogStartOffset = snap.LogStartOffset
+	if err != nil {
+		sp.ErrorCode = b.errCode(err, "fetch")
+		return 0
+	}
+	setAbortedTransactions(sp, aborted, readCommitted)
+	return setSlice(sp, file, slice)
+}
+
+// setSlice puts the batches of slice in a partition's answer: in *file,
+// or in RecordBatches when the storage read them into memory. It returns
+// their size.
+func setSlice(sp *kmsg.FetchResponseTopicPartition, file **storage.FileSlice, slice *storage.FileSlice) int {
+	if slice == nil {
+		return 0
+	}
+	if b := slice.Bytes(); b != nil {
+		slice.Release()
+		sp.RecordBatches = b
+		return len(b)
+	}
+	*file = slice
+	return slice.Len()
+}
+
+// setAbortedTransactions sets a read_committed answer's aborted
+// transactions.
+func setAbortedTransactions(sp *kmsg.FetchResponseTopicPartition, aborted []replica.AbortedTxn, readCommitted bool) {
+	if !readCommitted {
+		return
+	}
+	// An empty list rather than null, as Kafka answers read_committed.
+	sp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, 0, len(aborted))
+	for _, a := range aborted {
+		at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+		at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+		sp.AbortedTransactions = append(sp.AbortedTransactions, at)
+	}
 }
 
 // fetchPartition fills one partition's answer and returns its byte count.
@@ -416,15 +532,7 @@ func (b *Broker) fetchPartition(p *replica.Partition, rp fetchsession.Request, s
 		sp.ErrorCode = b.errCode(err, "fetch")
 		return 0
 	}
-	if readCommitted {
-		// An empty list rather than null, as Kafka answers read_committed.
-		sp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, 0, len(aborted))
-		for _, a := range aborted {
-			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
-			at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
-			sp.AbortedTransactions = append(sp.AbortedTransactions, at)
-		}
-	}
+	setAbortedTransactions(sp, aborted, readCommitted)
 	if len(data) > 0 {
 		sp.RecordBatches = data
 	}
@@ -432,14 +540,16 @@ func (b *Broker) fetchPartition(p *replica.Partition, rp fetchsession.Request, s
 }
 
 // fetchForFollower serves one partition to a follower replica and
-// returns the byte count.
-func (b *Broker) fetchForFollower(p *replica.Partition, replicaID int32, rp fetchsession.Request, sp *kmsg.FetchResponseTopicPartition, maxBytes int) int {
+// returns the byte count. With file not nil the batches are left in
+// their segment file and *file is set to them.
+func (b *Broker) fetchForFollower(p *replica.Partition, replicaID int32, rp fetchsession.Request, sp *kmsg.FetchResponseTopicPartition, file **storage.FileSlice, maxBytes int) int {
 	res, err := p.FetchForFollower(replica.FollowerFetch{
 		ReplicaID:          replicaID,
 		FetchOffset:        rp.FetchOffset,
 		LastFetchedEpoch:   rp.LastFetchedEpoch,
 		CurrentLeaderEpoch: rp.CurrentLeaderEpoch,
 		MaxBytes:           max(maxBytes, 0),
+		Slice:              file != nil,
 	})
 	if err != nil {
 		sp.ErrorCode = b.errCode(err, "follower fetch")
@@ -452,6 +562,9 @@ func (b *Broker) fetchForFollower(p *replica.Partition, replicaID int32, rp fetc
 		sp.DivergingEpoch.Epoch = res.Diverging.Epoch
 		sp.DivergingEpoch.EndOffset = res.Diverging.EndOffset
 		return 0
+	}
+	if res.Slice != nil {
+		return setSlice(sp, file, res.Slice)
 	}
 	if len(res.Records) > 0 {
 		sp.RecordBatches = res.Records

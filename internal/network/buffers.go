@@ -4,6 +4,8 @@ import (
 	"math/bits"
 	"net"
 	"sync"
+
+	"github.com/samsa-io/samsa/internal/wire"
 )
 
 // Response frames are built in pooled buffers: a fetch answer can be
@@ -28,21 +30,39 @@ var vectoredWrites = true
 // buffer returned once written, and for a fetch answer written without
 // copying its records (wire.AppendFetchFrame) the buffers to write,
 // slices of buf and of the record batches, with one writev.
+//
+// cuts, set instead of bufs for a fetch answer whose batches are in files
+// (sendfile.go), say where in buf the batches go; the frame holds the
+// files' references until it is written or dropped.
 type outFrame struct {
 	buf  []byte
 	bufs net.Buffers // nil: write buf
+	cuts []wire.FrameCut
 }
 
 // writeTo writes f to w and returns its buffer to the pool.
 func (f outFrame) writeTo(w net.Conn) error {
 	var err error
-	if f.bufs != nil {
+	switch {
+	case f.cuts != nil:
+		err = writeWithFiles(w.(*net.TCPConn), f.buf, f.cuts)
+	case f.bufs != nil:
 		_, err = f.bufs.WriteTo(w)
-	} else {
+	default:
 		_, err = w.Write(f.buf)
 	}
-	putBuf(f.buf)
+	f.discard()
 	return err
+}
+
+// discard returns f's buffer to the pool and releases its files.
+func (f outFrame) discard() {
+	putBuf(f.buf)
+	for _, c := range f.cuts {
+		if c.File != nil {
+			c.File.Release()
+		}
+	}
 }
 
 // getBuf returns an empty buffer with room for at least n bytes.

@@ -89,19 +89,27 @@ func TestFetchAnswerOverTCP(t *testing.T) {
 }
 
 // BenchmarkFetchAnswer is one client fetching a 768 KiB answer (6
-// partitions of 128 KiB) at a time over loopback: the frame copied whole
-// into a buffer (copy) or written with its record batches in place
-// (writev).
+// partitions of 128 KiB) at a time over loopback, its record batches in
+// memory: the frame copied whole into a buffer (copy) or written with its
+// batches in place (writev); or in a file (sendfile.go): sent with
+// sendfile (sendfile), or pread into a pooled frame buffer as on a TLS
+// connection (pread).
 func BenchmarkFetchAnswer(b *testing.B) {
 	for _, mode := range []struct {
-		name     string
-		vectored bool
-	}{{"copy", false}, {"writev", true}} {
+		name               string
+		vectored, sendfile bool
+		files              bool
+	}{{"copy", false, true, false}, {"writev", true, true, false}, {"sendfile", true, true, true}, {"pread", true, false, true}} {
 		b.Run(mode.name, func(b *testing.B) {
-			vectoredWrites = mode.vectored
-			defer func() { vectoredWrites = true }()
+			vectoredWrites, sendfileWrites = mode.vectored, mode.sendfile
+			defer func() { vectoredWrites, sendfileWrites = true, true }()
 			resp := fetchResponseWithRecords(6, 128<<10)
-			s := serveFetchAnswer(b, resp)
+			var s *Server
+			if mode.files {
+				s = serveFileAnswer(b, newFileAnswer(b, resp), nil)
+			} else {
+				s = serveFetchAnswer(b, resp)
+			}
 			nc, err := net.Dial("tcp", s.Addr().String())
 			if err != nil {
 				b.Fatal(err)

@@ -37,7 +37,7 @@ func AuthenticateConn(ctx context.Context, nc net.Conn, listener string, cfg *SA
 			if err == nil {
 				err = f.writeTo(nc)
 			} else {
-				putBuf(f.buf)
+				f.discard()
 			}
 		}
 		written <- err

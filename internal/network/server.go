@@ -92,9 +92,10 @@ type Conn struct {
 	nc  net.Conn // a *tls.Conn on an SSL listener
 	raw net.Conn // the socket under nc, closed to stop the connection at once
 	out chan outFrame
-	// vectored: nc is a plain TCP socket, so a fetch answer's record
-	// batches are written from where they are, with writev.
-	vectored bool
+	// vectored: a fetch answer's record batches in memory are written
+	// from where they are, with writev; sendfile: nc is a plain TCP
+	// socket, so batches in files are sent from them (sendfile.go).
+	vectored, sendfile bool
 	// principal is who the client authenticated as, and sasl its SASL
 	// session; only the reader goroutine, which runs the handshakes and
 	// the handlers, touches them.
@@ -188,6 +189,8 @@ func (s *Server) accept() {
 		if s.cfg.TLS != nil {
 			c.nc = tls.Server(nc, s.cfg.TLS) // no I/O until the reader's handshake
 		}
+		_, c.sendfile = c.nc.(*net.TCPConn)
+		c.sendfile = c.sendfile && sendfileWrites
 		s.mu.Lock()
 		if s.ctx.Err() != nil {
 			s.mu.Unlock()
@@ -337,7 +340,13 @@ func (c *Conn) serveOne(ctx context.Context) bool {
 	}
 	if resp != nil {
 		encoding := time.Now()
-		c.out <- c.encode(req.Header.CorrelationID, resp)
+		f, err := c.encode(req.Header.CorrelationID, resp)
+		if err != nil {
+			s.cfg.Logger.Warn("closing connection: encoding the answer failed", "remote", c.nc.RemoteAddr(),
+				"api", kmsg.NameForKey(req.Header.APIKey), "err", err)
+			return false
+		}
+		c.out <- f
 		c.netTime = time.Since(encoding) // counted with the next request
 	}
 	if d := c.mute; d > 0 {
@@ -388,14 +397,22 @@ func (c *Conn) logClose(ctx context.Context, err error) {
 
 // encode makes the frame of a response. A fetch answer on a plain TCP
 // socket keeps its record batches where they are (wire.AppendFetchFrame):
-// only the bytes around them are copied into the frame buffer.
-func (c *Conn) encode(correlationID int32, resp kmsg.Response) outFrame {
-	if f, ok := resp.(*kmsg.FetchResponse); ok && c.vectored {
+// only the bytes around them are copied into the frame buffer; one whose
+// batches are in files is sendfile.go's. An error (a file that could not
+// be read) ends the connection.
+func (c *Conn) encode(correlationID int32, resp kmsg.Response) (outFrame, error) {
+	switch f := resp.(type) {
+	case *wire.FetchWithFiles:
+		return c.encodeWithFiles(correlationID, f)
+	case *kmsg.FetchResponse:
+		if !c.vectored {
+			break
+		}
 		if buf, bufs, ok := wire.AppendFetchFrame(getBuf(wire.FetchHeadSizeHint(f)), correlationID, f); ok {
-			return outFrame{buf: buf, bufs: bufs}
+			return outFrame{buf: buf, bufs: bufs}, nil
 		}
 	}
-	return outFrame{buf: wire.AppendResponse(getBuf(wire.SizeHint(resp)), correlationID, resp)}
+	return outFrame{buf: wire.AppendResponse(getBuf(wire.SizeHint(resp)), correlationID, resp)}, nil
 }
 
 // write owns the socket's write side. On a write error it closes the socket,
@@ -407,7 +424,7 @@ func (c *Conn) write() {
 		if err := f.writeTo(c.nc); err != nil {
 			c.nc.Close()
 			for f := range c.out {
-				putBuf(f.buf)
+				f.discard()
 			}
 			return
 		}

@@ -43,6 +43,9 @@ type FollowerFetch struct {
 	LastFetchedEpoch   int32 // -1: unknown
 	CurrentLeaderEpoch int32 // -1: not checked
 	MaxBytes           int
+	// Slice asks for the batches as a slice of their segment file
+	// (FollowerFetchResult.Slice) instead of bytes in memory.
+	Slice bool
 }
 
 // EpochEndOffset is a leader epoch and the offset where it ended (the start
@@ -54,8 +57,11 @@ type EpochEndOffset struct {
 
 // FollowerFetchResult is the leader's answer to a FollowerFetch.
 type FollowerFetchResult struct {
-	// Records are whole batches from FetchOffset up to the log end offset.
+	// Records are whole batches from FetchOffset up to the log end offset;
+	// Slice holds them instead when FollowerFetch.Slice asked for it (nil
+	// when there are none), and the caller must Release it.
 	Records []byte
+	Slice   *storage.FileSlice
 	// Offsets are the leader's offsets after recording the fetch.
 	Offsets Snapshot
 	// Diverging is set (and Records empty) when the follower's log diverges
@@ -238,14 +244,23 @@ func (p *Partition) FetchForFollower(f FollowerFetch) (FollowerFetchResult, erro
 	p.mu.Unlock()
 	// The leader's log end offset before the read bounds it: appends
 	// after the fetch was recorded go to the next fetch.
-	b, err := p.readLog(f.FetchOffset, f.MaxBytes, leo)
+	var res FollowerFetchResult
+	err := p.onLog(func(l *storage.Log) (err error) {
+		if f.Slice {
+			res.Slice, err = l.ReadSlice(f.FetchOffset, f.MaxBytes, leo)
+		} else {
+			res.Records, err = l.Read(f.FetchOffset, f.MaxBytes, leo)
+		}
+		return err
+	})
 	if errors.Is(err, storage.ErrOffsetOutOfRange) {
 		return FollowerFetchResult{}, fmt.Errorf("%w: %v", kerr.OffsetOutOfRange, err)
 	}
 	if err != nil {
 		return FollowerFetchResult{}, fmt.Errorf("read %s-%d for replica %d: %w", p.Topic, p.Index, f.ReplicaID, err)
 	}
-	return FollowerFetchResult{Records: b, Offsets: s}, nil
+	res.Offsets = s
+	return res, nil
 }
 
 // EndOffsetForEpoch answers OffsetForLeaderEpoch: the largest epoch <=

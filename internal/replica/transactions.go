@@ -290,6 +290,59 @@ func (p *Partition) ReadIsolated(offset int64, maxBytes int, minOne bool, readCo
 	return b, s, aborted, nil
 }
 
+// ReadIsolatedSlice is ReadIsolated with the batches left in their
+// segment file (storage.Log.ReadSlice), for the network to send with
+// sendfile: nil when ReadIsolated would return no bytes. The caller must
+// Release a non-nil slice.
+func (p *Partition) ReadIsolatedSlice(offset int64, maxBytes int, minOne bool, readCommitted bool) (*storage.FileSlice, Snapshot, []AbortedTxn, error) {
+	s := p.Offsets()
+	if offset < s.LogStartOffset || offset > s.LogEndOffset {
+		return nil, s, nil, kerr.OffsetOutOfRange
+	}
+	bound := s.HighWatermark
+	if readCommitted {
+		bound = s.LastStableOffset
+	}
+	if offset >= bound || (!minOne && maxBytes <= 0) {
+		return nil, s, nil, nil
+	}
+	var slice *storage.FileSlice
+	err := p.onLog(func(l *storage.Log) (err error) {
+		slice, err = l.ReadSlice(offset, maxBytes, bound)
+		return err
+	})
+	if errors.Is(err, storage.ErrOffsetOutOfRange) {
+		return nil, s, nil, kerr.OffsetOutOfRange
+	}
+	if err != nil || slice == nil {
+		return nil, s, nil, err
+	}
+	if !minOne && slice.Len() > maxBytes {
+		slice.Release() // the log returned one batch larger than allowed
+		return nil, s, nil, nil
+	}
+	if !readCommitted {
+		return slice, s, nil, nil
+	}
+	var found []storage.AbortedTxn
+	err = p.onLog(func(l *storage.Log) (err error) {
+		found, err = l.CollectAbortedTxns(offset, slice.UpperOffset())
+		return err
+	})
+	if err != nil {
+		slice.Release()
+		return nil, s, nil, err
+	}
+	var aborted []AbortedTxn
+	if len(found) > 0 {
+		aborted = make([]AbortedTxn, len(found))
+		for i, t := range found {
+			aborted[i] = AbortedTxn{ProducerID: t.ProducerID, FirstOffset: t.FirstOffset}
+		}
+	}
+	return slice, s, aborted, nil
+}
+
 // lastStableOffsetLocked is min(first offset of the open transactions,
 // high watermark).
 func (p *Partition) lastStableOffsetLocked() int64 {

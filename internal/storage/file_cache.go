@@ -32,6 +32,10 @@ type FileCache struct {
 		open int        // files with an open descriptor, in use or idle
 		lru  cachedFile // sentinel of the idle list; lru.next is the most recent
 	}
+	// held counts references taken by FileSlices, which last until the
+	// network has sent them; holdForSlice bounds them to half the
+	// capacity, so that files in use never crowd out the rest.
+	held      atomic.Int64
 	opens     atomic.Int64 // descriptors opened, for tests and the scale benchmark
 	evictions atomic.Int64
 	syncs     atomic.Int64 // fsyncs done (Sync of a clean file does none)
@@ -71,6 +75,18 @@ func sharedFileCache() *FileCache {
 	defaultFileCacheOnce.Do(func() { defaultFileCache = NewFileCache(0) })
 	return defaultFileCache
 }
+
+// holdForSlice reserves a reference for a FileSlice, unless slices hold
+// half of the capacity already; unholdForSlice gives it back.
+func (c *FileCache) holdForSlice() bool {
+	if c.held.Add(1) > int64(max(c.capacity/2, 1)) {
+		c.held.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (c *FileCache) unholdForSlice() { c.held.Add(-1) }
 
 // Capacity is the bound on open files.
 func (c *FileCache) Capacity() int { return c.capacity }

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"net"
+	"os"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -16,15 +17,74 @@ import (
 // is appended, for a response this encoder does not cover (a version
 // below 4, or unknown tagged fields): the caller uses AppendResponse.
 func AppendFetchFrame(dst []byte, correlationID int32, resp *kmsg.FetchResponse) (buf []byte, frame net.Buffers, ok bool) {
+	start := len(dst)
+	dst, cuts, ok := AppendFetchHead(dst, correlationID, resp, nil)
+	if !ok {
+		return dst, nil, false
+	}
+	from := start
+	for _, c := range cuts {
+		frame = append(frame, dst[from:c.At], c.Records)
+		from = c.At
+	}
+	return dst, append(frame, dst[from:]), true
+}
+
+// FileRecords are a partition's record batches in a fetch answer that
+// stay in a file until they are written: Len bytes at offset of the file,
+// which stays open until Release.
+type FileRecords interface {
+	Len() int
+	File() (f *os.File, offset int64)
+	// ReadTo reads the Len bytes into b; a file shortened meanwhile is
+	// an error.
+	ReadTo(b []byte) error
+	Release()
+}
+
+// FetchWithFiles is a Fetch response some of whose record batches are in
+// files: Files[k], when not nil, holds the batches of the k-th partition
+// of Topics (counting through every topic, in order), whose RecordBatches
+// is then empty. Only the network layer writes it (AppendFetchHead): the
+// embedded response's own AppendTo would leave those batches out. Whoever
+// holds it last calls Release.
+type FetchWithFiles struct {
+	*kmsg.FetchResponse
+	Files []FileRecords
+}
+
+// Release releases every file of f.
+func (f *FetchWithFiles) Release() {
+	for _, r := range f.Files {
+		if r != nil {
+			r.Release()
+		}
+	}
+}
+
+// FrameCut is where a partition's record batches go in a frame that
+// AppendFetchHead made: at position At of its bytes, Records or File.
+type FrameCut struct {
+	At      int
+	Records []byte
+	File    FileRecords
+}
+
+// AppendFetchHead appends to dst the bytes of a Fetch response frame
+// other than its record batches, and returns where the batches go, in
+// order: the frame is dst[start:cuts[0].At], the first batches,
+// dst[cuts[0].At:cuts[1].At], ... and dst[cuts[len-1].At:]. files, when
+// not nil, gives the batches kept in files (FetchWithFiles.Files). ok is
+// false, and nothing is appended, for a version below 4 or a response with
+// unknown tagged fields.
+func AppendFetchHead(dst []byte, correlationID int32, resp *kmsg.FetchResponse, files []FileRecords) (buf []byte, cuts []FrameCut, ok bool) {
 	if resp.Version < 4 || resp.Version > 18 || hasUnknownTags(resp) {
 		return dst, nil, false
 	}
 	flexible := resp.Version >= 12
 	start := len(dst)
-	// Where the bytes of dst end for each record set: the frame is
-	// dst[start:cut[0]], recs[0], dst[cut[0]:cut[1]], recs[1], ...
-	var cuts []int
-	var recs [][]byte
+	size := 0                     // bytes of record batches
+	k := -1                       // partition count, for files
 	dst = append(dst, 0, 0, 0, 0) // size, set below
 	dst = kbin.AppendInt32(dst, correlationID)
 	if flexible {
@@ -68,7 +128,20 @@ func AppendFetchFrame(dst []byte, correlationID int32, resp *kmsg.FetchResponse)
 			if resp.Version >= 11 {
 				dst = kbin.AppendInt32(dst, p.PreferredReadReplica)
 			}
+			k++
+			var file FileRecords
+			if k < len(files) {
+				file = files[k]
+			}
+			records := len(p.RecordBatches)
+			if file != nil {
+				records = file.Len()
+			}
 			switch {
+			case file != nil && flexible:
+				dst = kbin.AppendUvarint(dst, uint32(records)+1)
+			case file != nil:
+				dst = kbin.AppendInt32(dst, int32(records))
 			case p.RecordBatches == nil && flexible:
 				dst = append(dst, 0)
 			case p.RecordBatches == nil:
@@ -78,9 +151,9 @@ func AppendFetchFrame(dst []byte, correlationID int32, resp *kmsg.FetchResponse)
 			default:
 				dst = kbin.AppendInt32(dst, int32(len(p.RecordBatches)))
 			}
-			if len(p.RecordBatches) > 0 {
-				cuts = append(cuts, len(dst))
-				recs = append(recs, p.RecordBatches)
+			if records > 0 {
+				cuts = append(cuts, FrameCut{At: len(dst), Records: p.RecordBatches, File: file})
+				size += records
 			}
 			if flexible {
 				dst = appendPartitionTags(dst, p)
@@ -107,18 +180,9 @@ func AppendFetchFrame(dst []byte, correlationID int32, resp *kmsg.FetchResponse)
 			dst = append(kbin.AppendUvarint(dst[:lenAt], uint32(len(body))), body...)
 		}
 	}
-	size := len(dst) - start - 4
-	for _, r := range recs {
-		size += len(r)
-	}
+	size += len(dst) - start - 4
 	dst[start], dst[start+1], dst[start+2], dst[start+3] = byte(size>>24), byte(size>>16), byte(size>>8), byte(size)
-	from := start
-	for i, c := range cuts {
-		frame = append(frame, dst[from:c], recs[i])
-		from = c
-	}
-	frame = append(frame, dst[from:])
-	return dst, frame, true
+	return dst, cuts, true
 }
 
 // appendPartitionTags appends a flexible partition's tagged fields:

@@ -76,8 +76,16 @@ func skipTags(r *kbin.Reader) {
 // again at every doubling of the buffer.
 func SizeHint(resp kmsg.Response) int {
 	n := 256
+	if f, ok := resp.(*FetchWithFiles); ok {
+		for _, r := range f.Files {
+			if r != nil {
+				n += r.Len()
+			}
+		}
+		resp = f.FetchResponse
+	}
 	if f, ok := resp.(*kmsg.FetchResponse); ok {
-		n = FetchHeadSizeHint(f)
+		n += FetchHeadSizeHint(f) - 256
 		for _, t := range f.Topics {
 			for _, p := range t.Partitions {
 				n += len(p.RecordBatches)
