@@ -302,7 +302,13 @@ func (c *Conn) serveOne(ctx context.Context) bool {
 	if err == nil {
 		// Each request gets its own buffer: decoded bodies alias it, and a
 		// handler may keep what it decoded (a group member's metadata).
-		frame, err = wire.ReadFrameBody(c.nc, n, nil)
+		// Frames past a page come from the pool, and a Produce request's
+		// buffer goes back to it once the request is handled (below).
+		var buf []byte
+		if n > 1<<minBufClass {
+			buf = getBuf(int(n))
+		}
+		frame, err = wire.ReadFrameBody(c.nc, n, buf)
 	}
 	if err != nil {
 		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
@@ -330,6 +336,12 @@ func (c *Conn) serveOne(ctx context.Context) bool {
 		}
 	}
 	resp, err := s.cfg.Handler.Handle(ctx, c, req)
+	if kmsg.Key(req.Header.APIKey) == kmsg.Produce {
+		// Nothing keeps a Produce request's bytes once it is handled: the
+		// batches were copied into the log by its write (or refused), the
+		// decoded strings are copies, and the answer holds none of them.
+		defer putBuf(frame)
+	}
 	if err != nil && ctx.Err() != nil {
 		return false // shutting down
 	}
