@@ -82,7 +82,6 @@ func wordCount(b *Builder, in, out string) {
 	MapValues(counts.ToStream(), func(_ string, n int64) string { return strconv.FormatInt(n, 10) }).To(out, String(), String())
 }
 
-
 func TestWordCountTopology(t *testing.T) {
 	b := NewBuilder()
 	wordCount(b, "in", "out")
@@ -216,4 +215,3 @@ func TestBuildErrors(t *testing.T) {
 		t.Fatalf("Build: %v", err)
 	}
 }
-

@@ -1,0 +1,242 @@
+package streams_test
+
+import (
+	"context"
+	"maps"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/samsa-io/samsa/internal/servertest"
+	"github.com/samsa-io/samsa/streams"
+)
+
+// wordCount is the classic topology; seen counts the lines this instance
+// read and the counts it updated.
+func wordCount(t *testing.T, in, out string, seen *atomic.Int64) *streams.Topology {
+	b := streams.NewBuilder()
+	lines := streams.From(b, streams.String(), streams.String(), in).Peek(func(string, string) { seen.Add(1) })
+	words := streams.FlatMapValues(lines, func(_, line string) []string { return strings.Fields(strings.ToLower(line)) })
+	grouped := streams.GroupBy(words, func(_, w string) string { return w }, streams.String(), streams.String())
+	counts := streams.Count(grouped, "counts-store").ToStream().Peek(func(string, int64) { seen.Add(1) })
+	streams.MapValues(counts, func(_ string, n int64) string { return strconv.FormatInt(n, 10) }).
+		To(out, streams.String(), streams.String())
+	top, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return top
+}
+
+type cluster struct {
+	t     *testing.T
+	addr  string
+	cl    *kgo.Client
+	adm   *kadm.Client
+	words []string
+}
+
+func newCluster(t *testing.T, topics ...string) *cluster {
+	s := servertest.Start(t)
+	c := &cluster{t: t, addr: servertest.Addr(s), words: strings.Fields("apple banana cherry date elder fig grape")}
+	var err error
+	c.cl, err = kgo.NewClient(kgo.SeedBrokers(c.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.cl.Close)
+	c.adm = kadm.NewClient(c.cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tp := range topics {
+		if _, err := c.adm.CreateTopic(ctx, 4, 1, nil, tp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+// produceLines writes n lines of words (line i has words i%7 .. i%7+i%4)
+// and adds their counts to want.
+func (c *cluster) produceLines(topic string, from, n int, want map[string]int64) {
+	c.t.Helper()
+	var rs []*kgo.Record
+	for i := from; i < from+n; i++ {
+		var ws []string
+		for j := 0; j <= i%4; j++ {
+			w := c.words[(i+j)%len(c.words)]
+			if j%2 == 1 {
+				w = strings.ToUpper(w) // the topology lower-cases
+			}
+			ws = append(ws, w)
+			want[strings.ToLower(w)]++
+		}
+		rs = append(rs, &kgo.Record{Topic: topic, Key: []byte(strconv.Itoa(i)), Value: []byte(strings.Join(ws, " "))})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// waitCounts reads the output topic from the start until the latest count of
+// every word equals want, and fails if a count ever passes its final value.
+func (c *cluster) waitCounts(topic string, want map[string]int64) {
+	c.t.Helper()
+	rd, err := kgo.NewClient(kgo.SeedBrokers(c.addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer rd.Close()
+	got := map[string]int64{}
+	deadline := time.Now().Add(60 * time.Second)
+	for !maps.Equal(got, want) {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("counts in %s:\n got %v\nwant %v", topic, got, want)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		fs := rd.PollFetches(ctx)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) {
+			n, err := strconv.ParseInt(string(r.Value), 10, 64)
+			if err != nil {
+				c.t.Fatalf("output %q=%q: not a decimal count", r.Key, r.Value)
+			}
+			if n > want[string(r.Key)] {
+				c.t.Fatalf("count %s=%d passes the true count %d", r.Key, n, want[string(r.Key)])
+			}
+			got[string(r.Key)] = n
+		})
+	}
+}
+
+func startApp(t *testing.T, top *streams.Topology, addr, appID string) *streams.App {
+	t.Helper()
+	app, err := streams.New(top, streams.Config{ApplicationID: appID, Bootstrap: []string{addr},
+		CommitInterval: 200 * time.Millisecond, Logger: servertest.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- app.Run(context.Background()) }()
+	t.Cleanup(func() {
+		if err := app.Close(); err != nil {
+			t.Errorf("app %s: %v", appID, err)
+		}
+	})
+	return app
+}
+
+func TestWordCountOverBroker(t *testing.T) {
+	c := newCluster(t, "lines", "counts")
+	want := map[string]int64{}
+	c.produceLines("lines", 0, 200, want)
+	var seen atomic.Int64
+	startApp(t, wordCount(t, "lines", "counts", &seen), c.addr, "wc")
+	c.waitCounts("counts", want)
+
+	// The internal topics carry Kafka Streams' names; the changelog is compacted.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfgs, err := c.adm.DescribeTopicConfigs(ctx, "wc-counts-store-changelog", "wc-counts-store-repartition")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rc := range cfgs {
+		if rc.Err != nil {
+			t.Fatalf("%s: %v", rc.Name, rc.Err)
+		}
+		policy := ""
+		for _, kv := range rc.Configs {
+			if kv.Key == "cleanup.policy" && kv.Value != nil {
+				policy = *kv.Value
+			}
+		}
+		if wantPolicy := map[bool]string{true: "compact", false: "delete"}[strings.HasSuffix(rc.Name, "-changelog")]; policy != wantPolicy {
+			t.Errorf("%s: cleanup.policy=%q, want %q", rc.Name, policy, wantPolicy)
+		}
+	}
+}
+
+func TestWordCountRestoresFromChangelog(t *testing.T) {
+	c := newCluster(t, "lines", "counts")
+	want := map[string]int64{}
+	c.produceLines("lines", 0, 100, want)
+	var seen atomic.Int64
+	first, err := streams.New(wordCount(t, "lines", "counts", &seen), streams.Config{ApplicationID: "wc",
+		Bootstrap: []string{c.addr}, CommitInterval: 200 * time.Millisecond, Logger: servertest.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- first.Run(context.Background()) }()
+	c.waitCounts("counts", want)
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+
+	// A new instance starts with empty stores: counts continue from the
+	// first run's only if it restored them from the changelog.
+	c.produceLines("lines", 100, 100, want)
+	startApp(t, wordCount(t, "lines", "counts", &seen), c.addr, "wc")
+	c.waitCounts("counts", want)
+}
+
+func TestTwoInstancesSplitPartitions(t *testing.T) {
+	c := newCluster(t, "lines", "counts")
+	var seenA, seenB atomic.Int64
+	a := startApp(t, wordCount(t, "lines", "counts", &seenA), c.addr, "wc2")
+	b := startApp(t, wordCount(t, "lines", "counts", &seenB), c.addr, "wc2")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ta, tb := a.Assignment(), b.Assignment()
+		if n := owned(ta) + owned(tb); n == 8 && owned(ta) > 0 && owned(tb) > 0 {
+			break // 4 input + 4 repartition partitions, split
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("assignments never split: %v / %v", ta, tb)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	want := map[string]int64{}
+	c.produceLines("lines", 0, 300, want)
+	c.waitCounts("counts", want)
+	if seenA.Load() == 0 || seenB.Load() == 0 {
+		t.Fatalf("records processed: %d and %d, want both > 0", seenA.Load(), seenB.Load())
+	}
+}
+
+func owned(a map[string][]int32) int {
+	n := 0
+	for _, ps := range a {
+		n += len(ps)
+	}
+	return n
+}
+
+func TestMissingSourceTopicFailsFast(t *testing.T) {
+	c := newCluster(t)
+	var seen atomic.Int64
+	app, err := streams.New(wordCount(t, "nope", "out", &seen), streams.Config{ApplicationID: "x", Bootstrap: []string{c.addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := app.Run(ctx); err == nil || !strings.Contains(err.Error(), `source topic "nope" does not exist`) {
+		t.Fatalf("Run: %v", err)
+	}
+	if _, err := streams.New(wordCount(t, "a", "b", &seen), streams.Config{ApplicationID: "x", Bootstrap: []string{c.addr},
+		ProcessingGuarantee: streams.ExactlyOnceV2}); err == nil {
+		t.Fatal("exactly_once_v2 accepted")
+	}
+}
