@@ -195,6 +195,7 @@ func (a *App) Run(ctx context.Context) (err error) {
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), // auto.offset.reset=earliest
 		kgo.DisableAutoCommit(),
+		kgo.FetchMaxWait(500*time.Millisecond), // the Java consumer's fetch.max.wait.ms, not franz-go's 5 s
 		kgo.BlockRebalanceOnPoll(),
 		kgo.OnPartitionsAssigned(a.onAssigned),
 		kgo.OnPartitionsRevoked(a.onRevoked),

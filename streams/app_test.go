@@ -119,7 +119,7 @@ func (c *cluster) waitCounts(topic string, want map[string]int64) {
 func startApp(t *testing.T, top *streams.Topology, addr, appID string) *streams.App {
 	t.Helper()
 	app, err := streams.New(top, streams.Config{ApplicationID: appID, Bootstrap: []string{addr},
-		CommitInterval: 200 * time.Millisecond, Logger: servertest.Logger()})
+		CommitInterval: 200 * time.Millisecond, Logger: servertest.Logger(), ClientOptions: dbgOpts()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestWordCountRestoresFromChangelog(t *testing.T) {
 	c.produceLines("lines", 0, 100, want)
 	var seen atomic.Int64
 	first, err := streams.New(wordCount(t, "lines", "counts", &seen), streams.Config{ApplicationID: "wc",
-		Bootstrap: []string{c.addr}, CommitInterval: 200 * time.Millisecond, Logger: servertest.Logger()})
+		Bootstrap: []string{c.addr}, CommitInterval: 200 * time.Millisecond, Logger: servertest.Logger(), ClientOptions: dbgOpts()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,6 +233,16 @@ func TestMissingSourceTopicFailsFast(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := app.Run(ctx); err == nil || !strings.Contains(err.Error(), `source topic "nope" does not exist`) {
+		t.Fatalf("Run: %v", err)
+	}
+	if _, err := c.adm.CreateTopic(ctx, 1, 1, nil, "in"); err != nil {
+		t.Fatal(err)
+	}
+	app, err = streams.New(wordCount(t, "in", "missing-out", &seen), streams.Config{ApplicationID: "x", Bootstrap: []string{c.addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Run(ctx); err == nil || !strings.Contains(err.Error(), `sink topic "missing-out" does not exist`) {
 		t.Fatalf("Run: %v", err)
 	}
 	if _, err := streams.New(wordCount(t, "a", "b", &seen), streams.Config{ApplicationID: "x", Bootstrap: []string{c.addr},

@@ -23,17 +23,22 @@ func (a *App) setupTopics(ctx context.Context) error {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 
-	var external []string
+	var external, sinks []string
 	for _, s := range a.top.subs {
 		for _, t := range s.sourceTopics() {
 			if !t.internal {
 				external = append(external, t.name)
 			}
 		}
+		for _, n := range s.sinks {
+			if !n.internal {
+				sinks = append(sinks, n.topics[0])
+			}
+		}
 	}
-	md, err := adm.ListTopics(ctx, external...)
+	md, err := adm.ListTopics(ctx, append(external, sinks...)...)
 	if err != nil {
-		return fmt.Errorf("streams: metadata of source topics: %w", err)
+		return fmt.Errorf("streams: metadata of source and sink topics: %w", err)
 	}
 	parts := map[topicRef]int{}
 	for _, t := range external {
@@ -42,6 +47,11 @@ func (a *App) setupTopics(ctx context.Context) error {
 			return fmt.Errorf("streams: source topic %q does not exist (create it before starting the app)", t)
 		}
 		parts[topicRef{t, false}] = len(d.Partitions)
+	}
+	for _, t := range sinks {
+		if d, ok := md[t]; !ok || d.Err != nil {
+			return fmt.Errorf("streams: sink topic %q does not exist (create it before starting the app)", t)
+		}
 	}
 
 	// Resolve sub-topologies in dependency order: one reading a repartition
