@@ -214,6 +214,11 @@ func (a *App) Run(ctx context.Context) (err error) {
 		a.mu.Unlock()
 		ccancel()
 	}
+	if err != nil {
+		// Recorded first, so that onRevoked, which runs as Close leaves the
+		// group, commits nothing past what was processed.
+		a.fail(err)
+	}
 	// Close leaves the group; onRevoked closes the tasks (and commits again,
 	// which is a no-op after a clean stop).
 	a.cl.Close()
