@@ -272,6 +272,15 @@ func (a *App) loop(ctx context.Context) error {
 }
 
 func (a *App) processLocked(ctx context.Context, fetches kgo.Fetches) error {
+	// Tasks start with the assignment, not their first record, so their
+	// stores are restored and wall-clock punctuators run while input is idle.
+	for t, ps := range a.mu.assigned {
+		for _, p := range ps {
+			if _, err := a.taskLocked(ctx, t, p); err != nil {
+				return err
+			}
+		}
+	}
 	var err error
 	fetches.EachRecord(func(r *kgo.Record) {
 		if err != nil {
@@ -300,7 +309,7 @@ func (a *App) processLocked(ctx context.Context, fetches kgo.Fetches) error {
 }
 
 // taskLocked returns the task for a source partition, making it (and
-// restoring its stores) the first time.
+// restoring its stores) the first time it is asked for.
 func (a *App) taskLocked(ctx context.Context, topic string, partition int32) (*task, error) {
 	sub := a.topicSub[topic]
 	if sub == nil {

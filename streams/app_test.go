@@ -339,3 +339,44 @@ func TestBadRecordFailsThenSkips(t *testing.T) {
 		}
 	}
 }
+
+type ticker struct{}
+
+func (ticker) Init(ctx streams.ProcessorContext[string, string]) error {
+	ctx.Schedule(20*time.Millisecond, streams.WallClockTime, func(now time.Time) {
+		ctx.Forward(streams.Record[string, string]{Key: "tick", Value: strconv.Itoa(int(ctx.TaskID().Partition)), Timestamp: now})
+	})
+	return nil
+}
+func (ticker) Process(streams.Record[string, string]) error { return nil }
+func (ticker) Close() error                                 { return nil }
+
+// A wall-clock punctuator runs although no record ever arrives: tasks
+// start with the assignment.
+func TestWallClockPunctuatorOnIdleInput(t *testing.T) {
+	c := newCluster(t, "idle", "ticks")
+	b := streams.NewBuilder()
+	in := streams.From(b, streams.String(), streams.String(), "idle")
+	streams.Process(in, func() streams.Processor[string, string, string, string] { return ticker{} }).
+		To("ticks", streams.String(), streams.String())
+	top, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	startApp(t, top, c.addr, "ticker")
+	rd, err := kgo.NewClient(kgo.SeedBrokers(c.addr), kgo.ConsumeTopics("ticks"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	tasks := map[string]bool{}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(tasks) < 4 { // the input has 4 partitions, so 4 tasks tick
+		if time.Now().After(deadline) {
+			t.Fatalf("ticks from tasks %v, want all 4", tasks)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		rd.PollFetches(ctx).EachRecord(func(r *kgo.Record) { tasks[string(r.Value)] = true })
+		cancel()
+	}
+}
