@@ -167,7 +167,7 @@ func (p *Proxy) createConsumer(w http.ResponseWriter, r *http.Request) error {
 		case "format":
 			f, ok := formats[v]
 			if !ok {
-				return invalid("format %q is not one of binary, json, avro", v)
+				return invalid("format %q is not one of binary, json, avro, jsonschema, protobuf", v)
 			}
 			c.format = f
 		case "auto.offset.reset":

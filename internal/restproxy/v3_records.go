@@ -41,9 +41,13 @@ type dataInfo struct {
 	schemaID *int
 }
 
+// schemaFormats names the embedded format of each v3 schema data type.
+var schemaFormats = map[string]string{"AVRO": "avro", "JSONSCHEMA": "jsonschema", "PROTOBUF": "protobuf"}
+
 // encode returns the bytes of d; a missing d is a null key or value.
-// AVRO data (or data with a schema or schema_id and no type) is written as
-// the avro embedded format writes it, registered under subject.
+// AVRO, JSONSCHEMA and PROTOBUF data (data with a schema or schema_id and
+// no type is AVRO) is written as the embedded format of that name writes
+// it, registered under subject.
 func (d *v3Data) encode(ctx context.Context, p *Proxy, subject string, isKey bool) ([]byte, dataInfo, error) {
 	if d == nil {
 		return nil, dataInfo{}, nil
@@ -56,7 +60,7 @@ func (d *v3Data) encode(ctx context.Context, p *Proxy, subject string, isKey boo
 		}
 	}
 	info := dataInfo{typ: typ}
-	if typ != "AVRO" && isNull(d.Data) {
+	if schemaFormats[typ] == "" && isNull(d.Data) {
 		return nil, info, nil
 	}
 	var b []byte
@@ -72,17 +76,17 @@ func (d *v3Data) encode(ctx context.Context, p *Proxy, subject string, isKey boo
 			return nil, info, errf(400, 400, "STRING data must be a JSON string")
 		}
 		b = []byte(s)
-	case "AVRO":
+	case "AVRO", "JSONSCHEMA", "PROTOBUF":
 		if d.Schema == nil && d.SchemaID == nil {
-			return nil, info, errf(400, 400, "AVRO data needs a schema or a schema_id")
+			return nil, info, errf(400, 400, "%s data needs a schema or a schema_id", typ)
 		}
 		var c codec
-		if c, err = avroCodec(ctx, p, subject, isKey, d.Schema, d.SchemaID); err == nil {
+		if c, err = formats[schemaFormats[typ]].codec(ctx, p, subject, isKey, d.Schema, d.SchemaID); err == nil {
 			info.schemaID = c.schemaID
 			b, err = c.encode(d.Data)
 		}
 	default:
-		return nil, info, errf(400, 400, "data type %s is not served (BINARY, JSON, STRING and AVRO are)", d.Type)
+		return nil, info, errf(400, 400, "data type %s is not served (BINARY, JSON, STRING, AVRO, JSONSCHEMA and PROTOBUF are)", d.Type)
 	}
 	return b, info, err
 }
