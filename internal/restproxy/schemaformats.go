@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/bufbuild/protocompile"
@@ -29,8 +31,10 @@ import (
 
 // schemaKind is what a registry schema type needs to encode and decode.
 type schemaKind struct {
-	typ   sr.SchemaType
-	parse func(text string) (any, error)
+	typ sr.SchemaType
+	// parse compiles text; refs holds the text of every schema it
+	// references, directly or not, by reference name.
+	parse func(text string, refs map[string]string) (any, error)
 	// encode returns what follows the schema id.
 	encode func(parsed any, v json.RawMessage) ([]byte, error)
 	// decode reads what follows the schema id.
@@ -57,16 +61,43 @@ func (s *schemas) parsedByID(ctx context.Context, k *schemaKind, id int) (any, e
 	if got.Type != k.typ {
 		return nil, errInvalidSchema(fmt.Errorf("schema %d is %s, not %s", id, got.Type, k.typ))
 	}
-	if len(got.References) > 0 {
-		return nil, errInvalidSchema(fmt.Errorf("schema %d has references, which the REST Proxy does not resolve yet", id))
+	refs := map[string]string{}
+	if err := s.references(ctx, k, got.References, refs, map[string]bool{}); err != nil {
+		return nil, err
 	}
-	if p, err = k.parse(got.Schema); err != nil {
+	if p, err = k.parse(got.Schema, refs); err != nil {
 		return nil, errInvalidSchema(err)
 	}
 	s.mu.Lock()
 	s.parsed[id] = p
 	s.mu.Unlock()
 	return p, nil
+}
+
+// references adds the text of refs, and of what they reference, to out
+// by reference name.
+func (s *schemas) references(ctx context.Context, k *schemaKind, refs []sr.SchemaReference, out map[string]string, visiting map[string]bool) error {
+	for _, ref := range refs {
+		key := ref.Subject + "\x00" + strconv.Itoa(ref.Version)
+		if visiting[key] {
+			return errInvalidSchema(fmt.Errorf("circular reference %s", ref.Name))
+		}
+		got, err := s.cl.SchemaByVersion(ctx, ref.Subject, ref.Version)
+		if err != nil {
+			return registryError(err)
+		}
+		if got.Type != k.typ {
+			return errInvalidSchema(fmt.Errorf("reference %s is %s, not %s", ref.Name, got.Type, k.typ))
+		}
+		out[ref.Name] = got.Schema.Schema
+		visiting[key] = true
+		err = s.references(ctx, k, got.References, out, visiting)
+		delete(visiting, key)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // registerKind registers text as kind under subject and returns its id
@@ -80,7 +111,7 @@ func (s *schemas) registerKind(ctx context.Context, k *schemaKind, subject, text
 	if ok && p != nil {
 		return id, p, nil
 	}
-	p, err := k.parse(text)
+	p, err := k.parse(text, nil)
 	if err != nil {
 		return 0, nil, errInvalidSchema(err)
 	}
@@ -164,15 +195,19 @@ func kindDecode(k *schemaKind) func(context.Context, *Proxy, []byte) (json.RawMe
 	}
 }
 
-const schemaURL = "mem://schema.json"
+const (
+	schemaDir = "mem://schemas/"
+	schemaURL = schemaDir + "schema.json"
+)
 
-func parseJSONSchema(text string) (any, error) {
+func parseJSONSchema(text string, refs map[string]string) (any, error) {
 	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
 	if err != nil {
 		return nil, fmt.Errorf("malformed JSON: %v", err)
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft7)
+	c.UseLoader(refLoader{refs: refs, rootID: jsonID(doc)})
 	if err := c.AddResource(schemaURL, doc); err != nil {
 		return nil, err
 	}
@@ -181,6 +216,52 @@ func parseJSONSchema(text string) (any, error) {
 		return nil, fmt.Errorf("%s", strings.ReplaceAll(err.Error(), schemaURL, ""))
 	}
 	return sch, nil
+}
+
+// refLoader loads a $ref to another document from the schema's
+// references, each named by the URL the $ref uses: as is, relative to the
+// schema's base or its $id, or by the referenced document's own $id.
+type refLoader struct {
+	refs   map[string]string
+	rootID string
+}
+
+func (l refLoader) Load(u string) (any, error) {
+	for name, text := range l.refs {
+		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
+		if err != nil {
+			return nil, fmt.Errorf("reference %s: %v", name, err)
+		}
+		if l.names(name, jsonID(doc), u) {
+			return doc, nil
+		}
+	}
+	return nil, fmt.Errorf("unresolvable $ref %q: no reference has that name", strings.TrimPrefix(u, schemaDir))
+}
+
+func (l refLoader) names(name, id, u string) bool {
+	if name == u || id != "" && id == u {
+		return true
+	}
+	for _, base := range []string{schemaURL, l.rootID} {
+		b, err := url.Parse(base)
+		n, err2 := url.Parse(name)
+		if base != "" && err == nil && err2 == nil && b.ResolveReference(n).String() == u {
+			return true
+		}
+	}
+	name = strings.TrimPrefix(name, "./")
+	return !strings.Contains(name, ":") && strings.HasSuffix(u, "/"+name)
+}
+
+// jsonID is a document's "$id" (draft 4: "id") without an empty fragment.
+func jsonID(doc any) string {
+	obj, _ := doc.(map[string]any)
+	id, _ := obj["$id"].(string)
+	if id == "" {
+		id, _ = obj["id"].(string)
+	}
+	return strings.TrimSuffix(id, "#")
 }
 
 func encodeJSONSchema(parsed any, v json.RawMessage) ([]byte, error) {
@@ -207,10 +288,15 @@ func decodeJSONSchema(_ any, b []byte) (json.RawMessage, error) {
 
 const protoFile = "schema.proto"
 
-func parseProtobuf(text string) (any, error) {
+// parseProtobuf compiles text, resolving each import from the reference
+// named by its path.
+func parseProtobuf(text string, refs map[string]string) (any, error) {
 	resolve := func(path string) (protocompile.SearchResult, error) {
 		if path == protoFile {
 			return protocompile.SearchResult{Source: strings.NewReader(text)}, nil
+		}
+		if src, ok := refs[path]; ok {
+			return protocompile.SearchResult{Source: strings.NewReader(src)}, nil
 		}
 		return protocompile.SearchResult{}, fs.ErrNotExist
 	}

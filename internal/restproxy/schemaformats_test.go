@@ -14,6 +14,7 @@ import (
 	"github.com/bufbuild/protocompile"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
@@ -25,11 +26,16 @@ import (
 // startWithRegistry starts a broker, a Schema Registry on it and the
 // proxy using that registry.
 func startWithRegistry(t *testing.T) *env {
+	e, _ := startWithRegistryURL(t)
+	return e
+}
+
+func startWithRegistryURL(t *testing.T) (*env, string) {
 	s := servertest.Start(t)
 	reg := registry.New(registry.Config{ClientOpts: []kgo.Opt{kgo.SeedBrokers(servertest.Addr(s))}, Logger: servertest.Logger()})
 	regSrv := httptest.NewServer(reg.Handler())
 	t.Cleanup(func() { regSrv.Close(); reg.Close() })
-	return startOn(t, s, Config{SchemaRegistryURL: regSrv.URL})
+	return startOn(t, s, Config{SchemaRegistryURL: regSrv.URL}), regSrv.URL
 }
 
 // wireID checks b is in Confluent's wire format and returns its schema id.
@@ -275,4 +281,57 @@ func TestProtobuf(t *testing.T) {
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestSchemaReferences produces by the id of jsonschema and protobuf
+// schemas registered with references ($ref and import), and reads the
+// protobuf records back through a consumer instance.
+func TestSchemaReferences(t *testing.T) {
+	e, regURL := startWithRegistryURL(t)
+	e.createTopic("refs", 1)
+	e.createTopic("refs-pb", 1)
+	cl, err := sr.NewClient(sr.URLs(regURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	register := func(subject, text string, typ sr.SchemaType, refs ...sr.SchemaReference) int {
+		ss, err := cl.CreateSchema(e.ctx, subject, sr.Schema{Schema: text, Type: typ, References: refs})
+		if err != nil {
+			t.Fatalf("registering %s: %v", subject, err)
+		}
+		return ss.ID
+	}
+	register("addr", `{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`, sr.TypeJSON)
+	jsonID := register("cust", `{"type":"object","properties":{"addr":{"$ref":"addr.json"}},"required":["addr"]}`, sr.TypeJSON,
+		sr.SchemaReference{Name: "addr.json", Subject: "addr", Version: 1})
+	register("line", "syntax = \"proto3\";\npackage shop;\nmessage Line { string sku = 1; }\n", sr.TypeProtobuf)
+	protoID := register("order", "syntax = \"proto3\";\npackage shop;\nimport \"line.proto\";\nmessage Order { repeated Line lines = 1; }\n", sr.TypeProtobuf,
+		sr.SchemaReference{Name: "line.proto", Subject: "line", Version: 1})
+
+	const jsType, pbType = "application/vnd.kafka.jsonschema.v2+json", "application/vnd.kafka.protobuf.v2+json"
+	e.want(e.do("POST", "/topics/refs", jsType, "", `{"value_schema_id":`+strconv.Itoa(jsonID)+`,"records":[{"value":{"addr":{"city":"Oslo"}}}]}`), 200)
+	if r := e.do("POST", "/topics/refs", jsType, "", `{"value_schema_id":`+strconv.Itoa(jsonID)+`,"records":[{"value":{"addr":{"town":"Oslo"}}}]}`); r.status != 422 || r.errorCode(t) != 42203 {
+		t.Errorf("value not matching the referenced schema: %d %s", r.status, r.body)
+	}
+	e.want(e.do("POST", "/topics/refs-pb", pbType, "", `{"value_schema_id":`+strconv.Itoa(protoID)+`,"records":[{"value":{"lines":[{"sku":"a"},{"sku":"b"}]}}]}`), 200)
+	if r := e.do("POST", "/topics/refs-pb", pbType, "", `{"value_schema_id":`+strconv.Itoa(protoID)+`,"records":[{"value":{"lines":[{"qty":1}]}}]}`); r.status != 422 || r.errorCode(t) != 42203 {
+		t.Errorf("value not matching the imported message: %d %s", r.status, r.body)
+	}
+
+	if rec := e.consume("refs", 1)[0]; wireID(t, rec.Value) != jsonID || string(rec.Value[5:]) != `{"addr":{"city":"Oslo"}}` {
+		t.Errorf("jsonschema record %q", rec.Value)
+	}
+	recs := e.consume("refs-pb", 1)
+	// Order{lines: [{sku: "a"}, {sku: "b"}]}: field 1, two length-delimited
+	// Lines, each field 1 a string.
+	if wireID(t, recs[0].Value) != protoID || string(recs[0].Value[5:]) != "\x00\x0a\x03\x0a\x01a\x0a\x03\x0a\x01b" {
+		t.Errorf("protobuf record %x", recs[0].Value)
+	}
+
+	e.want(e.do("POST", "/consumers/gr", v2Type, "", `{"name":"r","format":"protobuf","auto.offset.reset":"earliest"}`), 200)
+	e.want(e.do("POST", "/consumers/gr/instances/r/subscription", v2Type, "", `{"topics":["refs-pb"]}`), 204)
+	got := e.poll("/consumers/gr/instances/r", pbType, 1, "")
+	if !sameJSON(t, got[0].Value, `{"lines":[{"sku":"a"},{"sku":"b"}]}`) {
+		t.Errorf("consumed %s", mustJSON(got[0].Value))
+	}
 }
