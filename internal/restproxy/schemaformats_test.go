@@ -335,3 +335,54 @@ func TestSchemaReferences(t *testing.T) {
 		t.Errorf("consumed %s", mustJSON(got[0].Value))
 	}
 }
+
+// TestV3SchemaLookup produces v3 records whose schema is named by
+// schema_version of a subject, by the subject's latest, and by a
+// schema_id without a type (the type is the schema's).
+func TestV3SchemaLookup(t *testing.T) {
+	e, regURL := startWithRegistryURL(t)
+	e.createTopic("looks", 1)
+	cl, err := sr.NewClient(sr.URLs(regURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, err := cl.CreateSchema(e.ctx, "looks-value", sr.Schema{Schema: `{"type":"object","properties":{"a":{"type":"integer"}}}`, Type: sr.TypeJSON})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := cl.CreateSchema(e.ctx, "shared", sr.Schema{Schema: "syntax = \"proto3\";\nmessage M { string s = 1; }\n", Type: sr.TypeProtobuf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := e.adm.BrokerMetadata(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v3 := "/v3/clusters/" + md.Cluster + "/topics/looks/records"
+	for i, c := range []struct{ body, typ string }{
+		{`{"value":{"type":"JSONSCHEMA","schema_version":1,"data":{"a":1}}}`, "JSONSCHEMA"},
+		{`{"value":{"type":"JSONSCHEMA","data":{"a":2}}}`, "JSONSCHEMA"},
+		{`{"value":{"schema_id":` + strconv.Itoa(other.ID) + `,"data":{"s":"x"}}}`, "PROTOBUF"},
+		{`{"value":{"type":"PROTOBUF","subject":"shared","schema_version":1,"data":{"s":"y"}}}`, "PROTOBUF"},
+	} {
+		var rep map[string]json.RawMessage
+		e.want(e.do("POST", v3, "application/json", "", c.body), 200).decode(t, &rep)
+		if string(rep["error_code"]) != "200" || !strings.Contains(string(rep["value"]), `"`+c.typ+`"`) {
+			t.Errorf("record %d: report %s", i, mustJSON(rep))
+		}
+	}
+	if r := e.do("POST", v3, "application/json", "", `{"value":{"type":"JSONSCHEMA","schema_version":1,"data":{"a":"x"}}}`); !strings.Contains(string(r.body), `"error_code":422`) {
+		t.Errorf("a value the version's schema refuses: %d %s", r.status, r.body)
+	}
+	if r := e.do("POST", v3, "application/json", "", `{"value":{"type":"JSONSCHEMA","subject":"nope","data":{"a":1}}}`); !strings.Contains(string(r.body), `"error_code":422`) {
+		t.Errorf("a subject without schemas: %d %s", r.status, r.body)
+	}
+	recs := e.consume("looks", 4)
+	wantIDs := []int{v1.ID, v1.ID, other.ID, other.ID}
+	wantBody := []string{`{"a":1}`, `{"a":2}`, "\x00\x0a\x01x", "\x00\x0a\x01y"}
+	for i, r := range recs {
+		if wireID(t, r.Value) != wantIDs[i] || string(r.Value[5:]) != wantBody[i] {
+			t.Errorf("record %d: %x, want id %d and %q", i, r.Value, wantIDs[i], wantBody[i])
+		}
+	}
+}
