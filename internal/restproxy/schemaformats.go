@@ -74,6 +74,25 @@ func (s *schemas) parsedByID(ctx context.Context, k *schemaKind, id int) (any, e
 	return p, nil
 }
 
+// typeOf returns the type of schema id (ids never change, so it is
+// cached).
+func (s *schemas) typeOf(ctx context.Context, id int) (sr.SchemaType, error) {
+	s.mu.Lock()
+	t, ok := s.types[id]
+	s.mu.Unlock()
+	if ok {
+		return t, nil
+	}
+	got, err := s.cl.SchemaByID(ctx, id)
+	if err != nil {
+		return 0, registryError(err)
+	}
+	s.mu.Lock()
+	s.types[id] = got.Type
+	s.mu.Unlock()
+	return got.Type, nil
+}
+
 // references adds the text of refs, and of what they reference, to out
 // by reference name.
 func (s *schemas) references(ctx context.Context, k *schemaKind, refs []sr.SchemaReference, out map[string]string, visiting map[string]bool) error {

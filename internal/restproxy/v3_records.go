@@ -92,11 +92,11 @@ func (d *v3Data) encode(ctx context.Context, p *Proxy, subject string, isKey boo
 			if p.schemas == nil {
 				return nil, dataInfo{typ: typ}, errNoRegistry
 			}
-			got, err := p.schemas.cl.SchemaByID(ctx, *d.SchemaID)
+			st, err := p.schemas.typeOf(ctx, *d.SchemaID)
 			if err != nil {
-				return nil, dataInfo{typ: typ}, registryError(err)
+				return nil, dataInfo{typ: typ}, err
 			}
-			typ = map[sr.SchemaType]string{sr.TypeAvro: "AVRO", sr.TypeJSON: "JSONSCHEMA", sr.TypeProtobuf: "PROTOBUF"}[got.Type]
+			typ = map[sr.SchemaType]string{sr.TypeAvro: "AVRO", sr.TypeJSON: "JSONSCHEMA", sr.TypeProtobuf: "PROTOBUF"}[st]
 		}
 	}
 	info := dataInfo{typ: typ}
