@@ -25,7 +25,7 @@ func runRestProxy(args []string, _ io.Reader, _, stderr io.Writer) int {
 	var cf clientFlags
 	cf.register(fs)
 	listen := fs.String("listen", "http://127.0.0.1:8082", "comma-separated `http://host:port` endpoints to serve the REST Proxy on")
-	registryURL := fs.String("schema-registry-url", "", "Schema Registry `URL` for the avro embedded format (Confluent's schema.registry.url); empty refuses avro data")
+	registryURL := fs.String("schema-registry-url", "", "Schema Registry `URL` for the avro, jsonschema and protobuf embedded formats (Confluent's schema.registry.url); empty refuses their data")
 	idle := fs.Duration("consumer-instance-timeout", restproxy.DefaultConsumerInstanceTimeout, "close a v2 consumer instance after this long without a request (Confluent's consumer.instance.timeout.ms)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
@@ -111,9 +111,10 @@ func serveRestProxy(addrs []string, cfg restproxy.Config) (stop func(), err erro
 }
 
 // serverRegistryURL is the URL of the registry `samsa server` runs, for
-// the proxy's avro format: its first http listener, unless that one has a
-// kernel-chosen port or the registry asks for basic authentication, which
-// the proxy has no credentials for (then the proxy runs without avro).
+// the proxy's schema formats (avro, jsonschema, protobuf): its first http
+// listener, unless that one has a kernel-chosen port or the registry asks
+// for basic authentication, which the proxy has no credentials for (then
+// the proxy runs without them).
 func serverRegistryURL(cfg *config.Config) string {
 	addrs, err := cfg.SchemaRegistryListeners()
 	if method, _, _, _ := cfg.SchemaRegistryAuth(); err != nil || method != "NONE" {

@@ -36,6 +36,10 @@ type schemas struct {
 	// registered caches the id of a schema text under a subject, so a
 	// stream of records with the same schema registers it once.
 	registered map[[2]string]int
+	// parsed holds jsonschema and protobuf schemas by id
+	// (schemaformats.go).
+	parsed map[int]any
+	types  map[int]sr.SchemaType
 }
 
 func newSchemas(url string) (*schemas, error) {
@@ -43,7 +47,7 @@ func newSchemas(url string) (*schemas, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &schemas{cl: cl, by: map[int]avro.Schema{}, registered: map[[2]string]int{}}, nil
+	return &schemas{cl: cl, by: map[int]avro.Schema{}, registered: map[[2]string]int{}, parsed: map[int]any{}, types: map[int]sr.SchemaType{}}, nil
 }
 
 func (s *schemas) byID(ctx context.Context, id int) (avro.Schema, error) {

@@ -167,7 +167,7 @@ func (p *Proxy) createConsumer(w http.ResponseWriter, r *http.Request) error {
 		case "format":
 			f, ok := formats[v]
 			if !ok {
-				return invalid("format %q is not one of binary, json, avro", v)
+				return invalid("format %q is not one of binary, json, avro, jsonschema, protobuf", v)
 			}
 			c.format = f
 		case "auto.offset.reset":
@@ -464,6 +464,28 @@ func (c *consumer) seekTo(offsets map[string]map[int32]int64) error {
 		_, ok := offsets[r.Topic][r.Partition]
 		return ok
 	})
+	if len(c.assigned) > 0 {
+		// franz-go's SetOffsets skips partitions no poll has returned
+		// yet (a seek right after assign): consume the sought
+		// partitions afresh from the offsets instead (partitions not
+		// assigned are skipped, as SetOffsets skips them).
+		remove := map[string][]int32{}
+		add := map[string]map[int32]kgo.Offset{}
+		for _, tp := range c.assigned {
+			o, ok := offsets[tp.Topic][tp.Partition]
+			if !ok {
+				continue
+			}
+			if add[tp.Topic] == nil {
+				add[tp.Topic] = map[int32]kgo.Offset{}
+			}
+			remove[tp.Topic] = append(remove[tp.Topic], tp.Partition)
+			add[tp.Topic][tp.Partition] = kgo.NewOffset().At(o)
+		}
+		c.cl.RemoveConsumePartitions(remove)
+		c.cl.AddConsumePartitions(add)
+		return nil
+	}
 	c.cl.SetOffsets(set)
 	return nil
 }

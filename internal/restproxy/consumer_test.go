@@ -261,3 +261,18 @@ func TestConsumerInstancesShareGroup(t *testing.T) {
 		t.Errorf("partitions read: a %v, b %v", parts["a"], parts["b"])
 	}
 }
+
+// TestSeekRightAfterAssign seeks a manually assigned instance before its
+// first poll: the first record answered is the one sought.
+func TestSeekRightAfterAssign(t *testing.T) {
+	e := start(t, Config{})
+	e.createTopic("events", 1)
+	e.produceN("events", 10)
+	const base = "/consumers/gs/instances/s"
+	e.want(e.do("POST", "/consumers/gs", v2Type, "", `{"name":"s","format":"json","auto.offset.reset":"earliest"}`), 200)
+	e.want(e.do("POST", base+"/assignments", v2Type, "", `{"partitions":[{"topic":"events","partition":0}]}`), 204)
+	e.want(e.do("POST", base+"/positions", v2Type, "", `{"offsets":[{"topic":"events","partition":0,"offset":7}]}`), 204)
+	if got := e.poll(base, jsonType, 1, ""); got[0].Offset != 7 {
+		t.Errorf("first record after seeking to 7: offset %d", got[0].Offset)
+	}
+}

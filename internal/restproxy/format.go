@@ -11,8 +11,8 @@ import (
 // JSON keys and values become record bytes, and how record bytes are
 // answered as JSON. Schema formats (avro.go) resolve the request's schema
 // (key_schema/value_schema text, registered, or key_schema_id/
-// value_schema_id) through the Schema Registry; protobuf and jsonschema
-// can be added to the table the same way.
+// value_schema_id) through the Schema Registry: avro (avro.go),
+// jsonschema and protobuf (schemaformats.go).
 type format struct {
 	name string
 	// codec prepares the encoding of a produce request's keys (isKey) or
@@ -34,9 +34,11 @@ type codec struct {
 // formats by the name in the content type (application/vnd.kafka.NAME.v2+json)
 // and a consumer instance's "format".
 var formats = map[string]*format{
-	"binary": {name: "binary", codec: plain(encodeBinary), decode: ignoreCtx(decodeBinary)},
-	"json":   {name: "json", codec: plain(encodeJSON), decode: ignoreCtx(decodeJSON)},
-	"avro":   {name: "avro", codec: avroCodec, decode: decodeAvro},
+	"binary":     {name: "binary", codec: plain(encodeBinary), decode: ignoreCtx(decodeBinary)},
+	"json":       {name: "json", codec: plain(encodeJSON), decode: ignoreCtx(decodeJSON)},
+	"avro":       {name: "avro", codec: avroCodec, decode: decodeAvro},
+	"jsonschema": {name: "jsonschema", codec: kindCodec(jsonSchemaKind), decode: kindDecode(jsonSchemaKind)},
+	"protobuf":   {name: "protobuf", codec: kindCodec(protobufKind), decode: kindDecode(protobufKind)},
 }
 
 func plain(enc func(json.RawMessage) ([]byte, error)) func(context.Context, *Proxy, string, bool, *string, *int) (codec, error) {

@@ -17,10 +17,10 @@
 //
 // Embedded formats are a table (format.go): a format turns a request's
 // JSON key or value into bytes and a record's bytes back into JSON. binary,
-// json and avro are served; avro registers schemas through the Schema
-// Registry's REST API and writes Confluent's wire format (magic 0, 4-byte
-// schema id). protobuf and jsonschema are refused with 415 until they are
-// added to the table.
+// json, avro, jsonschema and protobuf are served; the schema formats
+// register schemas through the Schema Registry's REST API and write
+// Confluent's wire format (magic 0, 4-byte schema id, for protobuf the
+// message indexes).
 package restproxy
 
 import (
@@ -55,8 +55,9 @@ type Config struct {
 	// options). The proxy adds its own produce and consume options.
 	ClientOpts []kgo.Opt
 	// SchemaRegistryURL is the Schema Registry (http://host:port) that
-	// the avro format registers schemas in and reads them from
-	// (Confluent's schema.registry.url); "" refuses avro data.
+	// the avro, jsonschema and protobuf formats register schemas in and
+	// read them from (Confluent's schema.registry.url); "" refuses their
+	// data.
 	SchemaRegistryURL string
 	// ConsumerInstanceTimeout closes a consumer instance after this long
 	// without a request; 0 means DefaultConsumerInstanceTimeout.

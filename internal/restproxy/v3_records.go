@@ -12,14 +12,18 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 )
 
 // v3Data is a key or value of a v3 produce request.
 type v3Data struct {
-	Type     string          `json:"type"`
-	Data     json.RawMessage `json:"data"`
-	Schema   *string         `json:"schema"`
-	SchemaID *int            `json:"schema_id"`
+	Type                string          `json:"type"`
+	Data                json.RawMessage `json:"data"`
+	Subject             *string         `json:"subject"`
+	SubjectNameStrategy *string         `json:"subject_name_strategy"`
+	Schema              *string         `json:"schema"`
+	SchemaID            *int            `json:"schema_id"`
+	SchemaVersion       *int            `json:"schema_version"`
 }
 
 type v3Header struct {
@@ -41,22 +45,62 @@ type dataInfo struct {
 	schemaID *int
 }
 
+// schemaFormats names the embedded format of each v3 schema data type.
+var schemaFormats = map[string]string{"AVRO": "avro", "JSONSCHEMA": "jsonschema", "PROTOBUF": "protobuf"}
+
 // encode returns the bytes of d; a missing d is a null key or value.
-// AVRO data (or data with a schema or schema_id and no type) is written as
-// the avro embedded format writes it, registered under subject.
+// AVRO, JSONSCHEMA and PROTOBUF data is written as the embedded format of
+// that name writes it, with the schema of schema_id, of schema_version of
+// the subject, registered from schema under the subject, or else the
+// subject's latest. The subject is subject, or the TopicNameStrategy's
+// given. Data without a type is of the type of the schema its schema_id
+// or schema_version names, AVRO with a schema, else JSON.
 func (d *v3Data) encode(ctx context.Context, p *Proxy, subject string, isKey bool) ([]byte, dataInfo, error) {
 	if d == nil {
 		return nil, dataInfo{}, nil
 	}
+	if d.Subject != nil {
+		subject = *d.Subject
+	}
+	if s := d.SubjectNameStrategy; s != nil && !strings.EqualFold(*s, "TOPIC_NAME") {
+		return nil, dataInfo{}, errf(400, 400, "subject_name_strategy %s is not served (TOPIC_NAME is)", *s)
+	}
 	typ := strings.ToUpper(d.Type)
+	byRegistry := d.SchemaID != nil || d.SchemaVersion != nil
 	if typ == "" {
 		typ = "JSON"
-		if d.Schema != nil || d.SchemaID != nil {
+		if d.Schema != nil {
 			typ = "AVRO"
 		}
 	}
+	if schemaFormats[typ] != "" || d.Type == "" && byRegistry {
+		if d.Schema == nil && d.SchemaID == nil {
+			if p.schemas == nil {
+				return nil, dataInfo{typ: typ}, errNoRegistry
+			}
+			version := -1
+			if d.SchemaVersion != nil {
+				version = *d.SchemaVersion
+			}
+			ss, err := p.schemas.cl.SchemaByVersion(ctx, subject, version)
+			if err != nil {
+				return nil, dataInfo{typ: typ}, registryError(err)
+			}
+			d.SchemaID = &ss.ID
+		}
+		if d.Type == "" && d.SchemaID != nil {
+			if p.schemas == nil {
+				return nil, dataInfo{typ: typ}, errNoRegistry
+			}
+			st, err := p.schemas.typeOf(ctx, *d.SchemaID)
+			if err != nil {
+				return nil, dataInfo{typ: typ}, err
+			}
+			typ = map[sr.SchemaType]string{sr.TypeAvro: "AVRO", sr.TypeJSON: "JSONSCHEMA", sr.TypeProtobuf: "PROTOBUF"}[st]
+		}
+	}
 	info := dataInfo{typ: typ}
-	if typ != "AVRO" && isNull(d.Data) {
+	if schemaFormats[typ] == "" && isNull(d.Data) {
 		return nil, info, nil
 	}
 	var b []byte
@@ -72,17 +116,14 @@ func (d *v3Data) encode(ctx context.Context, p *Proxy, subject string, isKey boo
 			return nil, info, errf(400, 400, "STRING data must be a JSON string")
 		}
 		b = []byte(s)
-	case "AVRO":
-		if d.Schema == nil && d.SchemaID == nil {
-			return nil, info, errf(400, 400, "AVRO data needs a schema or a schema_id")
-		}
+	case "AVRO", "JSONSCHEMA", "PROTOBUF":
 		var c codec
-		if c, err = avroCodec(ctx, p, subject, isKey, d.Schema, d.SchemaID); err == nil {
+		if c, err = formats[schemaFormats[typ]].codec(ctx, p, subject, isKey, d.Schema, d.SchemaID); err == nil {
 			info.schemaID = c.schemaID
 			b, err = c.encode(d.Data)
 		}
 	default:
-		return nil, info, errf(400, 400, "data type %s is not served (BINARY, JSON, STRING and AVRO are)", d.Type)
+		return nil, info, errf(400, 400, "data type %s is not served (BINARY, JSON, STRING, AVRO, JSONSCHEMA and PROTOBUF are)", d.Type)
 	}
 	return b, info, err
 }

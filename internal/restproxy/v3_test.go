@@ -419,7 +419,7 @@ func TestV3Records(t *testing.T) {
 		t.Errorf("a 1.2 MB stream of 400 KB records: %d delivered: %.300s", n, r.body)
 	}
 	r = e.do("POST", c+"/topics/rec/records", "application/json", "", `{"value":{"type":"AVRO","data":1}}`)
-	if r.status != 400 {
+	if r.status != 422 || r.errorCode(t) != 422 {
 		t.Errorf("AVRO without a registry: %d %s", r.status, r.body)
 	}
 }
