@@ -75,7 +75,9 @@ func startServerProc(t *testing.T, dataDir string, extra ...string) *serverProc 
 	}
 	t.Cleanup(func() { p.kill() })
 	addr := make(chan string, 1)
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			line := sc.Text()
@@ -88,7 +90,14 @@ func startServerProc(t *testing.T, dataDir string, extra ...string) *serverProc 
 			}
 		}
 	}()
-	go func() { p.done <- cmd.Wait(); pw.Close() }()
+	// done is sent once the process has exited and its last log line is
+	// in p.stderr: the scanner may still hold a line Wait saw written.
+	go func() {
+		err := cmd.Wait()
+		pw.Close()
+		<-scanned
+		p.done <- err
+	}()
 	select {
 	case p.addr = <-addr:
 	case err := <-p.done:

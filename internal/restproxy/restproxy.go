@@ -127,15 +127,27 @@ func New(cfg Config) (*Proxy, error) {
 	return p, nil
 }
 
+// drainBytes is how much of an unread request body the proxy reads and
+// drops after answering early, so the client gets to read the answer.
+const drainBytes = 256 << 20
+
 // Handler is the proxy's HTTP handler.
 func (p *Proxy) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := r.Body
 		// A v3 records stream may run for long: its limit is per record
 		// (v3ProduceRecords).
 		if !(r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v3/") && strings.HasSuffix(r.URL.Path, "/records")) {
 			r.Body = http.MaxBytesReader(w, r.Body, p.cfg.MaxRequestBytes)
 		}
 		p.mux.ServeHTTP(w, r)
+		// A request answered before its body was read (413 for a body
+		// over the limit, an error in a records stream) has the rest of
+		// its body read and dropped before the answer goes out: a client
+		// still sending it would otherwise find the connection closed
+		// under its write and never see the answer. Bounded, so an
+		// endless body only costs drainBytes.
+		io.Copy(io.Discard, io.LimitReader(body, drainBytes))
 	})
 }
 
