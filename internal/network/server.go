@@ -3,6 +3,7 @@ package network
 import (
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -300,15 +301,7 @@ func (c *Conn) serveOne(ctx context.Context) bool {
 	}
 	var frame []byte
 	if err == nil {
-		// Each request gets its own buffer: decoded bodies alias it, and a
-		// handler may keep what it decoded (a group member's metadata).
-		// Frames past a page come from the pool, and a Produce request's
-		// buffer goes back to it once the request is handled (below).
-		var buf []byte
-		if n > 1<<minBufClass {
-			buf = getBuf(int(n))
-		}
-		frame, err = wire.ReadFrameBody(c.nc, n, buf)
+		frame, err = c.readBody(n)
 	}
 	if err != nil {
 		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
@@ -375,6 +368,40 @@ func (c *Conn) serveOne(ctx context.Context) bool {
 		}
 	}
 	return true
+}
+
+// readBody reads the n bytes of a request frame into a buffer of its
+// own: decoded bodies alias it, and a handler may keep what it decoded (a
+// group member's metadata). A Produce request past a page is read into a
+// pooled buffer, which serveOne gives back once the request is handled;
+// its API key, read first, tells which kind a frame is.
+func (c *Conn) readBody(n int32) ([]byte, error) {
+	if n <= 1<<minBufClass {
+		return wire.ReadFrameBody(c.nc, n, nil)
+	}
+	var key [2]byte
+	if _, err := io.ReadFull(c.nc, key[:]); err != nil {
+		return nil, unexpectedEOF(err)
+	}
+	var buf []byte
+	if kmsg.Key(binary.BigEndian.Uint16(key[:])) == kmsg.Produce {
+		buf = getBuf(int(n))[:n]
+	} else {
+		buf = make([]byte, n)
+	}
+	copy(buf, key[:])
+	if _, err := io.ReadFull(c.nc, buf[len(key):]); err != nil {
+		return nil, unexpectedEOF(err)
+	}
+	return buf, nil
+}
+
+// unexpectedEOF is err, with a frame cut short by the peer's close said so.
+func unexpectedEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // NetworkTime returns, once, the time this connection's goroutine spent
