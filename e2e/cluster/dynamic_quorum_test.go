@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/devcluster"
 	"github.com/samsa-io/samsa/internal/metadata"
 )
 
@@ -81,18 +81,9 @@ func startDQNode(t *testing.T, dir string, id int, props []string, marker string
 
 func loopbackPorts(t *testing.T, n int) []int {
 	t.Helper()
-	var ports []int
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
+	ports, err := devcluster.FreePorts(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
 }

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -270,21 +269,7 @@ func (c *Cluster) ports() ([]int, error) {
 		}
 		return ports, nil
 	}
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		lns = append(lns, ln)
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-	}
-	return ports, nil
+	return FreePorts(len(ports))
 }
 
 // readAddrs takes the listener addresses from an existing configuration.
