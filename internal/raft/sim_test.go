@@ -52,6 +52,9 @@ const (
 	simConvergeBound = 400 * simTickMs
 )
 
+// simBudget bounds TestSimulation's default run.
+const simBudget = 4 * time.Minute
+
 func TestSimulation(t *testing.T) {
 	if v := os.Getenv("SAMSA_SIM_SEED"); v != "" {
 		seed, err := strconv.ParseUint(v, 10, 64)
@@ -72,7 +75,12 @@ func TestSimulation(t *testing.T) {
 	if testing.Short() {
 		seeds = 300
 	}
+	// Without SAMSA_SIM_SEEDS the run also stops after simBudget, so that
+	// on a loaded machine the package stays within go test's timeout; it
+	// says how many seeds it covered.
+	budget := simBudget
 	if v := os.Getenv("SAMSA_SIM_SEEDS"); v != "" {
+		budget = 0
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
 			t.Fatalf("SAMSA_SIM_SEEDS=%q: want a number", v)
@@ -93,6 +101,11 @@ func TestSimulation(t *testing.T) {
 	began := time.Now()
 	var total simStats
 	for seed := start; seed < start+seeds; seed++ {
+		if budget > 0 && time.Since(began) > budget {
+			t.Logf("stopped after %v at seed %d of %d..%d (SAMSA_SIM_SEEDS runs them all)", budget, seed, start, start+seeds-1)
+			seeds = seed - start
+			break
+		}
 		s := runSimSeed(t, seed, false)
 		total.add(s.stats)
 		if s.err != nil && keepGoing {
