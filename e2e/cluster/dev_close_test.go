@@ -2,7 +2,10 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +15,9 @@ import (
 	"github.com/samsa-io/samsa/internal/devcluster"
 )
 
+// samsa cluster info on such a cluster names the controller-only node
+// that leads the quorum as the active controller.
+//
 // Closing a cluster of controller-only and broker-only nodes (samsa dev
 // cluster --controllers 1 --brokers 2, then Ctrl-C) stops the brokers
 // while the quorum still runs: each broker's controlled shutdown is
@@ -50,6 +56,23 @@ func TestDevClusterCloseGrantsEveryControlledShutdown(t *testing.T) {
 		}
 		return leaders[2] && leaders[3], "leaders so far"
 	})
+	// samsa cluster info names the active controller, the quorum's
+	// leader, which is not a broker here (Metadata's controller id is).
+	out, err := exec.Command(binary, "cluster", "info", "--format", "json", "--bootstrap", c.Bootstrap()[0]).Output()
+	if err != nil {
+		t.Fatalf("samsa cluster info: %v", err)
+	}
+	var info struct {
+		ActiveController int32   `json:"active_controller"`
+		Voters           []int32 `json:"voters"`
+		Brokers          []struct{ ID int32 }
+	}
+	if err := json.Unmarshal(out, &info); err != nil {
+		t.Fatalf("samsa cluster info: %v\n%s", err, out)
+	}
+	if info.ActiveController != 1 || !slices.Equal(info.Voters, []int32{1}) || len(info.Brokers) != 2 || info.Brokers[0].ID != 2 || info.Brokers[1].ID != 3 {
+		t.Errorf("samsa cluster info: %s", out)
+	}
 	cl.Close()
 	c.Close()
 	closed = true
