@@ -295,12 +295,17 @@ func describeEach(cmd, synopsis, want string, args []string, stdout, stderr io.W
 // subcommand is one action of a command with subcommands (topic create, ...).
 type subcommand func(args []string, stdout, stderr io.Writer) int
 
-// dispatch runs the subcommand args[0] of cmd, or prints usage and exits 2
-// for help requests and unknown subcommands.
+// dispatch runs the subcommand args[0] of cmd. A help request prints the
+// usage on stdout and exits 0; no or an unknown subcommand prints it on
+// stderr and exits 2.
 func dispatch(cmd, usage string, subs map[string]subcommand, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
+	}
+	if isHelpFlag(args[0]) || args[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		return exitOK
 	}
 	sub, ok := subs[args[0]]
 	if !ok {

@@ -4,13 +4,16 @@ package main
 // controller, and new cluster ids for formatting nodes.
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/metadata"
@@ -19,6 +22,7 @@ import (
 const clusterUsage = `usage: samsa cluster <info|quorum|new-id> [flags]
 
   info      show the cluster id, the active controller and the brokers
+            (--format json for scripts)
   quorum    show the metadata quorum: leader, epoch, high watermark and
             each voter's log end offset and lag
   new-id    print a new random cluster id (for samsa server --cluster-id)
@@ -55,6 +59,7 @@ func clusterInfo(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("cluster info", "samsa cluster info [flags]", stderr)
 	var cf clientFlags
 	cf.register(fs)
+	format := formatFlag(fs)
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -62,18 +67,49 @@ func clusterInfo(args []string, stdout, stderr io.Writer) int {
 	if len(pos) != 0 {
 		return usageError(fs, stderr, "info takes no arguments")
 	}
-	adm, err := cf.admin()
+	if err := checkFormat(*format); err != nil {
+		return usageError(fs, stderr, "%v", err)
+	}
+	cl, err := cf.connect()
 	if err != nil {
 		return fail(stderr, err)
 	}
-	defer adm.Close()
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
 	ctx, cancel := cf.ctx()
 	defer cancel()
 	md, err := adm.BrokerMetadata(ctx)
 	if err != nil {
 		return fail(stderr, err)
 	}
-	fmt.Fprintf(stdout, "cluster id: %s\ncontroller id (for clients): %d\n\n", md.Cluster, md.Controller)
+	info := clusterInfoJSON{ClusterID: md.Cluster, ActiveController: -1, ClientController: md.Controller, Brokers: []brokerJSON{}}
+	// Metadata's controller id is, on a KRaft cluster, a broker that
+	// clients may send controller requests to (they are forwarded), not
+	// the active controller: that is the metadata quorum's leader, which
+	// brokers report through DescribeQuorum.
+	q, qerr := describeQuorum(ctx, cl)
+	if qerr == nil {
+		info.ActiveController, info.QuorumEpoch = q.LeaderID, q.LeaderEpoch
+		for _, v := range q.CurrentVoters {
+			info.Voters = append(info.Voters, v.ReplicaID)
+		}
+	}
+	for _, b := range md.Brokers {
+		info.Brokers = append(info.Brokers, brokerJSON{ID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack})
+	}
+	if *format == "json" {
+		if qerr != nil {
+			info.ActiveControllerError = qerr.Error()
+		}
+		return writeJSON(stdout, stderr, info)
+	}
+	fmt.Fprintf(stdout, "cluster id:        %s\n", md.Cluster)
+	if qerr != nil {
+		fmt.Fprintf(stdout, "active controller: unknown (%v)\n", qerr)
+	} else {
+		fmt.Fprintf(stdout, "active controller: %d (quorum leader, epoch %d; voters %v)\n", q.LeaderID, q.LeaderEpoch, info.Voters)
+	}
+	fmt.Fprintf(stdout, "controller id for clients: %d\n\n", md.Controller)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "BROKER\tHOST\tPORT\tRACK")
 	for _, b := range md.Brokers {
@@ -85,6 +121,26 @@ func clusterInfo(args []string, stdout, stderr io.Writer) int {
 	}
 	tw.Flush()
 	return exitOK
+}
+
+// clusterInfoJSON is samsa cluster info --format json.
+type clusterInfoJSON struct {
+	ClusterID string `json:"cluster_id"`
+	// ActiveController is the metadata quorum's leader; -1 if unknown.
+	ActiveController      int32   `json:"active_controller"`
+	ActiveControllerError string  `json:"active_controller_error,omitempty"`
+	QuorumEpoch           int32   `json:"quorum_epoch"`
+	Voters                []int32 `json:"voters"`
+	// ClientController is Metadata's controller id.
+	ClientController int32        `json:"controller_id_for_clients"`
+	Brokers          []brokerJSON `json:"brokers"`
+}
+
+type brokerJSON struct {
+	ID   int32   `json:"id"`
+	Host string  `json:"host"`
+	Port int32   `json:"port"`
+	Rack *string `json:"rack"`
 }
 
 // clusterQuorum describes the metadata quorum like kafka-metadata-quorum
@@ -109,27 +165,37 @@ func clusterQuorum(args []string, stdout, stderr io.Writer) int {
 	defer cl.Close()
 	ctx, cancel := cf.ctx()
 	defer cancel()
+	p, err := describeQuorum(ctx, cl)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	printQuorum(stdout, p, time.Now())
+	return exitOK
+}
+
+// describeQuorum asks a broker for the metadata quorum's state.
+func describeQuorum(ctx context.Context, cl *kgo.Client) (kmsg.DescribeQuorumResponseTopicPartition, error) {
 	req := kmsg.NewPtrDescribeQuorumRequest()
 	rt := kmsg.NewDescribeQuorumRequestTopic()
 	rt.Topic = "__cluster_metadata"
 	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
 	req.Topics = append(req.Topics, rt)
+	var none kmsg.DescribeQuorumResponseTopicPartition
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return fail(stderr, fmt.Errorf("describe quorum: %w", err))
+		return none, fmt.Errorf("describe quorum: %w", err)
 	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return fail(stderr, fmt.Errorf("describe quorum: %w", err))
+		return none, fmt.Errorf("describe quorum: %w", err)
 	}
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return fail(stderr, fmt.Errorf("describe quorum: answer has %d topics", len(resp.Topics)))
+		return none, fmt.Errorf("describe quorum: answer has %d topics", len(resp.Topics))
 	}
 	p := resp.Topics[0].Partitions[0]
 	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-		return fail(stderr, fmt.Errorf("describe quorum: %w", err))
+		return none, fmt.Errorf("describe quorum: %w", err)
 	}
-	printQuorum(stdout, p, time.Now())
-	return exitOK
+	return p, nil
 }
 
 func printQuorum(w io.Writer, p kmsg.DescribeQuorumResponseTopicPartition, now time.Time) {

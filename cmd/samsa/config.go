@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -183,6 +184,12 @@ func orNull(v *string) string {
 }
 
 func brokerErr(err error, msg string) error {
+	var ke *kerr.Error
+	if msg != "" && errors.As(err, &ke) {
+		// The broker's message says what was wrong; the code's generic
+		// description would only repeat it less precisely.
+		return fmt.Errorf("%s (%s)", msg, ke.Message)
+	}
 	if msg != "" {
 		return fmt.Errorf("%w: %s", err, msg)
 	}

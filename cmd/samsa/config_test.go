@@ -59,8 +59,15 @@ func TestConfigBroker(t *testing.T) {
 	}
 
 	r = samsa(t, "", "config", "set", "broker", "1", "num.partitions=3", "--bootstrap", b)
-	if r.code != exitFail || !strings.Contains(r.stderr, "Cannot update these configs dynamically: [num.partitions]") {
+	if r.code != exitFail || r.stderr != "samsa: alter configs of broker 1: Cannot update these configs dynamically: [num.partitions] (INVALID_REQUEST)\n" {
 		t.Errorf("read-only key: exit %d stderr %q", r.code, r.stderr)
+	}
+	// A listener is bound and registered at start-up: setting one is
+	// refused rather than stored and never applied.
+	r = samsa(t, "", "config", "set", "broker", "1", "listeners=PLAINTEXT://127.0.0.1:1234", "--bootstrap", b)
+	if r.code != exitFail || r.stdout != "" || !strings.Contains(r.stderr, "Cannot update these configs dynamically: [listeners]") ||
+		!strings.Contains(r.stderr, "restart") || !strings.HasSuffix(r.stderr, "(INVALID_REQUEST)\n") {
+		t.Errorf("listeners: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
 	r = mustRun(t, "", "config", "set", "broker", "1", "log.segment.bytes=2097152", "--dry-run", "--bootstrap", b)
 	if r.stdout != "Validated config change for broker 1.\n" {

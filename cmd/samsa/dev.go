@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,24 +14,30 @@ import (
 // runDev runs `samsa dev cluster`: several combined nodes on loopback, each
 // its own process, until interrupted.
 func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "cluster" {
-		fmt.Fprintln(stderr, "usage: samsa dev cluster [--brokers N] [--controllers C] [--dir DIR] [--port P] [--override key=value ...]")
-		return 2
+	const synopsis = "samsa dev cluster [--brokers N] [--controllers C] [--dir DIR] [--port P] [--override key=value ...]"
+	if len(args) > 0 && (isHelpFlag(args[0]) || args[0] == "help") {
+		fmt.Fprintf(stdout, "usage: %s\n\nRun \"samsa dev cluster -h\" for its flags.\n", synopsis)
+		return exitOK
 	}
-	fs := flag.NewFlagSet("samsa dev cluster", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	if len(args) == 0 || args[0] != "cluster" {
+		fmt.Fprintf(stderr, "usage: %s\n", synopsis)
+		return exitUsage
+	}
+	fs := newFlagSet("dev cluster", synopsis, stderr)
 	brokers := fs.Int("brokers", 3, "number of brokers: combined broker+controller nodes, or broker-only ones with --controllers")
 	controllers := fs.Int("controllers", 0, "run this many controller-only nodes (the quorum) and --brokers broker-only nodes instead of combined nodes")
 	dir := fs.String("dir", "./data/dev-cluster", "directory for the nodes' data, configs and logs; reuse it to restart the same cluster")
-	port := fs.Int("port", 9092, "client port of node 1; node i listens on port+i-1, its controller on port+100+i-1 (0: free ports)")
+	port := fs.Int("port", 9092, "client port of the first broker; the i-th broker listens on port+i-1, the i-th controller on port+100+i-1 (0: free ports)")
 	var overrides stringList
 	fs.Var(&overrides, "override", "set one server property `key=value` on every node (repeatable)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+	if code, ok := parseFlagsOnly(fs, args[1:], stderr); !ok {
+		return code
 	}
 	if *brokers < 1 {
-		fmt.Fprintln(stderr, "samsa dev cluster: --brokers must be at least 1")
-		return 2
+		return usageError(fs, stderr, "--brokers must be at least 1")
+	}
+	if *controllers < 0 {
+		return usageError(fs, stderr, "--controllers must not be negative")
 	}
 	props := []string{
 		fmt.Sprintf("default.replication.factor=%d", min(*brokers, 3)),
@@ -55,7 +60,7 @@ func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "cluster %s is up\n", c.ClusterID)
 	for _, n := range c.Nodes {
-		fmt.Fprintf(stdout, "  node %d (%s): client %s, controller %s, log %s\n", n.ID, n.Roles, n.ClientAddr, n.ControllerAddr, n.LogPath)
+		fmt.Fprintf(stdout, "  node %d (%s): client %s, controller %s, log %s\n", n.ID, n.Roles, dash(n.ClientAddr), dash(n.ControllerAddr), n.LogPath)
 	}
 	fmt.Fprintf(stdout, "bootstrap servers: %s\n", strings.Join(c.Bootstrap(), ","))
 	<-sig

@@ -47,11 +47,15 @@ func groupList(args []string, stdout, stderr io.Writer) int {
 	var cf clientFlags
 	cf.register(fs)
 	stateFlag := fs.String("state", "", "only list groups in these comma-separated `states` (e.g. Stable,Empty)")
+	format := formatFlag(fs)
 	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
 	}
 	states, err := parseStates(*stateFlag, "group", groupStates)
 	if err != nil {
+		return usageError(fs, stderr, "%v", err)
+	}
+	if err := checkFormat(*format); err != nil {
 		return usageError(fs, stderr, "%v", err)
 	}
 	adm, err := cf.admin()
@@ -65,14 +69,27 @@ func groupList(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, fmt.Errorf("list groups: %w", err))
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL-TYPE")
+	type groupJSON struct {
+		Group        string `json:"group"`
+		State        string `json:"state"`
+		ProtocolType string `json:"protocol_type"`
+		Coordinator  int32  `json:"coordinator"`
+	}
+	list := []groupJSON{}
 	for _, g := range groups.Sorted() {
 		// A broker answering ListGroups below v4 ignores the filter, so
 		// filter here as well.
 		if len(states) > 0 && !slices.Contains(states, g.State) {
 			continue
 		}
+		list = append(list, groupJSON{g.Group, g.State, g.ProtocolType, g.Coordinator})
+	}
+	if *format == "json" {
+		return writeJSON(stdout, stderr, list)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL-TYPE")
+	for _, g := range list {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", g.Group, dash(g.State), dash(g.ProtocolType))
 	}
 	tw.Flush()

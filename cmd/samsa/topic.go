@@ -89,8 +89,12 @@ func topicList(args []string, stdout, stderr io.Writer) int {
 	var cf clientFlags
 	cf.register(fs)
 	internal := fs.Bool("internal", false, "include internal topics such as __consumer_offsets")
+	format := formatFlag(fs)
 	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
+	}
+	if err := checkFormat(*format); err != nil {
+		return usageError(fs, stderr, "%v", err)
 	}
 	adm, err := cf.admin()
 	if err != nil {
@@ -103,13 +107,27 @@ func topicList(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, fmt.Errorf("list topics: %w", err))
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPARTITIONS\tREPLICATION-FACTOR")
+	type topicJSON struct {
+		Name              string `json:"name"`
+		ID                string `json:"id"`
+		Partitions        int    `json:"partitions"`
+		ReplicationFactor int    `json:"replication_factor"`
+		Internal          bool   `json:"internal"`
+	}
+	list := []topicJSON{}
 	for _, t := range topics.Sorted() {
 		if t.IsInternal && !*internal {
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\n", t.Topic, len(t.Partitions), t.Partitions.NumReplicas())
+		list = append(list, topicJSON{t.Topic, kafkaUUID(t.ID), len(t.Partitions), t.Partitions.NumReplicas(), t.IsInternal})
+	}
+	if *format == "json" {
+		return writeJSON(stdout, stderr, list)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tPARTITIONS\tREPLICATION-FACTOR")
+	for _, t := range list {
+		fmt.Fprintf(tw, "%s\t%d\t%d\n", t.Name, t.Partitions, t.ReplicationFactor)
 	}
 	tw.Flush()
 	return exitOK

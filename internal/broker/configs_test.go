@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,17 @@ func alterErr(t *testing.T, resps kadm.AlterConfigsResponses, err error) (error,
 		t.Fatalf("%d responses", len(resps))
 	}
 	return resps[0].Err, resps[0].ErrMessage
+}
+
+// dynamicKeys are the keys of configs set dynamically on the broker.
+func dynamicKeys(cs []kadm.Config) []string {
+	var keys []string
+	for _, c := range cs {
+		if c.Source == kmsg.ConfigSourceDynamicBrokerConfig {
+			keys = append(keys, c.Key)
+		}
+	}
+	return keys
 }
 
 func set(k, v string) kadm.AlterConfig {
@@ -242,10 +254,28 @@ func TestDynamicBrokerConfigs(t *testing.T) {
 		t.Fatalf("cluster defaults %+v", got)
 	}
 
-	// Read-only keys and per-broker keys at cluster level are refused.
+	// Read-only keys and per-broker keys at cluster level are refused
+	// with Kafka's INVALID_REQUEST, and so are the listener keys that a
+	// broker binds and registers at start-up only (Kafka refuses to
+	// alter a KRaft broker's advertised listeners).
 	resps, err = c.adm.AlterBrokerConfigs(tctx(t), []kadm.AlterConfig{set("num.partitions", "3")}, 1)
-	if e, msg := alterErr(t, resps, err); !errors.Is(e, kerr.InvalidConfig) || msg != "Cannot update these configs dynamically: [num.partitions]" {
+	if e, msg := alterErr(t, resps, err); !errors.Is(e, kerr.InvalidRequest) || msg != "Cannot update these configs dynamically: [num.partitions]" {
 		t.Fatalf("read-only key: %v %q", e, msg)
+	}
+	for _, kv := range [][2]string{
+		{"listeners", "PLAINTEXT://127.0.0.1:1234"},
+		{"advertised.listeners", "PLAINTEXT://example.com:9092"},
+		{"listener.security.protocol.map", "PLAINTEXT:SSL"},
+	} {
+		resps, err = c.adm.AlterBrokerConfigs(tctx(t), []kadm.AlterConfig{set(kv[0], kv[1])}, 1)
+		if e, msg := alterErr(t, resps, err); !errors.Is(e, kerr.InvalidRequest) || !strings.HasPrefix(msg, "Cannot update these configs dynamically: ["+kv[0]+"]") {
+			t.Fatalf("%s: %v %q", kv[0], e, msg)
+		}
+	}
+	if rcs, err := c.adm.DescribeBrokerConfigs(tctx(t), 1); err != nil {
+		t.Fatal(err)
+	} else if got := dynamicKeys(rcs[0].Configs); slices.Contains(got, "listeners") || slices.Contains(got, "num.partitions") {
+		t.Fatalf("a refused key was stored: dynamic configs %v", got)
 	}
 
 	// Survives a restart.

@@ -262,6 +262,10 @@ func Load(path string, overrides []string) (*Config, []string, error) {
 		if path == "" {
 			path = "embedded defaults"
 		}
+		var se *SyntaxError
+		if errors.As(err, &se) {
+			return nil, nil, fmt.Errorf("%s:%d: %w", path, se.Line, se.Err)
+		}
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	for _, o := range overrides {
@@ -272,7 +276,7 @@ func Load(path string, overrides []string) (*Config, []string, error) {
 		}
 		props = append(props, Property{Key: key, Value: val})
 	}
-	return FromProperties(props)
+	return fromProperties(props, path)
 }
 
 // Default returns the configuration of EmbeddedDefaults plus overrides. It
@@ -287,13 +291,30 @@ func Default(overrides ...string) *Config {
 
 // FromProperties builds a Config from parsed properties; later ones win.
 func FromProperties(props []Property) (*Config, []string, error) {
+	return fromProperties(props, "")
+}
+
+// fromProperties is FromProperties for properties read from file (""
+// for none): messages about a key from the file name the file and line,
+// "server.properties:12: invalid value ...".
+func fromProperties(props []Property, file string) (*Config, []string, error) {
+	where := func(p Property) string {
+		if file == "" || p.Line == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%s:%d", file, p.Line)
+	}
 	c := &Config{Explicit: map[string]string{}, values: map[string]any{}}
 	var order []string
+	// from is the property each key's value came from (the last one):
+	// messages about a key read from a file name its file and line.
+	from := map[string]Property{}
 	for _, p := range props {
 		if _, seen := c.Explicit[p.Key]; !seen {
 			order = append(order, p.Key)
 		}
 		c.Explicit[p.Key] = p.Value
+		from[p.Key] = p
 	}
 	var warnings []string
 	var errs []error
@@ -304,12 +325,18 @@ func FromProperties(props []Property) (*Config, []string, error) {
 		}
 		if !ok {
 			if w := unknownWarning(name); w != "" {
+				if at := where(from[name]); at != "" {
+					w = at + ": " + w
+				}
 				warnings = append(warnings, w)
 			}
 			continue
 		}
 		v, err := key.parse(c.Explicit[name])
 		if err != nil {
+			if at := where(from[name]); at != "" {
+				err = fmt.Errorf("%s: %w", at, err)
+			}
 			errs = append(errs, err)
 			continue
 		}
@@ -328,12 +355,50 @@ func FromProperties(props []Property) (*Config, []string, error) {
 		}
 	}
 	if err := c.fill(); err != nil {
-		return nil, warnings, err
+		return nil, warnings, locate(err, from, where)
 	}
 	if err := c.validate(); err != nil {
-		return nil, warnings, err
+		return nil, warnings, locate(err, from, where)
 	}
 	return c, append(warnings, c.listenerKeyWarnings()...), nil
+}
+
+// locate prefixes an error about how keys fit together with the place of
+// the key it names (the longest key name it contains, so that
+// advertised.listeners is not taken for listeners), when that key was
+// read from a file.
+func locate(err error, from map[string]Property, where func(Property) string) error {
+	msg := err.Error()
+	best, at := "", ""
+	for name, p := range from {
+		if w := where(p); w != "" && len(name) > len(best) && containsKey(msg, name) {
+			best, at = name, w
+		}
+	}
+	if at != "" {
+		return fmt.Errorf("%s: %w", at, err)
+	}
+	return err
+}
+
+// containsKey reports whether msg mentions key as a whole key name, not
+// as part of a longer dotted name.
+func containsKey(msg, key string) bool {
+	for i := 0; ; {
+		j := strings.Index(msg[i:], key)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(key)
+		if (start == 0 || !isKeyByte(msg[start-1])) && (end == len(msg) || !isKeyByte(msg[end])) {
+			return true
+		}
+		i = start + 1
+	}
+}
+
+func isKeyByte(c byte) bool {
+	return c == '.' || c == '-' || c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 func unknownWarning(name string) string {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -159,9 +160,12 @@ func TestUnknownKeysWarn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A key from the file is named with its file and line; an
+	// override's is on the command line.
+	line := strings.Count(EmbeddedDefaults, "\n") + 1
 	want := []string{
-		"unknown config foo.bar ignored",
-		"config zookeeper.connect ignored: ZooKeeper mode was removed in Kafka 4.0",
+		fmt.Sprintf("%s:%d: unknown config foo.bar ignored", path, line),
+		fmt.Sprintf("%s:%d: config zookeeper.connect ignored: ZooKeeper mode was removed in Kafka 4.0", path, line+1),
 		"unknown config another.unknown ignored",
 	}
 	if !reflect.DeepEqual(warnings, want) {
@@ -448,6 +452,46 @@ func TestSchemaRegistryListeners(t *testing.T) {
 	for _, e := range Default().Describe() {
 		if strings.HasPrefix(e.Name, "schema.registry.") {
 			t.Errorf("%s is described as a Kafka broker key", e.Name)
+		}
+	}
+}
+
+// A file's mistakes are named by file and line, as a compiler names
+// them: a bad value, a bad escape, and keys that do not fit together
+// (the place of the key the message names). Overrides win over the file,
+// and an error about one has no place in the file.
+func TestFileErrorsNameFileAndLine(t *testing.T) {
+	dir := t.TempDir()
+	write := func(text string) string {
+		path := filepath.Join(dir, "server.properties")
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	base := "node.id=1\nprocess.roles=broker,controller\ncontroller.quorum.voters=1@127.0.0.1:9093\n" +
+		"listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\ncontroller.listener.names=CONTROLLER\n"
+	for _, tc := range []struct {
+		text      string
+		overrides []string
+		want      string // the error, with %s for the path
+	}{
+		{base + "# a comment\n\nlog.retention.ms=abc\n", nil,
+			`%s:8: invalid value "abc" for log.retention.ms: want a long`},
+		{base + "log.retention.ms=abc\nnum.partitions=0\n", nil,
+			`%s:6: invalid value "abc" for log.retention.ms: want a long` + "\n" +
+				`%s:7: invalid value "0" for num.partitions: want an int at least 1`},
+		{base + "a=\\u12\n", nil, `%s:6: a: malformed \uxxxx escape in "\\u12"`},
+		{base + "listener.security.protocol.map=PLAINTEXT:PLAINTEXT\n", nil,
+			`%s:6: listeners: listener CONTROLLER has no security protocol in listener.security.protocol.map`},
+		{base + "log.retention.ms=abc\n", []string{"log.retention.ms=5"}, ""},
+		{base, []string{"log.retention.ms=abc"}, `invalid value "abc" for log.retention.ms: want a long`},
+	} {
+		path := write(tc.text)
+		_, _, err := Load(path, tc.overrides)
+		want := strings.ReplaceAll(tc.want, "%s", path)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), want)) {
+			t.Errorf("%q %q:\n got %v\nwant %s", tc.text, tc.overrides, err, want)
 		}
 	}
 }

@@ -88,13 +88,23 @@ func parseDynamic(name, value string, clusterDefault bool) (any, error) {
 	return key.parse(value)
 }
 
+// startupListenerKeys are dynamic in Kafka's key table (DescribeConfigs
+// says so) but refused at runtime: a KRaft broker's listeners are in its
+// registration, which Kafka refuses to alter ("Advertised listeners
+// cannot be altered when using a Raft-based metadata quorum"), and Samsa
+// binds its listeners only at start-up, so even the changes Kafka lets
+// through (a listener added while advertised.listeners stays) would be
+// stored and never applied.
+var startupListenerKeys = []string{"listeners", "advertised.listeners", "listener.security.protocol.map"}
+
 // ValidateDynamicBrokerConfigs checks the complete set of dynamic configs a
 // BROKER resource would have, as Kafka's DynamicBrokerConfig.validateConfigs
 // does: every key known and dynamic, not per-broker-only when clusterDefault
-// (resource name ""), and every value valid. The message names the keys in
-// Kafka's words, e.g. "Cannot update these configs dynamically: [node.id]".
+// (resource name ""), not a listener key (startupListenerKeys), and every
+// value valid. The message names the keys in Kafka's words, e.g. "Cannot
+// update these configs dynamically: [node.id]".
 func ValidateDynamicBrokerConfigs(configs map[string]string, clusterDefault bool) error {
-	var unknown, readOnly, unprefixed, perBroker []string
+	var unknown, readOnly, registered, unprefixed, perBroker []string
 	for _, name := range sortedNames(configs) {
 		key, ok := brokerKeys[name]
 		prefixed := false
@@ -107,6 +117,8 @@ func ValidateDynamicBrokerConfigs(configs map[string]string, clusterDefault bool
 			unknown = append(unknown, name)
 		case key.Dynamic == ReadOnly:
 			readOnly = append(readOnly, name)
+		case !prefixed && contains(startupListenerKeys, name):
+			registered = append(registered, name)
 		case !prefixed && contains(listenerOnlySecurityKeys, name):
 			unprefixed = append(unprefixed, name)
 		case clusterDefault && (prefixed || key.Dynamic == PerBroker):
@@ -120,6 +132,10 @@ func ValidateDynamicBrokerConfigs(configs map[string]string, clusterDefault bool
 		return fmt.Errorf("Unknown broker configs: %s", javaSet(unknown))
 	case len(readOnly) > 0:
 		return fmt.Errorf("Cannot update these configs dynamically: %s", javaSet(readOnly))
+	case len(registered) > 0:
+		return fmt.Errorf("Cannot update these configs dynamically: %s: a broker binds and registers its listeners at start-up "+
+			"(a KRaft broker's advertised listeners cannot be altered); change them in the broker's properties file and restart it",
+			javaSet(registered))
 	case len(unprefixed) > 0:
 		return fmt.Errorf("These security configs can be dynamically updated only per-listener using the listener prefix: %s", javaSet(unprefixed))
 	case len(perBroker) > 0:

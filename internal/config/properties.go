@@ -9,11 +9,21 @@ import (
 )
 
 // Property is one key/value pair of a .properties file, with the line it
-// starts on (1-based) so errors can point at it.
+// starts on (1-based) so errors can point at it; 0 for one that is not
+// from a file (an override).
 type Property struct {
 	Key, Value string
 	Line       int
 }
+
+// SyntaxError is a line of a properties file that cannot be read.
+type SyntaxError struct {
+	Line int
+	Err  error
+}
+
+func (e *SyntaxError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *SyntaxError) Unwrap() error { return e.Err }
 
 // ParseProperties parses Java .properties text (java.util.Properties.load
 // rules): a logical line continues while a natural line ends in an odd number
@@ -49,7 +59,7 @@ func ParseProperties(text string) ([]Property, error) {
 		}
 		p, err := splitKeyValue(logical.String())
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", start, err)
+			return nil, &SyntaxError{Line: start, Err: err}
 		}
 		p.Line = start
 		props = append(props, p)

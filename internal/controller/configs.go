@@ -301,8 +301,11 @@ func (c *Controller) validateConfigs(rtype int8, name string, configs map[string
 		if c.cfg.ValidateBrokerConfigs == nil {
 			return nil
 		}
+		// Kafka validates a BROKER resource on the broker
+		// (ConfigAdminManager) and answers any failure INVALID_REQUEST
+		// (KAFKA-13609 keeps that code for compatibility).
 		if err := c.cfg.ValidateBrokerConfigs(configs, name == ""); err != nil {
-			return wire.Errorf(kerr.InvalidConfig, "%s", err)
+			return wire.Errorf(kerr.InvalidRequest, "%s", err)
 		}
 	}
 	return nil

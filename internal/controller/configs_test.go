@@ -147,11 +147,11 @@ func TestAlterConfigsBrokerAndValidateOnly(t *testing.T) {
 	wantErr(t, rs[0].ErrorCode, rs[0].ErrorMessage, nil, "")
 	wantErr(t, rs[1].ErrorCode, rs[1].ErrorMessage, kerr.InvalidRequest, "Duplicate resource.")
 	wantErr(t, rs[2].ErrorCode, rs[2].ErrorMessage, kerr.InvalidRequest, "Duplicate resource.")
-	wantErr(t, rs[3].ErrorCode, rs[3].ErrorMessage, kerr.InvalidConfig, "Cannot update these configs dynamically: [node.id, num.partitions]")
+	wantErr(t, rs[3].ErrorCode, rs[3].ErrorMessage, kerr.InvalidRequest, "Cannot update these configs dynamically: [node.id, num.partitions]")
 	wantErr(t, rs[4].ErrorCode, rs[4].ErrorMessage, kerr.InvalidRequest, "Invalid broker name x")
 	wantErr(t, rs[5].ErrorCode, rs[5].ErrorMessage, kerr.InvalidRequest, "")
 	rs = h.incr(t, false, incr(broker, "", set("ssl.cipher.suites", "TLS_AES_128_GCM_SHA256")))
-	wantErr(t, rs[0].ErrorCode, rs[0].ErrorMessage, kerr.InvalidConfig, "Cannot update these configs at default cluster level, broker id must be specified: [ssl.cipher.suites]")
+	wantErr(t, rs[0].ErrorCode, rs[0].ErrorMessage, kerr.InvalidRequest, "Cannot update these configs at default cluster level, broker id must be specified: [ssl.cipher.suites]")
 	if got := h.configs(metadata.ResourceBroker, ""); !maps.Equal(got, map[string]string{"log.retention.ms": "1000"}) {
 		t.Fatalf("cluster default %v", got)
 	}

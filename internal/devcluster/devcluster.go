@@ -42,8 +42,11 @@ type Config struct {
 	// os.Executable(), which is right for `samsa dev`. A test binary is not
 	// a samsa binary: tests build one and pass its path (e2e/cluster does).
 	Binary string
-	// BasePort, when non-zero, gives node i client port BasePort+i-1 and
-	// controller port BasePort+100+i-1. Zero picks free ports.
+	// BasePort, when non-zero, gives the i-th node that serves clients
+	// (in id order) client port BasePort+i-1 and the i-th voter controller
+	// port BasePort+100+i-1: with combined nodes, node i has BasePort+i-1
+	// and BasePort+100+i-1; with Controllers, the first broker-only node
+	// has BasePort. Zero picks free ports.
 	BasePort int
 	// Properties are extra server properties for every node (key=value).
 	Properties []string
@@ -264,8 +267,20 @@ func (c *Cluster) ports() ([]int, error) {
 	n := c.cfg.Nodes
 	ports := make([]int, 2*n)
 	if c.cfg.BasePort != 0 {
+		// Client ports are numbered over the nodes that serve clients
+		// and controller ports over the voters, so that BasePort is a
+		// broker's whatever the layout.
+		var brokers, voters int
 		for i := range n {
-			ports[2*i], ports[2*i+1] = c.cfg.BasePort+i, c.cfg.BasePort+100+i
+			role := c.role(int32(i + 1))
+			if role != "controller" {
+				ports[2*i] = c.cfg.BasePort + brokers
+				brokers++
+			}
+			if role != "broker" {
+				ports[2*i+1] = c.cfg.BasePort + 100 + voters
+				voters++
+			}
 		}
 		return ports, nil
 	}
@@ -309,14 +324,23 @@ func (c *Cluster) Bootstrap() []string {
 // Node returns the node with an id.
 func (c *Cluster) Node(id int32) *Node { return c.Nodes[id-1] }
 
-// Close stops every running node gracefully.
+// Close stops every running node gracefully: the broker-only nodes
+// first, while the quorum they hand their leaderships over through still
+// runs (a broker stopped after the controllers waits in vain for its
+// controlled shutdown to be granted), then the voters.
 func (c *Cluster) Close() {
-	var wg sync.WaitGroup
-	for _, n := range c.Nodes {
-		wg.Add(1)
-		go func() { defer wg.Done(); n.Stop() }()
+	stop := func(roles func(string) bool) {
+		var wg sync.WaitGroup
+		for _, n := range c.Nodes {
+			if roles(n.Roles) {
+				wg.Add(1)
+				go func() { defer wg.Done(); n.Stop() }()
+			}
+		}
+		wg.Wait()
 	}
-	wg.Wait()
+	stop(func(r string) bool { return r == "broker" })
+	stop(func(r string) bool { return r != "broker" })
 }
 
 // readyMarker is the log line a node writes once it serves clients;

@@ -65,3 +65,29 @@ func TestConfigurePlaintextByDefault(t *testing.T) {
 		t.Errorf("configuration:\n%s", s)
 	}
 }
+
+// With controller-only nodes, BasePort is the first broker's client port
+// (what `samsa dev cluster --port 9092` tells users to bootstrap from),
+// and the controllers are numbered from BasePort+100.
+func TestBasePortNamesABroker(t *testing.T) {
+	c := &Cluster{cfg: Config{Controllers: 3, Brokers: 2, Nodes: 5, Dir: t.TempDir(), BasePort: 29092}}
+	if err := c.configure(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Bootstrap(), []string{"127.0.0.1:29092", "127.0.0.1:29093"}; !slices.Equal(got, want) {
+		t.Errorf("bootstrap %v, want %v", got, want)
+	}
+	for i, want := range []string{"127.0.0.1:29192", "127.0.0.1:29193", "127.0.0.1:29194"} {
+		if got := c.Node(int32(i + 1)).ControllerAddr; got != want {
+			t.Errorf("controller %d at %q, want %q", i+1, got, want)
+		}
+	}
+	b, err := os.ReadFile(c.Node(4).ConfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(b); !strings.Contains(s, "listeners=PLAINTEXT://127.0.0.1:29092\n") ||
+		!strings.Contains(s, "controller.quorum.voters=1@127.0.0.1:29192,2@127.0.0.1:29193,3@127.0.0.1:29194\n") {
+		t.Errorf("node 4's configuration:\n%s", s)
+	}
+}

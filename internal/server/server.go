@@ -181,6 +181,9 @@ func StartWithHooks(ctx context.Context, cfg *config.Config, logger *slog.Logger
 			s.Close()
 		}
 	}()
+	if err := s.checkPortsFree(); err != nil {
+		return nil, err
+	}
 	if err := s.format(); err != nil {
 		return nil, err
 	}
