@@ -1,0 +1,181 @@
+package metrics
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// The counters of kafka.server:type=BrokerTopicMetrics, each per topic
+// and for all topics (topic="").
+const (
+	messagesIn = iota
+	bytesIn
+	bytesOut
+	bytesRejected
+	failedProduce
+	failedFetch
+	totalProduce
+	totalFetch
+	replicationBytesOut
+	numTopicMetrics
+)
+
+var topicMetricNames = [numTopicMetrics][2]string{
+	messagesIn:          {"messagesin", "Records appended to the partitions this node leads (MessagesInPerSec)."},
+	bytesIn:             {"bytesin", "Bytes of record batches produced by clients and appended (BytesInPerSec)."},
+	bytesOut:            {"bytesout", "Bytes of record batches fetched by consumers (BytesOutPerSec); followers' fetches are replicationbytesout."},
+	bytesRejected:       {"bytesrejected", "Bytes of produced batches refused as too large (BytesRejectedPerSec)."},
+	failedProduce:       {"failedproducerequests", "Partitions of produce requests that failed for a reason other than leadership, an unknown partition, size or corruption (FailedProduceRequestsPerSec)."},
+	failedFetch:         {"failedfetchrequests", "Partitions of fetch requests that failed for a reason other than leadership, epochs or an unknown partition (FailedFetchRequestsPerSec)."},
+	totalProduce:        {"totalproducerequests", "Partitions of produce requests that reached the append (TotalProduceRequestsPerSec)."},
+	totalFetch:          {"totalfetchrequests", "Partitions of fetch requests read, consumers' and followers' (TotalFetchRequestsPerSec)."},
+	replicationBytesOut: {"replicationbytesout", "Bytes of record batches fetched by followers (ReplicationBytesOutPerSec)."},
+}
+
+// BrokerTopics are the counters of kafka.server:type=BrokerTopicMetrics,
+// e.g. kafka_server_brokertopicmetrics_messagesin_total{topic="orders"}.
+// The series with topic="" counts all topics. A nil *BrokerTopics counts
+// nothing.
+type BrokerTopics struct {
+	vecs   [numTopicMetrics]*prometheus.CounterVec
+	all    *TopicCounters
+	topics sync.Map // topic name → *TopicCounters
+}
+
+// TopicCounters are one topic's counters; each add also counts for all
+// topics. A nil *TopicCounters counts nothing.
+type TopicCounters struct {
+	name string
+	c    [numTopicMetrics]prometheus.Counter
+	all  *TopicCounters
+}
+
+func newBrokerTopics() *BrokerTopics {
+	b := &BrokerTopics{}
+	for i, n := range topicMetricNames {
+		b.vecs[i] = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kafka_server_brokertopicmetrics_" + n[0] + "_total", Help: n[1],
+		}, []string{"topic"})
+	}
+	b.all = b.newTopic("")
+	return b
+}
+
+func (b *BrokerTopics) newTopic(name string) *TopicCounters {
+	t := &TopicCounters{name: name}
+	for i, v := range b.vecs {
+		t.c[i] = v.WithLabelValues(name)
+	}
+	if name != "" {
+		t.all = b.all
+	}
+	return t
+}
+
+// Describe and Collect make BrokerTopics a prometheus.Collector.
+func (b *BrokerTopics) Describe(ch chan<- *prometheus.Desc) {
+	for _, v := range b.vecs {
+		v.Describe(ch)
+	}
+}
+
+func (b *BrokerTopics) Collect(ch chan<- prometheus.Metric) {
+	for _, v := range b.vecs {
+		v.Collect(ch)
+	}
+}
+
+// Topic returns the counters of a topic, made on first use.
+func (b *BrokerTopics) Topic(name string) *TopicCounters {
+	if b == nil {
+		return nil
+	}
+	if t, ok := b.topics.Load(name); ok {
+		return t.(*TopicCounters)
+	}
+	t, _ := b.topics.LoadOrStore(name, b.newTopic(name))
+	return t.(*TopicCounters)
+}
+
+// cached is t when it counts topic, else the topic's counters: how a
+// request resolves its counters once per run of one topic's partitions.
+func (b *BrokerTopics) cached(t *TopicCounters, topic string) *TopicCounters {
+	if t != nil && t.name == topic {
+		return t
+	}
+	return b.Topic(topic)
+}
+
+// Forget drops a deleted topic's series.
+func (b *BrokerTopics) Forget(topic string) {
+	if b == nil || topic == "" {
+		return
+	}
+	b.topics.Delete(topic)
+	for _, v := range b.vecs {
+		v.DeleteLabelValues(topic)
+	}
+}
+
+func (t *TopicCounters) add(i int, n float64) {
+	t.c[i].Add(n)
+	if t.all != nil {
+		t.all.c[i].Add(n)
+	}
+}
+
+// Produced counts one partition of a produce request that reached the
+// append, on the counters of t when they are topic's, else of topic's
+// (looked up once), which it returns for the next partition: records and
+// bytes of its batch were appended unless err says why not. As Kafka's
+// ReplicaManager does, a refused batch counts as failed unless the
+// refusal is about leadership, an unknown partition, size or corruption,
+// and a batch too large counts its bytes as rejected.
+func (b *BrokerTopics) Produced(t *TopicCounters, topic string, records, bytes int, err error) *TopicCounters {
+	if b == nil {
+		return nil
+	}
+	t = b.cached(t, topic)
+	t.add(totalProduce, 1)
+	switch {
+	case err == nil:
+		t.add(bytesIn, float64(bytes))
+		t.add(messagesIn, float64(records))
+	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
+		t.add(bytesRejected, float64(bytes))
+	case errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.NotLeaderForPartition),
+		errors.Is(err, kerr.CorruptMessage), errors.Is(err, kerr.KafkaStorageError), errors.Is(err, kerr.UnknownTopicID):
+	default:
+		t.add(failedProduce, 1)
+	}
+	return t
+}
+
+// Fetched counts one partition of a fetch that was read, as Produced
+// does: its record bytes went to a consumer, or to a follower when
+// follower is set, and code is its error code. Errors about leadership,
+// epochs, offsets out of range or unknown partitions are not failures.
+func (b *BrokerTopics) Fetched(t *TopicCounters, topic string, bytes int, code int16, follower bool) *TopicCounters {
+	if b == nil {
+		return nil
+	}
+	t = b.cached(t, topic)
+	t.add(totalFetch, 1)
+	switch code {
+	case 0:
+		if follower {
+			t.add(replicationBytesOut, float64(bytes))
+		} else {
+			t.add(bytesOut, float64(bytes))
+		}
+	case kerr.UnknownTopicOrPartition.Code, kerr.NotLeaderForPartition.Code, kerr.UnknownLeaderEpoch.Code,
+		kerr.FencedLeaderEpoch.Code, kerr.ReplicaNotAvailable.Code, kerr.KafkaStorageError.Code,
+		kerr.InconsistentTopicID.Code, kerr.OffsetOutOfRange.Code, kerr.UnknownTopicID.Code:
+	default:
+		t.add(failedFetch, 1)
+	}
+	return t
+}
