@@ -3,6 +3,7 @@ package metrics
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -37,54 +38,54 @@ var topicMetricNames = [numTopicMetrics][2]string{
 
 // BrokerTopics are the counters of kafka.server:type=BrokerTopicMetrics,
 // e.g. kafka_server_brokertopicmetrics_messagesin_total{topic="orders"}.
-// The series with topic="" counts all topics. A nil *BrokerTopics counts
-// nothing.
+// The series with topic="" counts all topics: the sum of the topics'
+// counters at scrape time (deleted topics' counts included), so the
+// request path adds to its topic's counters only. A nil *BrokerTopics
+// counts nothing.
 type BrokerTopics struct {
-	vecs   [numTopicMetrics]*prometheus.CounterVec
-	all    *TopicCounters
+	descs  [numTopicMetrics]*prometheus.Desc
 	topics sync.Map // topic name → *TopicCounters
+
+	mu      sync.Mutex // serializes Forget with Collect
+	retired [numTopicMetrics]uint64
 }
 
-// TopicCounters are one topic's counters; each add also counts for all
-// topics. A nil *TopicCounters counts nothing.
+// TopicCounters are one topic's counters: plain atomic adds.
 type TopicCounters struct {
 	name string
-	c    [numTopicMetrics]prometheus.Counter
-	all  *TopicCounters
+	v    [numTopicMetrics]atomic.Uint64
 }
 
 func newBrokerTopics() *BrokerTopics {
 	b := &BrokerTopics{}
 	for i, n := range topicMetricNames {
-		b.vecs[i] = prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "kafka_server_brokertopicmetrics_" + n[0] + "_total", Help: n[1],
-		}, []string{"topic"})
+		b.descs[i] = prometheus.NewDesc("kafka_server_brokertopicmetrics_"+n[0]+"_total", n[1], []string{"topic"}, nil)
 	}
-	b.all = b.newTopic("")
 	return b
-}
-
-func (b *BrokerTopics) newTopic(name string) *TopicCounters {
-	t := &TopicCounters{name: name}
-	for i, v := range b.vecs {
-		t.c[i] = v.WithLabelValues(name)
-	}
-	if name != "" {
-		t.all = b.all
-	}
-	return t
 }
 
 // Describe and Collect make BrokerTopics a prometheus.Collector.
 func (b *BrokerTopics) Describe(ch chan<- *prometheus.Desc) {
-	for _, v := range b.vecs {
-		v.Describe(ch)
+	for _, d := range b.descs {
+		ch <- d
 	}
 }
 
 func (b *BrokerTopics) Collect(ch chan<- prometheus.Metric) {
-	for _, v := range b.vecs {
-		v.Collect(ch)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	all := b.retired
+	b.topics.Range(func(_, v any) bool {
+		t := v.(*TopicCounters)
+		for i := range t.v {
+			n := t.v[i].Load()
+			all[i] += n
+			ch <- prometheus.MustNewConstMetric(b.descs[i], prometheus.CounterValue, float64(n), t.name)
+		}
+		return true
+	})
+	for i, n := range all {
+		ch <- prometheus.MustNewConstMetric(b.descs[i], prometheus.CounterValue, float64(n), "")
 	}
 }
 
@@ -96,7 +97,7 @@ func (b *BrokerTopics) Topic(name string) *TopicCounters {
 	if t, ok := b.topics.Load(name); ok {
 		return t.(*TopicCounters)
 	}
-	t, _ := b.topics.LoadOrStore(name, b.newTopic(name))
+	t, _ := b.topics.LoadOrStore(name, &TopicCounters{name: name})
 	return t.(*TopicCounters)
 }
 
@@ -109,23 +110,24 @@ func (b *BrokerTopics) cached(t *TopicCounters, topic string) *TopicCounters {
 	return b.Topic(topic)
 }
 
-// Forget drops a deleted topic's series.
+// Forget drops a deleted topic's series; its counts stay in the
+// all-topics series. A request still holding its counters adds to
+// nothing any more.
 func (b *BrokerTopics) Forget(topic string) {
 	if b == nil || topic == "" {
 		return
 	}
-	b.topics.Delete(topic)
-	for _, v := range b.vecs {
-		v.DeleteLabelValues(topic)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if v, ok := b.topics.LoadAndDelete(topic); ok {
+		t := v.(*TopicCounters)
+		for i := range t.v {
+			b.retired[i] += t.v[i].Load()
+		}
 	}
 }
 
-func (t *TopicCounters) add(i int, n float64) {
-	t.c[i].Add(n)
-	if t.all != nil {
-		t.all.c[i].Add(n)
-	}
-}
+func (t *TopicCounters) add(i int, n uint64) { t.v[i].Add(n) }
 
 // Produced counts one partition of a produce request that reached the
 // append, on the counters of t when they are topic's, else of topic's
@@ -142,10 +144,10 @@ func (b *BrokerTopics) Produced(t *TopicCounters, topic string, records, bytes i
 	t.add(totalProduce, 1)
 	switch {
 	case err == nil:
-		t.add(bytesIn, float64(bytes))
-		t.add(messagesIn, float64(records))
+		t.add(bytesIn, uint64(bytes))
+		t.add(messagesIn, uint64(max(records, 0)))
 	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
-		t.add(bytesRejected, float64(bytes))
+		t.add(bytesRejected, uint64(bytes))
 	case errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.NotLeaderForPartition),
 		errors.Is(err, kerr.CorruptMessage), errors.Is(err, kerr.KafkaStorageError), errors.Is(err, kerr.UnknownTopicID):
 	default:
@@ -167,9 +169,9 @@ func (b *BrokerTopics) Fetched(t *TopicCounters, topic string, bytes int, code i
 	switch code {
 	case 0:
 		if follower {
-			t.add(replicationBytesOut, float64(bytes))
+			t.add(replicationBytesOut, uint64(bytes))
 		} else {
-			t.add(bytesOut, float64(bytes))
+			t.add(bytesOut, uint64(bytes))
 		}
 	case kerr.UnknownTopicOrPartition.Code, kerr.NotLeaderForPartition.Code, kerr.UnknownLeaderEpoch.Code,
 		kerr.FencedLeaderEpoch.Code, kerr.ReplicaNotAvailable.Code, kerr.KafkaStorageError.Code,
