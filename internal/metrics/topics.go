@@ -1,12 +1,13 @@
 package metrics
 
 import (
-	"errors"
 	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/samsa-io/samsa/internal/wire"
 )
 
 // The counters of kafka.server:type=BrokerTopicMetrics, each per topic
@@ -142,14 +143,14 @@ func (b *BrokerTopics) Produced(t *TopicCounters, topic string, records, bytes i
 	}
 	t = b.cached(t, topic)
 	t.add(totalProduce, 1)
-	switch {
-	case err == nil:
+	switch code := wire.ErrorCode(err); code {
+	case 0:
 		t.add(bytesIn, uint64(bytes))
 		t.add(messagesIn, uint64(max(records, 0)))
-	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
+	case kerr.MessageTooLarge.Code, kerr.RecordListTooLarge.Code:
 		t.add(bytesRejected, uint64(bytes))
-	case errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.NotLeaderForPartition),
-		errors.Is(err, kerr.CorruptMessage), errors.Is(err, kerr.KafkaStorageError), errors.Is(err, kerr.UnknownTopicID):
+	case kerr.UnknownTopicOrPartition.Code, kerr.NotLeaderForPartition.Code, kerr.CorruptMessage.Code,
+		kerr.KafkaStorageError.Code, kerr.UnknownTopicID.Code:
 	default:
 		t.add(failedProduce, 1)
 	}
