@@ -268,3 +268,44 @@ func (r *Registry) Publisher(nodeID int32) metadata.Publisher {
 		}
 	})
 }
+
+var (
+	raftLeaderDesc      = desc("kafka_server_raftmetrics_current_leader", "Node id of the metadata quorum's leader as this voter knows it, -1 when none (raft-metrics current-leader).")
+	raftEpochDesc       = desc("kafka_server_raftmetrics_current_epoch", "The metadata quorum's epoch (Raft term) as this voter knows it (raft-metrics current-epoch).")
+	metadataAppliedDesc = desc("kafka_server_brokermetadatametrics_last_applied_record_offset", "Offset of the last metadata log record this node applied to its image (broker-metadata-metrics last-applied-record-offset).")
+)
+
+// RaftCollector reports a voter's view of the metadata quorum and how far
+// the node applied the metadata log.
+type RaftCollector struct {
+	leader  func() uint64 // 0: none
+	epoch   func() uint64
+	applied func() uint64
+}
+
+// NewRaftCollector returns the collector of a node: leader and epoch are
+// nil on a node that is no voter; applied is the offset of its image.
+func NewRaftCollector(leader, epoch, applied func() uint64) *RaftCollector {
+	return &RaftCollector{leader, epoch, applied}
+}
+
+func (c *RaftCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- metadataAppliedDesc
+	if c.leader != nil {
+		ch <- raftLeaderDesc
+		ch <- raftEpochDesc
+	}
+}
+
+func (c *RaftCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(metadataAppliedDesc, prometheus.GaugeValue, float64(c.applied()))
+	if c.leader == nil {
+		return
+	}
+	leader := float64(c.leader())
+	if leader == 0 {
+		leader = -1
+	}
+	ch <- prometheus.MustNewConstMetric(raftLeaderDesc, prometheus.GaugeValue, leader)
+	ch <- prometheus.MustNewConstMetric(raftEpochDesc, prometheus.GaugeValue, float64(c.epoch()))
+}

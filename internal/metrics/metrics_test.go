@@ -246,6 +246,12 @@ func TestBrokerTopicMetricsMoveByWhatWasProducedAndFetched(t *testing.T) {
 	if v := after.value("kafka_controller_kafkacontroller_globaltopiccount"); v < 1 {
 		t.Errorf("globaltopiccount = %v, want at least 1", v)
 	}
+	if v := after.value("kafka_server_raftmetrics_current_leader"); v != 1 {
+		t.Errorf("kafka_server_raftmetrics_current_leader = %v on the only voter (node 1), want 1", v)
+	}
+	if v := after.value("kafka_server_brokermetadatametrics_last_applied_record_offset"); v < 1 {
+		t.Errorf("last_applied_record_offset = %v, want the offset of the topic's records at least", v)
+	}
 	group := []string{"consumergroup", "metered-group", "topic", topic, "partition", "0"}
 	if v := after.value("kafka_consumergroup_current_offset", group...); v != n {
 		t.Errorf("kafka_consumergroup_current_offset = %v, want %d", v, n)

@@ -113,10 +113,16 @@ func (s *Server) observeMetrics(context.Context) error {
 	if s.metrics == nil {
 		return nil
 	}
+	applied := func() uint64 { return s.loader.Image().Offset }
+	rc := metrics.NewRaftCollector(nil, nil, applied)
 	if s.ctrl != nil {
 		if err := s.metrics.Register(metrics.NewControllerCollector(s.loader.Image, s.raft.IsLeader)); err != nil {
 			return err
 		}
+		rc = metrics.NewRaftCollector(s.raft.Leader, s.raft.Term, applied)
+	}
+	if err := s.metrics.Register(rc); err != nil {
+		return err
 	}
 	if s.broker == nil {
 		return nil
