@@ -75,11 +75,20 @@ func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
+	// Without a config file the node serves /metrics, /healthz and
+	// /readyz on the default endpoint unless told otherwise.
+	httpDefault := *configPath == "" && !slices.ContainsFunc(overrides, func(o string) bool {
+		return strings.HasPrefix(strings.TrimSpace(o), "http.listeners")
+	})
+	if httpDefault {
+		overrides = append(overrides, "http.listeners="+config.DefaultHTTPListener)
+	}
 	cfg, warnings, err := config.Load(*configPath, overrides)
 	if err != nil {
 		fmt.Fprintf(stderr, "samsa server: %v\n", err)
 		return 1
 	}
+	cfg.HTTPDefault = httpDefault
 	for _, w := range warnings {
 		logger.Warn(w)
 	}

@@ -62,6 +62,7 @@ import (
 
 	"github.com/samsa-io/samsa/internal/coordinator/txn"
 	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/metrics"
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/replica"
@@ -103,6 +104,7 @@ func handleProduce(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Re
 		})
 	}
 	var firstErr error
+	var tm *metrics.TopicCounters // BrokerTopicMetrics of the topic, resolved once
 	var pending []pendingProduce
 	var commits *replica.CommitWait
 	if req.Acks == -1 {
@@ -143,6 +145,7 @@ func handleProduce(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Re
 				}
 				w := pendingProduce{topic: ti, partition: pi, index: batches.index(ti, pi)}
 				err = b.produceTo(topic, rp.Records, batches.byTopic[ti][pi], &sp, req.Version, commits, tw, &w)
+				tm = b.cfg.Metrics.Produced(tm, topic, int(batches.byTopic[ti][pi].h.NumRecords), len(rp.Records), err)
 				if err == nil && w.p != nil {
 					pending = append(pending, w)
 				}

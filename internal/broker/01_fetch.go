@@ -79,6 +79,7 @@ import (
 	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/fetchsession"
 	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/metrics"
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/replica"
 	"github.com/samsa-io/samsa/internal/storage"
@@ -413,8 +414,12 @@ func (b *Broker) fetchResponse(req *kmsg.FetchRequest, fctx *fetchsession.Contex
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.Version = req.Version
 	results := make([]fetchsession.Result, len(r.parts))
+	var tm *metrics.TopicCounters // BrokerTopicMetrics of the topic, resolved once
 	for i := range r.parts {
 		sp := &r.parts[i]
+		if r.ps[i] != nil {
+			tm = b.cfg.Metrics.Fetched(tm, r.names[i], r.recordBytes(i), sp.ErrorCode, r.replicaID >= 0)
+		}
 		results[i] = fetchsession.Result{RecordBytes: r.recordBytes(i), HighWatermark: sp.HighWatermark,
 			LogStartOffset: sp.LogStartOffset, ErrorCode: sp.ErrorCode, PreferredReplica: sp.PreferredReadReplica,
 			Diverging: sp.DivergingEpoch.Epoch >= 0}

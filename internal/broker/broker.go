@@ -16,6 +16,7 @@ import (
 	"github.com/samsa-io/samsa/internal/coordinator"
 	"github.com/samsa-io/samsa/internal/fetchsession"
 	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/metrics"
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/replica"
 	"github.com/samsa-io/samsa/internal/security"
@@ -83,8 +84,11 @@ type Config struct {
 	// security.ACLPublisher keeps its ACLs in step with the image. Nil:
 	// no authorization, and the ACL APIs answer SECURITY_DISABLED.
 	Authorizer *security.Authorizer
-	Logger     *slog.Logger
-	Now        func() time.Time
+	// Metrics counts produce and fetch per topic (BrokerTopicMetrics);
+	// nil counts nothing.
+	Metrics *metrics.BrokerTopics
+	Logger  *slog.Logger
+	Now     func() time.Time
 }
 
 // Broker dispatches requests to the handler of their API key.

@@ -102,6 +102,11 @@ type Config struct {
 	// `--initial-controllers` or `--no-initial-controllers` (Kafka's
 	// `kafka-storage format` flags). Ignored once the log exists.
 	Quorum QuorumFormat
+	// HTTPDefault is not a property either: `samsa server` sets it when
+	// it serves http.listeners at DefaultHTTPListener because it runs
+	// from the embedded defaults; a port taken there is then a warning,
+	// not a failure.
+	HTTPDefault bool
 
 	LogDirs        []string // log.dirs, or log.dir when unset
 	MetadataLogDir string   // metadata.log.dir, or LogDirs[0] when unset

@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/metrics"
 	"github.com/samsa-io/samsa/internal/record"
 	"github.com/samsa-io/samsa/internal/security"
 	"github.com/samsa-io/samsa/internal/wire"
@@ -69,6 +70,10 @@ type Config struct {
 	// (connquota.go); the broker's client listeners share one. Nil
 	// accepts every connection.
 	Connections *ConnectionQuotas
+
+	// Requests counts requests and their time by API
+	// (kafka.network:type=RequestMetrics); nil counts nothing.
+	Requests *metrics.Requests
 }
 
 // defaultHandshakeTimeout is Java clients' socket.connection.setup.timeout.ms.
@@ -354,6 +359,7 @@ func (c *Conn) serveOne(ctx context.Context) bool {
 		c.out <- f
 		c.netTime = time.Since(encoding) // counted with the next request
 	}
+	s.cfg.Requests.Done(req.Header.APIKey, req.Header.APIVersion, parsing)
 	if d := c.mute; d > 0 {
 		// Throttled for a quota: as Kafka mutes the channel, read
 		// nothing more from this client until the time is over. A

@@ -94,7 +94,7 @@ func (r *Registry) Handler() http.Handler {
 		write(w, http.StatusNotFound, map[string]any{"error_code": 404, "message": "HTTP 404 Not Found"})
 	})
 	if r.cfg.Auth != nil {
-		api = r.cfg.Auth.wrap(api)
+		api = wrapAuth(r.cfg.Auth, api)
 	}
 	return api
 }

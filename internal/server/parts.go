@@ -71,7 +71,7 @@ func (s *Server) components() []component {
 	// The JWKS of OAUTHBEARER listeners are loaded as those listeners
 	// are bound (by the controller listener's part and bindClients) and
 	// stop refreshing after everything else has closed.
-	cs := []component{part{close: s.closeJWKS}}
+	cs := []component{part{close: s.closeJWKS}, part{s.startHTTP, s.closeHTTP}} // http.go
 	if cfg.HasRole("broker") {
 		cs = append(cs, part{s.openLogs, func() error { return s.logs.Close() }})
 	}
@@ -89,7 +89,7 @@ func (s *Server) components() []component {
 		cs = append(cs, part{s.observe, closer(func() { s.observer.Close() })})
 	}
 	if !cfg.HasRole("broker") {
-		return append(cs, part{start: s.controllerReady})
+		return append(cs, part{start: s.observeMetrics}, part{start: s.controllerReady}, part{start: s.markReady})
 	}
 	return append(cs,
 		part{s.openChannel, closer(func() { s.channel.Close() })},
@@ -99,9 +99,11 @@ func (s *Server) components() []component {
 		part{s.startMarkers, closer(func() { s.markers.Close() })},
 		part{s.startTxns, closer(func() { s.txns.Close() })},
 		part{s.startBroker, closer(func() { s.fetchers.Close() })},
+		part{start: s.observeMetrics},
 		part{s.bindClients, s.closeClients},
 		part{s.register, s.shutdown},
 		part{start: s.serveClients},
+		part{start: s.markReady},
 	)
 }
 
@@ -346,6 +348,7 @@ func (s *Server) serveController(context.Context) error {
 		MaxRequestSize: s.cfg.SocketRequestMaxBytes,
 		Handler:        api,
 		Versions:       api.versions,
+		Requests:       s.metrics.RequestMetrics(),
 		Logger:         s.logger,
 	}
 	if srv := s.tls.servers[ncfg.Listener]; srv != nil {
@@ -609,6 +612,7 @@ func (s *Server) startBroker(context.Context) error {
 			RetryMax:     time.Duration(s.cfg.AddPartitionsToTxnRetryBackoffMaxMs) * time.Millisecond}),
 		Quotas:           s.quotas,
 		Authorizer:       s.authorizer,
+		Metrics:          s.metrics.TopicMetrics(),
 		Logger:           s.logger,
 		ActiveController: activeController,
 	})
@@ -754,6 +758,7 @@ func (s *Server) serveClients(context.Context) error {
 			RequestBudget:  budget,
 			SASL:           s.sasl[name],
 			Connections:    s.connections,
+			Requests:       s.metrics.RequestMetrics(),
 			Handler:        s.broker,
 			Versions:       s.broker.Versions(),
 			Logger:         s.logger,

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/samsa-io/samsa/internal/broker"
@@ -21,7 +22,9 @@ import (
 	"github.com/samsa-io/samsa/internal/coordinator/group"
 	"github.com/samsa-io/samsa/internal/coordinator/share"
 	"github.com/samsa-io/samsa/internal/coordinator/txn"
+	"github.com/samsa-io/samsa/internal/httpapi"
 	"github.com/samsa-io/samsa/internal/metadata"
+	"github.com/samsa-io/samsa/internal/metrics"
 	"github.com/samsa-io/samsa/internal/network"
 	"github.com/samsa-io/samsa/internal/raft"
 	"github.com/samsa-io/samsa/internal/record"
@@ -116,6 +119,13 @@ type Server struct {
 	// this node's share partitions and group coordinator reach it.
 	shares         *share.Coordinator
 	sharePersister *share.StatePersister
+
+	// metrics are the node's Prometheus metrics and http its HTTP
+	// listener (http.go), nil without http.listeners; probe is what its
+	// /readyz reads.
+	metrics *metrics.Registry
+	http    *httpapi.Server
+	probe   atomic.Pointer[probe]
 }
 
 // Hooks are a node's injection points for tests; production passes none.
