@@ -114,6 +114,7 @@ type Log struct {
 	// snapMu serialises producer snapshot writes with the truncations that
 	// invalidate them (producer_state_snapshot.go). Taken before mu.
 	snapMu     sync.Mutex
+	snapListed *[]int64       // under snapMu: the snapshots listSegments saw, until one is written or removed
 	snapGen    atomic.Int64   // bumped by every truncation
 	snapWrites sync.WaitGroup // WriteProducerSnapshotAsync goroutines
 

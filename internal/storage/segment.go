@@ -121,7 +121,18 @@ func openSegment(dir string, baseOffset int64, cfg LogConfig) (s *segment, index
 		return nil, nil, err
 	}
 	s.size.Store(st.Size())
-	if missing != nil && st.Size() > 0 {
+	if st.Size() == 0 {
+		// An empty segment's indexes index nothing, whatever their files
+		// hold: after a crash they are still preallocated (zeros, which
+		// read as entries pointing at position 0), or missing. Nothing
+		// to rebuild, nothing to warn about.
+		s.index.reset()
+		s.timeIndex.reset()
+		s.maxTimestamp.Store(noTimestamp)
+		s.offsetOfMaxTimestamp = baseOffset
+		return s, nil, nil
+	}
+	if missing != nil {
 		indexErr = missing
 	}
 	if indexErr == nil {
