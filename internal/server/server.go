@@ -63,6 +63,10 @@ type Server struct {
 	joinDone   chan struct{}
 	loader     *metadata.Loader
 	logs       *storage.LogManager
+	// logsLoaded is closed when the logs have loaded (openLogs), with
+	// logsErr set if that failed.
+	logsLoaded chan struct{}
+	logsErr    error
 	ctrlLn     *splitListener
 	transport  *raft.TCPTransport
 	raft       *raft.Node
