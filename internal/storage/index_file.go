@@ -58,6 +58,13 @@ func openIndexFile(c *FileCache, path string, entrySize int) (*indexFile, error)
 	return x, nil
 }
 
+// unopenedIndexFile is an index of an empty segment whose file, of
+// length bytes, the cache opens on first use; it has no entries.
+func unopenedIndexFile(c *FileCache, path string, entrySize int, length int64) *indexFile {
+	return &indexFile{path: path, f: c.unopenedCachedFile(path), entrySize: entrySize,
+		maxEntries: int(length) / entrySize, length: length}
+}
+
 func (x *indexFile) entries() int { return int(x.n.Load()) }
 
 func (x *indexFile) full() bool { return x.entries() >= x.maxEntries }
