@@ -43,6 +43,7 @@ var (
 	overrides  = flag.String("overrides", "", "extra comma-separated key=value server overrides")
 	restarts   = flag.Int("restarts", 0, "restart-only mode: with -dir holding the topics of an earlier run, restart the node this many times (each: start, serve every partition, produce to -active partitions, stop) instead of creating topics")
 	kill       = flag.Bool("kill", false, "restart-only mode: stop each node with SIGKILL instead of SIGTERM (the next start recovers)")
+	serverLog  = flag.String("serverlog", "", "append every node's log lines, except those per partition, to this file")
 	cpuProfile = flag.String("cpuprofile", "", "restart-only mode: have each node write a CPU profile to this file plus the restart's number")
 )
 
@@ -133,6 +134,9 @@ type node struct {
 	serving time.Duration // exec to the "serving Kafka clients" log line
 }
 
+// perPartition matches the log lines a node writes for each partition.
+var perPartition = regexp.MustCompile(`msg="(became leader|became follower|created log|rolled segment)"`)
+
 var servingLine = regexp.MustCompile(`serving Kafka clients" listener=PLAINTEXT addr=([0-9.:]+)`)
 
 func start(dir string, extra ...string) *node {
@@ -152,7 +156,18 @@ func start(dir string, extra ...string) *node {
 	check(cmd.Start())
 	sc := bufio.NewScanner(stderr)
 	sc.Buffer(nil, 1<<20)
+	var logf *os.File
+	if *serverLog != "" {
+		logf, err = os.OpenFile(*serverLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		check(err)
+	}
+	keep := func(line string) {
+		if logf != nil && !perPartition.MatchString(line) {
+			fmt.Fprintln(logf, line)
+		}
+	}
 	for sc.Scan() {
+		keep(sc.Text())
 		if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
 			n.addr, n.serving = m[1], time.Since(n.started)
 			break
@@ -166,6 +181,7 @@ func start(dir string, extra ...string) *node {
 	}
 	go func() {
 		for sc.Scan() {
+			keep(sc.Text())
 			if strings.Contains(sc.Text(), "level=ERROR") {
 				log.Print(sc.Text())
 			}
