@@ -41,6 +41,10 @@ var (
 	size       = flag.Int("size", 1024, "record value bytes")
 	batch      = flag.Int("create-batch", 100, "topics per CreateTopics request")
 	overrides  = flag.String("overrides", "", "extra comma-separated key=value server overrides")
+	restarts   = flag.Int("restarts", 0, "restart-only mode: with -dir holding the topics of an earlier run, restart the node this many times (each: start, serve every partition, produce to -active partitions, stop) instead of creating topics")
+	kill       = flag.Bool("kill", false, "restart-only mode: stop each node with SIGKILL instead of SIGTERM (the next start recovers)")
+	serverLog  = flag.String("serverlog", "", "append every node's log lines, except those per partition, to this file")
+	cpuProfile = flag.String("cpuprofile", "", "restart-only mode: have each node write a CPU profile to this file plus the restart's number")
 )
 
 func main() {
@@ -55,6 +59,11 @@ func main() {
 	}
 	ctx := context.Background()
 	r := &report{}
+	if *restarts > 0 {
+		restartOnly(ctx, r, dir)
+		r.print()
+		return
+	}
 
 	n := start(dir)
 	r.row("Start-up, empty node (exec to serving)", n.serving.Round(time.Millisecond).String())
@@ -125,9 +134,12 @@ type node struct {
 	serving time.Duration // exec to the "serving Kafka clients" log line
 }
 
+// perPartition matches the log lines a node writes for each partition.
+var perPartition = regexp.MustCompile(`msg="(became leader|became follower|created log|rolled segment)"`)
+
 var servingLine = regexp.MustCompile(`serving Kafka clients" listener=PLAINTEXT addr=([0-9.:]+)`)
 
-func start(dir string) *node {
+func start(dir string, extra ...string) *node {
 	args := []string{"server",
 		"--override", "log.dirs=" + dir,
 		"--override", "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0"}
@@ -136,6 +148,7 @@ func start(dir string) *node {
 			args = append(args, "--override", o)
 		}
 	}
+	args = append(args, extra...)
 	cmd := exec.Command(*samsaBin, args...)
 	stderr, err := cmd.StderrPipe()
 	check(err)
@@ -143,7 +156,18 @@ func start(dir string) *node {
 	check(cmd.Start())
 	sc := bufio.NewScanner(stderr)
 	sc.Buffer(nil, 1<<20)
+	var logf *os.File
+	if *serverLog != "" {
+		logf, err = os.OpenFile(*serverLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		check(err)
+	}
+	keep := func(line string) {
+		if logf != nil && !perPartition.MatchString(line) {
+			fmt.Fprintln(logf, line)
+		}
+	}
 	for sc.Scan() {
+		keep(sc.Text())
 		if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
 			n.addr, n.serving = m[1], time.Since(n.started)
 			break
@@ -157,12 +181,49 @@ func start(dir string) *node {
 	}
 	go func() {
 		for sc.Scan() {
+			keep(sc.Text())
 			if strings.Contains(sc.Text(), "level=ERROR") {
 				log.Print(sc.Text())
 			}
 		}
 	}()
 	return n
+}
+
+// restartOnly restarts the node on dir, which holds *topics topics of
+// *partitions partitions from an earlier run, *restarts times: each time
+// it times start-up, the first produce to *active partitions and the stop
+// (a clean one, or SIGKILL with -kill).
+func restartOnly(ctx context.Context, r *report, dir string) {
+	names := make([]string, *topics)
+	for i := range names {
+		names[i] = fmt.Sprintf("scale-%05d", i)
+	}
+	total := *topics * *partitions
+	for i := range *restarts {
+		var extra []string
+		if *cpuProfile != "" {
+			extra = []string{"--cpuprofile", fmt.Sprintf("%s.%d", *cpuProfile, i)}
+		}
+		n := start(dir, extra...)
+		r.row(fmt.Sprintf("Restart %d: exec to listener serving", i), n.serving.Round(time.Millisecond).String())
+		waitServing(ctx, n.addr, total)
+		r.row(fmt.Sprintf("Restart %d: exec to Metadata listing every partition with a leader", i), time.Since(n.started).Round(time.Millisecond).String())
+		produceOne(ctx, n.addr, names[len(names)-1], int32(*partitions-1))
+		r.row(fmt.Sprintf("Restart %d: exec to a produce to the last partition acknowledged", i), time.Since(n.started).Round(time.Millisecond).String())
+		pc := produceOnly(ctx, n.addr, names)
+		r.row(fmt.Sprintf("Restart %d: produce %d × %d B records to %d partitions", i, *records, *size, *active), pc)
+		r.row(fmt.Sprintf("Restart %d: RSS", i), mib(n.rss()))
+		t0 := time.Now()
+		if *kill {
+			check(n.cmd.Process.Kill())
+			n.cmd.Wait()
+			r.row(fmt.Sprintf("Restart %d: SIGKILL", i), time.Since(t0).Round(time.Millisecond).String())
+			continue
+		}
+		n.stop()
+		r.row(fmt.Sprintf("Restart %d: clean stop (SIGTERM to exit)", i), time.Since(t0).Round(time.Millisecond).String())
+	}
 }
 
 func (n *node) stop() {
@@ -314,16 +375,63 @@ type pcResult struct{ produce, consume string }
 // t*partitions+p < active), then reads every partition back from offset
 // 0 and checks the count.
 func produceConsume(ctx context.Context, addr string, names []string) pcResult {
-	type tp struct {
-		topic string
-		p     int32
+	tps := activePartitions(names)
+	res := pcResult{produce: produce(ctx, addr, tps)}
+
+	offsets := map[string]map[int32]kgo.Offset{}
+	for _, x := range tps {
+		if offsets[x.topic] == nil {
+			offsets[x.topic] = map[int32]kgo.Offset{}
+		}
+		offsets[x.topic][x.p] = kgo.NewOffset().AtStart()
 	}
+	cl := client(addr, kgo.ConsumePartitions(offsets), kgo.FetchMaxBytes(64<<20))
+	defer cl.Close()
+	ends := listEnds(ctx, addr, offsets)
+	want := 0
+	for _, e := range ends {
+		want += int(e)
+	}
+	got := 0
+	t0 := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	for got < want {
+		fs := cl.PollFetches(cctx)
+		if cctx.Err() != nil {
+			log.Fatalf("consumed %d of %d records", got, want)
+		}
+		fs.EachError(func(t string, p int32, err error) { log.Fatalf("fetch %s-%d: %v", t, p, err) })
+		got += fs.NumRecords()
+	}
+	res.consume = rate(got, time.Since(t0))
+	return res
+}
+
+// produceOnly is the produce half of produceConsume.
+func produceOnly(ctx context.Context, addr string, names []string) string {
+	return produce(ctx, addr, activePartitions(names))
+}
+
+type tp struct {
+	topic string
+	p     int32
+}
+
+// activePartitions are partition p of topic t for t*partitions+p < active.
+func activePartitions(names []string) []tp {
 	var tps []tp
 	for i := 0; i < *active; i++ {
 		tps = append(tps, tp{names[i / *partitions], int32(i % *partitions)})
 	}
+	return tps
+}
+
+// produce writes *records records to each partition of tps.
+func produce(ctx context.Context, addr string, tps []tp) string {
 	cl := client(addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond),
 		kgo.MaxBufferedRecords(1<<20))
+	defer cl.Close()
 	value := make([]byte, *size)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -345,39 +453,8 @@ func produceConsume(ctx context.Context, addr string, names []string) pcResult {
 	}
 	wg.Wait()
 	pel := time.Since(t0)
-	cl.Close()
 	check(perr)
-	n := *records * len(tps)
-	res := pcResult{produce: rate(n, pel)}
-
-	offsets := map[string]map[int32]kgo.Offset{}
-	for _, x := range tps {
-		if offsets[x.topic] == nil {
-			offsets[x.topic] = map[int32]kgo.Offset{}
-		}
-		offsets[x.topic][x.p] = kgo.NewOffset().AtStart()
-	}
-	cl = client(addr, kgo.ConsumePartitions(offsets), kgo.FetchMaxBytes(64<<20))
-	defer cl.Close()
-	ends := listEnds(ctx, addr, offsets)
-	want := 0
-	for _, e := range ends {
-		want += int(e)
-	}
-	got := 0
-	t0 = time.Now()
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	for got < want {
-		fs := cl.PollFetches(cctx)
-		if cctx.Err() != nil {
-			log.Fatalf("consumed %d of %d records", got, want)
-		}
-		fs.EachError(func(t string, p int32, err error) { log.Fatalf("fetch %s-%d: %v", t, p, err) })
-		got += fs.NumRecords()
-	}
-	res.consume = rate(got, time.Since(t0))
-	return res
+	return rate(*records*len(tps), pel)
 }
 
 // listEnds returns the log end offsets of the partitions.

@@ -103,6 +103,20 @@ func handleProduce(ctx context.Context, b *Broker, c *network.Conn, kreq kmsg.Re
 			}
 		})
 	}
+	if !txnDenied && acksOK && len(batches.all) > 1 {
+		// The first append to a partition after a restart or its
+		// creation fsyncs its metadata files: for many partitions at
+		// once, in parallel first.
+		b.cfg.Replicas.SyncMetaFiles(func(yield func(string, int32)) {
+			for _, rt := range req.Topics {
+				if topic, unknown := topicName(rt); !unknown && writable(topic) {
+					for _, rp := range rt.Partitions {
+						yield(topic, rp.Partition)
+					}
+				}
+			}
+		})
+	}
 	var firstErr error
 	var tm *metrics.TopicCounters // BrokerTopicMetrics of the topic, resolved once
 	var pending []pendingProduce

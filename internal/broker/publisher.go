@@ -37,6 +37,7 @@ func (b *Broker) Publish(d *metadata.Delta, img *metadata.Image) {
 		topics = img.Topics()
 	}
 	eff := b.config()
+	var batch []replica.EnsureRequest
 	for _, t := range topics {
 		pcfg, err := PartitionConfig(eff, img.Configs(metadata.ResourceTopic, t.Name))
 		if err != nil {
@@ -46,18 +47,21 @@ func (b *Broker) Publish(d *metadata.Delta, img *metadata.Image) {
 			pcfg, _ = PartitionConfig(eff, nil)
 		}
 		for _, p := range t.Partitions {
-			b.publishPartition(t, p, pcfg)
+			if r, ok := b.preparePartition(t, p, pcfg); ok {
+				batch = append(batch, r)
+			}
 		}
 	}
+	b.ensurePartitions(batch)
 	b.publishOffsetsTopic(img)
 	b.publishTxnTopic(img)
 	b.publishShareStateTopic(d, img)
 }
 
-// publishPartition applies one partition's image to its local replica: a
-// leader stops fetching before it leads; a follower starts fetching once
-// it follows; a replica no longer assigned here is removed.
-func (b *Broker) publishPartition(t *metadata.TopicImage, p metadata.PartitionImage, pcfg replica.PartitionConfig) {
+// preparePartition starts applying one partition's image to its local
+// replica: a replica no longer assigned here is removed (false); a leader
+// stops fetching before it leads. ensurePartitions does the rest.
+func (b *Broker) preparePartition(t *metadata.TopicImage, p metadata.PartitionImage, pcfg replica.PartitionConfig) (replica.EnsureRequest, bool) {
 	self := b.cfg.NodeID
 	tp := replica.TopicPartition{Topic: t.Name, Partition: p.Partition}
 	if !slices.Contains(p.Replicas, self) {
@@ -69,26 +73,35 @@ func (b *Broker) publishPartition(t *metadata.TopicImage, p metadata.PartitionIm
 				b.cfg.Logger.Error("delete partition log", "topic", t.Name, "partition", p.Partition, "err", err)
 			}
 		}
-		return
+		return replica.EnsureRequest{}, false
 	}
-	follows := p.Leader >= 0 && p.Leader != self
-	if !follows {
+	if p.Leader < 0 || p.Leader == self {
 		b.cfg.Fetchers.Unfollow(tp)
 	}
-	ledBefore := false
-	if prev, hosted := b.cfg.Replicas.Partition(t.Name, p.Partition); hosted {
-		st := prev.State()
-		ledBefore = st.Leader == self && st.LeaderEpoch == p.LeaderEpoch
-	}
-	if _, err := b.cfg.Replicas.Ensure(t.Name, t.ID, p.Partition, partitionState(p), pcfg); err != nil {
-		b.cfg.Logger.Error("open partition", "topic", t.Name, "partition", p.Partition, "err", err)
+	return replica.EnsureRequest{Topic: t.Name, TopicID: t.ID, Partition: p.Partition, State: partitionState(p), Config: pcfg}, true
+}
+
+// ensurePartitions opens the replicas of batch (every partition of a
+// publish, under one acquisition of the replica manager's lock) and
+// applies their states; then a new leader wakes the followers parked on
+// it, and a follower starts fetching.
+func (b *Broker) ensurePartitions(batch []replica.EnsureRequest) {
+	if len(batch) == 0 {
 		return
 	}
-	if p.Leader == self && !ledBefore {
-		b.parkedFollowers.kick(p.Replicas) // 01_fetch.go
-	}
-	if follows {
-		b.cfg.Fetchers.Follow(tp, t.ID, p.Leader, p.LeaderEpoch)
+	self := b.cfg.NodeID
+	for i, res := range b.cfg.Replicas.EnsureAll(batch) {
+		r := batch[i]
+		if res.Err != nil {
+			b.cfg.Logger.Error("open partition", "topic", r.Topic, "partition", r.Partition, "err", res.Err)
+			continue
+		}
+		if r.State.Leader == self && !res.LedBefore {
+			b.parkedFollowers.kick(r.State.Replicas) // 01_fetch.go
+		}
+		if r.State.Leader >= 0 && r.State.Leader != self {
+			b.cfg.Fetchers.Follow(replica.TopicPartition{Topic: r.Topic, Partition: r.Partition}, r.TopicID, r.State.Leader, r.State.LeaderEpoch)
+		}
 	}
 }
 

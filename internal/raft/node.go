@@ -86,6 +86,17 @@ type Config struct {
 	// SnapshotEvery is the number of applied entries between snapshots;
 	// default 1000.
 	SnapshotEvery uint64
+	// SnapshotBytes also makes a snapshot due once the entries applied
+	// since the last one hold this many bytes, or as many as that
+	// snapshot if it was larger: a restart then replays at most about
+	// one snapshot's worth of entries, however few and large they are
+	// (a node's restart writes its partitions' leader changes in a few
+	// entries). Default 4 MiB.
+	SnapshotBytes uint64
+	// SnapshotOnClose has Close write a snapshot of what was applied
+	// since the last one, so that the next start loads it instead of
+	// replaying entries.
+	SnapshotOnClose bool
 	// Fault, when set, is called before each write ("write") and fsync
 	// ("sync") of the log's files with the operation and the path; an
 	// error it returns is that operation's failure. Tests inject disk
@@ -132,6 +143,9 @@ func (c *Config) Validate() error {
 	if c.SnapshotEvery == 0 {
 		c.SnapshotEvery = 1000
 	}
+	if c.SnapshotBytes == 0 {
+		c.SnapshotBytes = 4 << 20
+	}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -167,7 +181,10 @@ type Node struct {
 	confState   *pb.ConfState
 	applied     uint64
 	snapApplied uint64
-	fatal       error
+	// snapBytes is the size of the last snapshot's data; sinceSnap the
+	// bytes of the entries applied after it (Config.SnapshotBytes).
+	snapBytes, sinceSnap uint64
+	fatal                error
 	// broken is the storage failure the node is recovering from (nil when
 	// healthy): until retryAt it drops messages and refuses proposals,
 	// then reopens its log from disk (recoverStorage). cut is the first
@@ -331,6 +348,7 @@ func (n *Node) restore(rec *recovered) error {
 	n.confState = snap.GetMetadata().GetConfState()
 	n.applied = snap.GetMetadata().GetIndex()
 	n.snapApplied = n.applied
+	n.snapBytes, n.sinceSnap = uint64(len(data)), 0
 	return n.restoreEntries(rec, snap.GetMetadata().GetTerm())
 }
 
@@ -466,6 +484,7 @@ func (n *Node) run() {
 			n.onMessage(m)
 		case <-n.stopc:
 			n.failWaiting(ErrStopped)
+			n.snapshotAtStop()
 			return
 		}
 	}
@@ -806,6 +825,7 @@ func (n *Node) installSnapshot(s *pb.Snapshot) error {
 	n.publishVoters()
 	n.applied = s.GetMetadata().GetIndex()
 	n.snapApplied = n.applied
+	n.snapBytes, n.sinceSnap = uint64(len(s.GetData())), 0
 	for seq, p := range n.waiting {
 		if p.index != 0 && p.index <= n.applied {
 			delete(n.waiting, seq)
@@ -834,6 +854,7 @@ func (n *Node) applyEntry(e *pb.Entry) error {
 		n.applyConfChange(&cc)
 	}
 	n.applied = idx
+	n.sinceSnap += uint64(len(e.Data))
 	n.resolveReplaced(idx)
 	return nil
 }
@@ -886,7 +907,8 @@ func (n *Node) failConfWaiting(err error) {
 }
 
 func (n *Node) maybeSnapshot() error {
-	due := n.applied-n.snapApplied >= n.cfg.SnapshotEvery || (n.snapNow && n.applied > n.snapApplied)
+	due := n.applied-n.snapApplied >= n.cfg.SnapshotEvery || (n.snapNow && n.applied > n.snapApplied) ||
+		n.applied > n.snapApplied && n.sinceSnap >= max(n.cfg.SnapshotBytes, n.snapBytes)
 	if !due || n.cfg.now().Before(n.snapRetry) {
 		return nil
 	}
@@ -914,8 +936,22 @@ func (n *Node) maybeSnapshot() error {
 	}
 	n.cfg.Logger.Debug("wrote metadata snapshot", "index", n.applied, "bytes", len(data))
 	n.snapApplied = n.applied
+	n.snapBytes, n.sinceSnap = uint64(len(data)), 0
 	n.snapNow = false
 	return nil
+}
+
+// snapshotAtStop writes a snapshot of what was applied since the last
+// one, so that the next start loads it instead of replaying the entries.
+// A node whose storage failed writes none.
+func (n *Node) snapshotAtStop() {
+	if !n.cfg.SnapshotOnClose || n.fatal != nil || n.broken != nil || n.applied <= n.snapApplied {
+		return
+	}
+	n.snapNow = true
+	if err := n.maybeSnapshot(); err != nil {
+		n.cfg.Logger.Warn("metadata snapshot at stop not written", "index", n.applied, "err", err)
+	}
 }
 
 // raftLogger routes etcd raft's logging to slog.

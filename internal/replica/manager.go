@@ -293,13 +293,20 @@ func (m *Manager) Partition(topic string, partition int32) (*Partition, bool) {
 // a lower partition epoch) is ignored. An existing log starts with the
 // high watermark of the checkpoint, at most its log end offset.
 func (m *Manager) Ensure(topic string, topicID [16]byte, partition int32, st PartitionState, cfg PartitionConfig) (*Partition, error) {
-	tp := TopicPartition{topic, partition}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	p, _, err := m.ensureLocked(topic, topicID, partition, st, cfg, slog.LevelInfo)
+	return p, err
+}
+
+// ensureLocked is Ensure with m.mu held; level is that of the log line a
+// change of role writes. It returns the role change, if any.
+func (m *Manager) ensureLocked(topic string, topicID [16]byte, partition int32, st PartitionState, cfg PartitionConfig, level slog.Level) (*Partition, roleChange, error) {
+	tp := TopicPartition{topic, partition}
 	if p, ok := m.mu.partitions[tp]; ok {
 		p.mu.Lock()
 		p.mu.cfg = cfg
-		p.applyStateLocked(st)
+		change := p.applyStateLogLocked(st, level)
 		// Under the lock, so that a move's swap (move.go) carries it over.
 		err := p.Log().SetConfig(cfg.Log)
 		if fut := p.mu.future; err == nil && fut != nil {
@@ -307,13 +314,13 @@ func (m *Manager) Ensure(topic string, topicID [16]byte, partition int32, st Par
 		}
 		p.mu.Unlock()
 		if err != nil {
-			return nil, fmt.Errorf("configure log of %s-%d: %w", topic, partition, err)
+			return nil, change, fmt.Errorf("configure log of %s-%d: %w", topic, partition, err)
 		}
-		return p, nil
+		return p, change, nil
 	}
 	log, err := m.cfg.Logs.GetOrCreate(topic, partition, topicID, cfg.Log)
 	if err != nil {
-		return nil, fmt.Errorf("open log for %s-%d: %w", topic, partition, err)
+		return nil, roleUnchanged, fmt.Errorf("open log for %s-%d: %w", topic, partition, err)
 	}
 	p := &Partition{Topic: topic, TopicID: topicID, Index: partition, now: m.cfg.Now, mgr: m,
 		logger:                  m.cfg.Logger.With("topic", topic, "partition", partition),
@@ -324,16 +331,16 @@ func (m *Manager) Ensure(topic string, topicID [16]byte, partition int32, st Par
 	p.mu.appended = make(chan struct{})
 	p.setHighWatermarkLocked(min(m.checkpointedHWLocked(log, topic, partition), log.LogEndOffset()))
 	if err := p.loadProducerStateLocked(); err != nil {
-		return nil, fmt.Errorf("rebuild producer state of %s-%d: %w", topic, partition, err)
+		return nil, roleUnchanged, fmt.Errorf("rebuild producer state of %s-%d: %w", topic, partition, err)
 	}
-	p.applyStateLocked(st)
+	change := p.applyStateLogLocked(st, level)
 	log.SetCloseHook(p.writeFinalSnapshot)
 	m.mu.partitions[tp] = p
 	if fut, _, ok := m.cfg.Logs.Future(topic, partition); ok {
 		// A move a restart interrupted goes on (Kafka resumes it too).
 		p.startMove(fut)
 	}
-	return p, nil
+	return p, change, nil
 }
 
 // Remove stops hosting a partition and deletes its log (the topic was

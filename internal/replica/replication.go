@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -75,14 +76,28 @@ type FollowerFetchResult struct {
 // new (an ISR change). A new leader epoch in which this node leads starts
 // the epoch at the log end offset and tracks the followers afresh; losing
 // leadership wakes WaitCommitted callers, who answer NOT_LEADER_OR_FOLLOWER.
-func (p *Partition) applyStateLocked(st PartitionState) {
+func (p *Partition) applyStateLocked(st PartitionState) { p.applyStateLogLocked(st, slog.LevelInfo) }
+
+// roleChange is what applying a partition state made of the replica.
+type roleChange int8
+
+const (
+	roleUnchanged roleChange = iota
+	becameLeader
+	becameFollower
+)
+
+// applyStateLogLocked is applyStateLocked that logs a change of role at
+// level (EnsureAll logs a batch's changes in one line) and reports it.
+func (p *Partition) applyStateLogLocked(st PartitionState, level slog.Level) roleChange {
 	cur := p.mu.state
 	if p.mu.applied && (st.LeaderEpoch < cur.LeaderEpoch ||
 		st.LeaderEpoch == cur.LeaderEpoch && st.PartitionEpoch < cur.PartitionEpoch) {
 		p.logger.Debug("ignoring stale partition state", "leader.epoch", st.LeaderEpoch, "partition.epoch", st.PartitionEpoch,
 			"current_leader_epoch", cur.LeaderEpoch, "current_partition_epoch", cur.PartitionEpoch)
-		return
+		return roleUnchanged
 	}
+	change := roleUnchanged
 	now := p.now()
 	newEpoch := !p.mu.applied || st.LeaderEpoch != cur.LeaderEpoch
 	wasLeader := p.mu.leader
@@ -103,18 +118,25 @@ func (p *Partition) applyStateLocked(st PartitionState) {
 		}
 		p.mu.epochStart = leo
 		p.resetFollowersLocked(now)
-		p.logger.Info("became leader", "leader.epoch", st.LeaderEpoch, "isr", st.ISR, "log_end_offset", leo,
-			"high_watermark", p.mu.highWatermark)
+		change = becameLeader
+		if p.logger.Enabled(context.Background(), level) {
+			p.logger.Log(context.Background(), level, "became leader", "leader.epoch", st.LeaderEpoch, "isr", st.ISR,
+				"log_end_offset", leo, "high_watermark", p.mu.highWatermark)
+		}
 	case p.mu.leader:
 		p.syncFollowersLocked(now)
 	default:
 		p.mu.followers = nil
 		if wasLeader || newEpoch {
-			p.logger.Info("became follower", "leader", st.Leader, "leader.epoch", st.LeaderEpoch)
+			change = becameFollower
+			if p.logger.Enabled(context.Background(), level) {
+				p.logger.Log(context.Background(), level, "became follower", "leader", st.Leader, "leader.epoch", st.LeaderEpoch)
+			}
 		}
 	}
 	p.maybeIncrementHWLocked()
 	p.wakeLocked()
+	return change
 }
 
 // IsLeader reports whether this node currently leads the partition: the

@@ -73,7 +73,7 @@ func (s *Server) components() []component {
 	// stop refreshing after everything else has closed.
 	cs := []component{part{close: s.closeJWKS}, part{s.startHTTP, s.closeHTTP}} // http.go
 	if cfg.HasRole("broker") {
-		cs = append(cs, part{s.openLogs, func() error { return s.logs.Close() }})
+		cs = append(cs, part{s.openLogs, s.closeLogs})
 	}
 	if cfg.HasRole("controller") {
 		cs = append(cs, s.quorum()...)
@@ -92,6 +92,7 @@ func (s *Server) components() []component {
 		return append(cs, part{start: s.observeMetrics}, part{start: s.controllerReady}, part{start: s.markReady})
 	}
 	return append(cs,
+		part{start: s.waitLogs},
 		part{s.openChannel, closer(func() { s.channel.Close() })},
 		part{s.startReplicas, closer(func() { s.replicas.Close() })},
 		part{s.startShares, closer(func() { s.sharePersister.Close(); s.shares.Close() })},
@@ -178,11 +179,39 @@ func (s *Server) openLogs(context.Context) error {
 		return err
 	}
 	s.logs = logs
-	if err := s.logs.Load(); err != nil {
-		s.logs.Close()
-		return fmt.Errorf("load logs: %w", err)
-	}
+	// The logs load while the metadata log is opened and replayed (the
+	// parts up to waitLogs need no partition log): on a node with many
+	// partitions both take seconds.
+	s.logsLoaded = make(chan struct{})
+	go func() {
+		defer close(s.logsLoaded)
+		if err := s.logs.Load(); err != nil {
+			s.logsErr = fmt.Errorf("load logs: %w", err)
+		}
+	}()
 	return nil
+}
+
+// waitLogs waits until openLogs has loaded the partition logs, which the
+// parts after it use.
+func (s *Server) waitLogs(ctx context.Context) error {
+	select {
+	case <-s.logsLoaded:
+		return s.logsErr
+	case <-ctx.Done():
+		return fmt.Errorf("loading logs: %w", context.Cause(ctx))
+	}
+}
+
+// closeLogs waits for the logs to finish loading, then flushes and closes
+// them, marking a clean shutdown. A load that failed has closed what it
+// opened and must not be marked clean.
+func (s *Server) closeLogs() error {
+	<-s.logsLoaded
+	if s.logsErr != nil {
+		return nil
+	}
+	return s.logs.Close()
 }
 
 func (s *Server) bindControllerListener(ctx context.Context) error {
@@ -237,6 +266,10 @@ func (s *Server) openRaft(context.Context) error {
 		Logger:  s.logger,
 		Applier: s.loader,
 		Fault:   s.hooks.Fault,
+		// A restart loads the image instead of replaying every change
+		// since the last snapshot (a restart of a node with many
+		// partitions writes a change of leader for each, twice).
+		SnapshotOnClose: true,
 	}
 	rcfg.OnVoters = s.onVoters
 	if s.dynamicQuorum() {

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,6 +66,10 @@ type Server struct {
 	joinDone   chan struct{}
 	loader     *metadata.Loader
 	logs       *storage.LogManager
+	// logsLoaded is closed when the logs have loaded (openLogs), with
+	// logsErr set if that failed.
+	logsLoaded chan struct{}
+	logsErr    error
 	ctrlLn     *splitListener
 	transport  *raft.TCPTransport
 	raft       *raft.Node
@@ -200,9 +206,11 @@ func StartWithHooks(ctx context.Context, cfg *config.Config, logger *slog.Logger
 	s.loader = metadata.NewLoader(s.clusterID, logger)
 	s.parts = s.components()
 	for _, c := range s.parts {
+		t0 := time.Now()
 		if err := c.Start(ctx); err != nil {
 			return nil, err
 		}
+		s.logSlow("started", c, t0)
 		s.started++
 	}
 	return s, nil
@@ -420,9 +428,46 @@ func (s *Server) ClusterID() string { return s.clusterID }
 func (s *Server) Close() error {
 	var errs []error
 	for i := s.started - 1; i >= 0; i-- {
+		t0 := time.Now()
 		errs = append(errs, s.parts[i].Close())
+		s.logSlow("stopped", s.parts[i], t0)
 	}
 	return errors.Join(errs...)
+}
+
+// slowPart is how long a part's start or stop may take before the node
+// logs it: with many partitions, opening and closing the logs and
+// publishing them are what an operator waits for.
+const slowPart = 200 * time.Millisecond
+
+// logSlow logs a part's start or stop that took slowPart or more, naming
+// it by its function.
+func (s *Server) logSlow(what string, c component, t0 time.Time) {
+	d := time.Since(t0)
+	if d < slowPart {
+		return
+	}
+	s.logger.Info(what+" node part", "part", partName(c, what == "started"), "took", d.Round(time.Millisecond))
+}
+
+// partName is the name of the function behind a part's Start or Close
+// (its method name, as in "openLogs").
+func partName(c component, start bool) string {
+	p, ok := c.(part)
+	if !ok {
+		return fmt.Sprintf("%T", c)
+	}
+	fn := any(p.close)
+	if start {
+		fn = p.start
+	}
+	v := reflect.ValueOf(fn)
+	if v.IsNil() {
+		return "-"
+	}
+	name := runtime.FuncForPC(v.Pointer()).Name()
+	name = name[strings.LastIndexByte(name, '.')+1:]
+	return strings.TrimSuffix(name, "-fm")
 }
 
 // securityProtocol is the wire number of a listener's security protocol

@@ -147,6 +147,12 @@ func (c *FileCache) openCachedFile(path string, flag int) (*cachedFile, error) {
 	return x, nil
 }
 
+// unopenedCachedFile hands an existing file to c without opening it: the
+// first use opens it (with O_RDWR), like a file the cache closed.
+func (c *FileCache) unopenedCachedFile(path string) *cachedFile {
+	return &cachedFile{cache: c, path: path}
+}
+
 // openFileLocked opens a file; when the process is out of descriptors it
 // closes half of the idle files and tries once more.
 func (c *FileCache) openFileLocked(path string, flag int) (*os.File, error) {

@@ -34,7 +34,13 @@ type indexFile struct {
 // check them. A file whose length is not a multiple of the entry size is
 // reported as corrupt (Kafka's sanityCheck does the same).
 func openIndexFile(c *FileCache, path string, entrySize int) (*indexFile, error) {
-	f, err := c.openCachedFile(path, os.O_RDWR|os.O_CREATE)
+	// An existing index is opened without O_CREATE, so that the cache
+	// takes it for clean (nothing to fsync at the next flush): a clean
+	// stop of idle partitions then fsyncs none of their indexes.
+	f, err := c.openCachedFile(path, os.O_RDWR)
+	if errors.Is(err, os.ErrNotExist) {
+		f, err = c.openCachedFile(path, os.O_RDWR|os.O_CREATE)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -50,6 +56,13 @@ func openIndexFile(c *FileCache, path string, entrySize int) (*indexFile, error)
 		return x, fmt.Errorf("%w: %s: size %d is not a multiple of %d", errCorruptIndex, path, st.Size(), entrySize)
 	}
 	return x, nil
+}
+
+// unopenedIndexFile is an index of an empty segment whose file, of
+// length bytes, the cache opens on first use; it has no entries.
+func unopenedIndexFile(c *FileCache, path string, entrySize int, length int64) *indexFile {
+	return &indexFile{path: path, f: c.unopenedCachedFile(path), entrySize: entrySize,
+		maxEntries: int(length) / entrySize, length: length}
 }
 
 func (x *indexFile) entries() int { return int(x.n.Load()) }

@@ -114,6 +114,7 @@ type Log struct {
 	// snapMu serialises producer snapshot writes with the truncations that
 	// invalidate them (producer_state_snapshot.go). Taken before mu.
 	snapMu     sync.Mutex
+	snapListed *[]int64       // under snapMu: the snapshots listSegments saw, until one is written or removed
 	snapGen    atomic.Int64   // bumped by every truncation
 	snapWrites sync.WaitGroup // WriteProducerSnapshotAsync goroutines
 
@@ -303,6 +304,36 @@ func (l *Log) syncMetaFilesLocked() error {
 		return err
 	}
 	l.mu.topicIDUnsynced = false
+	return nil
+}
+
+// NeedsMetaSync reports whether the next append must first make the
+// partition's metadata files durable (syncMetaFilesLocked): the first
+// append after the partition's creation or a change of leader epoch.
+func (l *Log) NeedsMetaSync() bool { return l.metaUnsynced.Load() }
+
+// SyncMetaFiles does now what the next append would do first when
+// NeedsMetaSync: a produce request to many such partitions makes them
+// durable in parallel (replica.Manager.SyncMetaFiles) instead of one
+// append after the other. A failure takes the log offline, as in append.
+func (l *Log) SyncMetaFiles() error {
+	if !l.metaUnsynced.Load() {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if err := l.failure(); err != nil {
+		return err
+	}
+	if !l.metaUnsynced.Load() {
+		return nil
+	}
+	if err := l.syncMetaFilesLocked(); err != nil {
+		return l.fail("sync partition metadata", err)
+	}
 	return nil
 }
 

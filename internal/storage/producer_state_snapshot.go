@@ -143,6 +143,7 @@ func (l *Log) WriteProducerSnapshot(offset, gen int64, entries []ProducerSnapsho
 		// two fsyncs per idle partition at a clean stop.
 		return nil
 	}
+	l.snapListed = nil
 	name := segmentFileName(l.dir, offset, producerSnapshotSuffix)
 	tmp := name + ".tmp"
 	if err := writeFileSync(tmp, EncodeProducerSnapshot(entries)); err != nil {
@@ -193,23 +194,34 @@ func (l *Log) ProducerSnapshotOffsets() ([]int64, error) {
 	return l.producerSnapshotOffsets()
 }
 
+// producerSnapshotOffsets lists the snapshots; the caller holds snapMu.
+// Until a snapshot is written or removed, the listing the log made when
+// it opened (listSegments) answers: the partition's first load of its
+// producer state then lists no directory again.
 func (l *Log) producerSnapshotOffsets() ([]int64, error) {
+	if l.snapListed != nil {
+		return slices.Clone(*l.snapListed), nil
+	}
 	entries, err := os.ReadDir(l.dir)
 	if err != nil {
 		return nil, err
 	}
 	var out []int64
 	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasSuffix(name, producerSnapshotSuffix) {
-			continue
-		}
-		if off, ok := parseBaseOffset(name, producerSnapshotSuffix); ok {
+		if off, ok := producerSnapshotOffset(e.Name()); ok {
 			out = append(out, off)
 		}
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// producerSnapshotOffset is the offset a snapshot file's name holds.
+func producerSnapshotOffset(name string) (int64, bool) {
+	if !strings.HasSuffix(name, producerSnapshotSuffix) {
+		return 0, false
+	}
+	return parseBaseOffset(name, producerSnapshotSuffix)
 }
 
 // ReadProducerSnapshot reads the snapshot named offset.
@@ -234,6 +246,7 @@ func (l *Log) DeleteProducerSnapshot(offset int64) error {
 }
 
 func (l *Log) removeProducerSnapshot(offset int64) error {
+	l.snapListed = nil
 	err := os.Remove(segmentFileName(l.dir, offset, producerSnapshotSuffix))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err

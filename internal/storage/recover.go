@@ -157,8 +157,13 @@ func (l *Log) listSegments() ([]int64, error) {
 	var indexes []string
 	var swaps []int64
 	var txnSwaps []string
+	snapshots := []int64{}
 	for _, e := range entries {
 		name := e.Name()
+		if off, ok := producerSnapshotOffset(name); ok {
+			snapshots = append(snapshots, off)
+			continue
+		}
 		switch {
 		case strings.HasSuffix(name, deletedSuffix) || strings.HasSuffix(name, cleanedSuffix):
 			if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
@@ -214,6 +219,8 @@ func (l *Log) listSegments() ([]int64, error) {
 			}
 		}
 	}
+	slices.Sort(snapshots)
+	l.snapListed = &snapshots
 	bases := make([]int64, 0, len(logs))
 	for b := range logs {
 		bases = append(bases, b)

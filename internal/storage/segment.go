@@ -100,6 +100,9 @@ func createSegmentFiles(dir string, baseOffset int64, cfg LogConfig, suffix stri
 // openSegment opens an existing segment. indexErr reports indexes that fail
 // their sanity check and must be rebuilt with recover; err is fatal.
 func openSegment(dir string, baseOffset int64, cfg LogConfig) (s *segment, indexErr, err error) {
+	if s, ok, err := openEmptySegment(dir, baseOffset, cfg); ok || err != nil {
+		return s, nil, err
+	}
 	f, err := cfg.Files.openCachedFile(segmentFileName(dir, baseOffset, logSuffix), os.O_RDWR)
 	if err != nil {
 		return nil, nil, err
@@ -121,7 +124,18 @@ func openSegment(dir string, baseOffset int64, cfg LogConfig) (s *segment, index
 		return nil, nil, err
 	}
 	s.size.Store(st.Size())
-	if missing != nil && st.Size() > 0 {
+	if st.Size() == 0 {
+		// An empty segment's indexes index nothing, whatever their files
+		// hold: after a crash they are still preallocated (zeros, which
+		// read as entries pointing at position 0), or missing. Nothing
+		// to rebuild, nothing to warn about.
+		s.index.reset()
+		s.timeIndex.reset()
+		s.maxTimestamp.Store(noTimestamp)
+		s.offsetOfMaxTimestamp = baseOffset
+		return s, nil, nil
+	}
+	if missing != nil {
 		indexErr = missing
 	}
 	if indexErr == nil {
@@ -132,6 +146,45 @@ func openSegment(dir string, baseOffset int64, cfg LogConfig) (s *segment, index
 		}
 	}
 	return s, indexErr, nil
+}
+
+// openEmptySegment opens a segment whose .log file is empty without
+// opening any of its files: it only looks at their sizes. Its indexes
+// index nothing (openSegment says why), and its files are opened by the
+// file cache when first used, typically by the partition's first append.
+// A node with many idle partitions starts without opening (and the cache
+// closing again) three files for each. ok is false when the segment is
+// not empty or an index file is missing (openSegment then opens it the
+// usual way).
+func openEmptySegment(dir string, baseOffset int64, cfg LogConfig) (s *segment, ok bool, err error) {
+	path := segmentFileName(dir, baseOffset, logSuffix)
+	st, err := os.Stat(path)
+	if err != nil || st.Size() != 0 {
+		return nil, false, err
+	}
+	var sizes [2]int64
+	for i, suffix := range []string{indexSuffix, timeIndexSuffix} {
+		ist, err := os.Stat(segmentFileName(dir, baseOffset, suffix))
+		if err != nil {
+			return nil, false, nil
+		}
+		sizes[i] = ist.Size()
+	}
+	txn, err := openTxnIndex(cfg.Files, segmentFileName(dir, baseOffset, txnIndexSuffix))
+	if err != nil {
+		return nil, false, err
+	}
+	c := cfg.Files
+	s = &segment{baseOffset: baseOffset, path: path, log: c.unopenedCachedFile(path), firstBatchTimestamp: noTimestamp,
+		created: cfg.Now(), txnIndex: txn}
+	s.nextOffset.Store(baseOffset)
+	s.maxTimestamp.Store(noTimestamp)
+	s.offsetOfMaxTimestamp = baseOffset
+	s.index = &offsetIndex{indexFile: unopenedIndexFile(c, segmentFileName(dir, baseOffset, indexSuffix), offsetIndexEntrySize, sizes[0]),
+		baseOffset: baseOffset, lastOffset: baseOffset}
+	s.timeIndex = &timeIndex{indexFile: unopenedIndexFile(c, segmentFileName(dir, baseOffset, timeIndexSuffix), timeIndexEntrySize, sizes[1]),
+		baseOffset: baseOffset, last: timeEntry{noTimestamp, baseOffset}}
+	return s, true, nil
 }
 
 func openSegmentFiles(c *FileCache, dir string, baseOffset int64, f *cachedFile, suffix string) (*segment, error, error) {
