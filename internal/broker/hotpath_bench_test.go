@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,6 +29,21 @@ import (
 // checked in full; later ones must have the same size and no error.
 // Instruction counts: run the test binary under
 // `valgrind --tool=callgrind` (docs/hotpath-session9.md).
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the CPU time (server and client, user and system)
+// per iteration since start: steadier than wall time on a loaded machine.
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuTime()-start)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
+}
 
 // rawConn sends prebuilt requests and reads answers.
 type rawConn struct {
@@ -176,6 +192,7 @@ func BenchmarkHotProduce(b *testing.B) {
 				b.SetBytes(int64(partitions * records * 100))
 				b.ReportAllocs()
 				b.ResetTimer()
+				cpu := cpuTime()
 				for range b.N {
 					body, err := c.roundTrip(f)
 					if err != nil {
@@ -186,6 +203,7 @@ func BenchmarkHotProduce(b *testing.B) {
 					}
 				}
 				b.StopTimer()
+				reportCPU(b, cpu)
 				checkProduce(b, req, body, partitions)
 			})
 		}
@@ -259,6 +277,7 @@ func BenchmarkHotFetch(b *testing.B) {
 			b.SetBytes(int64(partitions * batches * 10 * 100))
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := cpuTime()
 			for range b.N {
 				body, err := c.roundTrip(f)
 				if err != nil {
@@ -269,6 +288,7 @@ func BenchmarkHotFetch(b *testing.B) {
 				}
 			}
 			b.StopTimer()
+			reportCPU(b, cpu)
 			check(body)
 		})
 	}
