@@ -320,6 +320,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, parts []fetchsession.Partitio
 	if files {
 		r.files = make([]*storage.FileSlice, len(parts))
 	}
+	r.watch = make([]int, 0, len(parts))
 	var t *metadata.TopicImage
 	var known bool
 	for i, fp := range parts {
@@ -432,7 +433,7 @@ func (b *Broker) fetchResponse(req *kmsg.FetchRequest, fctx *fetchsession.Contex
 	}
 	var withFiles *wire.FetchWithFiles
 	if r.files != nil {
-		withFiles = &wire.FetchWithFiles{FetchResponse: resp}
+		withFiles = &wire.FetchWithFiles{FetchResponse: resp, Files: make([]wire.FileRecords, 0, len(fctx.Partitions))}
 	}
 	var prev *fetchsession.Partition
 	for i := range fctx.Partitions {
@@ -453,6 +454,7 @@ func (b *Broker) fetchResponse(req *kmsg.FetchRequest, fctx *fetchsession.Contex
 		if prev == nil || fp.TopicID != prev.TopicID || fp.Topic != prev.Topic {
 			st := kmsg.NewFetchResponseTopic()
 			st.Topic, st.TopicID = r.names[i], fp.TopicID
+			st.Partitions = make([]kmsg.FetchResponseTopicPartition, 0, topicRun(fctx.Partitions, i))
 			resp.Topics = append(resp.Topics, st)
 		}
 		prev = fp
@@ -463,6 +465,16 @@ func (b *Broker) fetchResponse(req *kmsg.FetchRequest, fctx *fetchsession.Contex
 		return withFiles
 	}
 	return resp
+}
+
+// topicRun is how many partitions from parts[i] on belong to its topic,
+// in a row: the most a response's topic entry holds.
+func topicRun(parts []fetchsession.Partition, i int) int {
+	n := 1
+	for j := i + 1; j < len(parts) && parts[j].TopicID == parts[i].TopicID && parts[j].Topic == parts[i].Topic; j++ {
+		n++
+	}
+	return n
 }
 
 // fetchPartitionSlice is fetchPartition with the batches left in their

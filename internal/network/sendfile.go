@@ -48,7 +48,7 @@ func (c *Conn) encodeWithFiles(correlationID int32, f *wire.FetchWithFiles) (out
 				r.Release() // no cut holds it
 			}
 		}
-		return outFrame{buf: buf, cuts: cuts}, nil
+		return inlineSmallFiles(buf, cuts)
 	}
 	defer f.Release()
 	if !ok {
@@ -86,6 +86,60 @@ func (c *Conn) encodeWithFiles(correlationID int32, f *wire.FetchWithFiles) (out
 		}
 	}
 	return outFrame{buf: append(out, buf[from:]...)}, nil
+}
+
+// inlineFileBytes is the largest file region a fetch answer on a TCP
+// socket reads into its frame buffer (pread) instead of sending it with
+// sendfile. A consumer near the log's end fetches a few small batches per
+// partition; for them a sendfile call, and the write of the bytes before
+// the next region that it splits off, cost more than copying the bytes:
+// a frame whose regions are all small goes out with one write.
+const inlineFileBytes = 16 << 10
+
+// inlineSmallFiles makes the frame of a fetch answer built by
+// AppendFetchHead (buf, cuts) with the file regions of at most
+// inlineFileBytes read into the frame's buffer, and released at once; the
+// cuts left are the larger regions and the batches in memory. An error
+// (a file shortened) ends the connection, whose writer releases the
+// files still held.
+func inlineSmallFiles(buf []byte, cuts []wire.FrameCut) (outFrame, error) {
+	n := len(buf)
+	for _, c := range cuts {
+		if c.File != nil && c.File.Len() <= inlineFileBytes {
+			n += c.File.Len()
+		}
+	}
+	if n == len(buf) {
+		return outFrame{buf: buf, cuts: cuts}, nil
+	}
+	out := getBuf(n)
+	kept := cuts[:0] // each kept cut is written at or before the one read
+	from := 0
+	for i, c := range cuts {
+		out = append(out, buf[from:c.At]...)
+		from = c.At
+		if c.File == nil || c.File.Len() > inlineFileBytes {
+			c.At = len(out)
+			kept = append(kept, c)
+			continue
+		}
+		at := len(out)
+		out = out[:at+c.File.Len()]
+		if err := c.File.ReadTo(out[at:]); err != nil {
+			// Release what no one released yet: the cuts kept so
+			// far and this one and those after it.
+			outFrame{buf: out, cuts: kept}.discard()
+			outFrame{buf: buf, cuts: cuts[i:]}.discard()
+			return outFrame{}, err
+		}
+		c.File.Release()
+	}
+	out = append(out, buf[from:]...)
+	putBuf(buf)
+	if len(kept) == 0 {
+		kept = nil
+	}
+	return outFrame{buf: out, cuts: kept}, nil
 }
 
 // readFilesIntoResponse reads each file of f into its partition's

@@ -130,47 +130,72 @@ func (r *recordReader) next() (rawRecord, error) {
 
 // skip checks the framing of the record at r.pos exactly as next does and
 // advances past it, returning only what validation keeps (walk): it
-// builds no rawRecord, which is most of the cost of a small record.
+// builds no rawRecord, which is most of the cost of a small record. It
+// is the produce path's per-record loop, so it keeps its position in a
+// local and decodes the one- and two-byte varints of small records
+// inline (varintAt); the errors are next's.
 func (r *recordReader) skip() (offsetDelta int32, timestampDelta int64, nullKey bool, err error) {
-	size, err := r.varint(len(r.b))
-	if err != nil {
-		return 0, 0, false, err
+	b := r.b
+	size, pos := varintAt(b, r.pos, len(b))
+	if pos <= 0 {
+		return 0, 0, false, varintErr(pos)
 	}
 	if size < 0 {
 		return 0, 0, false, errNegative
 	}
-	if int(size) > len(r.b)-r.pos {
+	if int(size) > len(b)-pos {
 		return 0, 0, false, errTruncated
 	}
-	end := r.pos + int(size)
-	if r.pos >= end {
+	end := pos + int(size)
+	if pos >= end {
 		return 0, 0, false, errSizeMatch
 	}
-	r.pos++ // attributes
-	ts, n := readVarlong(r.b[r.pos:end])
+	pos++ // attributes
+	ts, n := readVarlong(b[pos:end])
 	if n <= 0 {
 		return 0, 0, false, varintErr(n)
 	}
-	r.pos += n
-	if offsetDelta, err = r.varint(end); err != nil {
-		return 0, 0, false, err
+	pos += n
+	if offsetDelta, pos = varintAt(b, pos, end); pos <= 0 {
+		return 0, 0, false, varintErr(pos)
 	}
-	if nullKey, err = r.skipBytes(end, true); err != nil {
-		return 0, 0, false, err
+	var l int32
+	if l, pos = varintAt(b, pos, end); pos <= 0 { // key
+		return 0, 0, false, varintErr(pos)
 	}
-	if _, err = r.skipBytes(end, true); err != nil {
-		return 0, 0, false, err
+	switch {
+	case l == -1:
+		nullKey = true
+	case l < 0:
+		return 0, 0, false, errNegative
+	case int(l) > end-pos:
+		return 0, 0, false, errTruncated
+	default:
+		pos += int(l)
 	}
-	numHeaders, err := r.varint(end)
-	if err != nil {
-		return 0, 0, false, err
+	if l, pos = varintAt(b, pos, end); pos <= 0 { // value
+		return 0, 0, false, varintErr(pos)
+	}
+	switch {
+	case l == -1:
+	case l < 0:
+		return 0, 0, false, errNegative
+	case int(l) > end-pos:
+		return 0, 0, false, errTruncated
+	default:
+		pos += int(l)
+	}
+	numHeaders, pos := varintAt(b, pos, end)
+	if pos <= 0 {
+		return 0, 0, false, varintErr(pos)
 	}
 	if numHeaders < 0 {
 		return 0, 0, false, errNegative
 	}
-	if int(numHeaders) > (end-r.pos)/2 {
+	if int(numHeaders) > (end-pos)/2 {
 		return 0, 0, false, errTruncated
 	}
+	r.pos = pos
 	for i := int32(0); i < numHeaders; i++ {
 		if _, err = r.skipBytes(end, false); err != nil {
 			return 0, 0, false, err
@@ -183,6 +208,38 @@ func (r *recordReader) skip() (offsetDelta int32, timestampDelta int64, nullKey 
 		return 0, 0, false, errSizeMatch
 	}
 	return offsetDelta, ts, nullKey, nil
+}
+
+// varintAt decodes the zigzag varint int32 at b[pos:end] and returns it
+// and the position after it; that position is 0 when the bytes end
+// early and -1 when the encoding overflows (readVarint's n). It decodes
+// one- and two-byte encodings (every length and delta of a record under
+// 8 KiB) itself, without slicing b.
+func varintAt(b []byte, pos, end int) (int32, int) {
+	if pos >= 0 && pos+1 < end && end <= len(b) {
+		c0, c1 := b[pos], b[pos+1]
+		if c0 < 0x80 {
+			return int32(c0>>1) ^ -int32(c0&1), pos + 1
+		}
+		if c1 < 0x80 {
+			x := uint32(c0&0x7f) | uint32(c1)<<7
+			return int32(x>>1) ^ -int32(x&1), pos + 2
+		}
+	}
+	return varintAtSlow(b, pos, end)
+}
+
+// varintAtSlow is varintAt for the rest: longer encodings and a varint
+// in the last byte of a record.
+func varintAtSlow(b []byte, pos, end int) (int32, int) {
+	if pos < 0 || pos > end || end > len(b) {
+		return 0, 0
+	}
+	v, n := readVarint(b[pos:end])
+	if n <= 0 {
+		return 0, n
+	}
+	return v, pos + n
 }
 
 // skipBytes is bytesField without the slice; null reports length -1.

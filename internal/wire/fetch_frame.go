@@ -83,6 +83,11 @@ func AppendFetchHead(dst []byte, correlationID int32, resp *kmsg.FetchResponse, 
 	}
 	flexible := resp.Version >= 12
 	start := len(dst)
+	parts := 0
+	for i := range resp.Topics {
+		parts += len(resp.Topics[i].Partitions)
+	}
+	cuts = make([]FrameCut, 0, parts)
 	size := 0                     // bytes of record batches
 	k := -1                       // partition count, for files
 	dst = append(dst, 0, 0, 0, 0) // size, set below
@@ -182,6 +187,9 @@ func AppendFetchHead(dst []byte, correlationID int32, resp *kmsg.FetchResponse, 
 	}
 	size += len(dst) - start - 4
 	dst[start], dst[start+1], dst[start+2], dst[start+3] = byte(size>>24), byte(size>>16), byte(size>>8), byte(size)
+	if len(cuts) == 0 {
+		cuts = nil // nothing to write but dst
+	}
 	return dst, cuts, true
 }
 
