@@ -10,16 +10,17 @@ import (
 
 // normalizing reports whether a request on subject normalizes its schema:
 // normalize=true in the query, or the normalize setting of the subject's
-// config (else the global one), as Confluent's registry decides.
+// config (else its context's, else the global one), as Confluent's registry decides.
 func (r *Registry) normalizing(subject string, req schemaRequest) bool {
 	if req.normalize {
 		return true
 	}
-	if n, ok := r.st.normalizeOf(subject); ok {
-		return n
+	for _, s := range scopes(subject) {
+		if n, ok := r.st.normalizeOf(s); ok {
+			return n
+		}
 	}
-	n, _ := r.st.normalizeOf("")
-	return n
+	return false
 }
 
 // normalizeRequest is Confluent's normalize=true: the references sorted

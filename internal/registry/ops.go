@@ -133,39 +133,48 @@ func parseVersion(s string) (int, *Error) {
 	return int(v), nil
 }
 
-// validSubject applies Confluent's rule: no control characters, and
-// not one of the reserved names.
-func validSubject(s string) bool {
-	if s == "" || s == "__GLOBAL" || s == "__EMPTY" {
+// validSubject applies Confluent's rule: no control characters, an
+// unqualified name that is not one of the reserved ones, and (but for
+// config and mode) not in the global context. A context alone
+// (":.ctx:") names the context's settings: valid only for config and mode.
+func validSubject(s string, configOrMode bool) bool {
+	if s == "" || strings.ContainsFunc(s, func(c rune) bool { return c < 0x20 || (c >= 0x7f && c <= 0x9f) }) {
 		return false
 	}
-	return !strings.ContainsFunc(s, func(c rune) bool { return c < 0x20 || (c >= 0x7f && c <= 0x9f) })
+	ctx, name := splitSubject(s)
+	if name == "__GLOBAL" || name == "__EMPTY" {
+		return false
+	}
+	if configOrMode {
+		return true
+	}
+	return name != "" && ctx != globalContext
 }
 
 func invalidSubject(s string) *Error {
 	return errf(http.StatusUnprocessableEntity, 42208, "The specified subject '%s' is not a valid.", s)
 }
 
-// keyOf returns the identity of the schema an id names, parsing it the
-// first time.
-func (r *Registry) idForKey(key string) (int, bool) {
+// idForKey returns the id that names a schema identity in a context,
+// indexing the ids registered since the last call.
+func (r *Registry) idForKey(ctx, key string) (int, bool) {
 	r.keysMu.Lock()
 	defer r.keysMu.Unlock()
-	for id := r.indexedTo + 1; id < r.st.nextID(); id++ {
-		if d, ok := r.st.schemaByID(id); ok {
+	for id := r.indexedTo[ctx] + 1; id < r.st.nextID(ctx); id++ {
+		if d, ok := r.st.schemaByID(ctx, id); ok {
 			if p, err := r.parse(d.SchemaType, d.Schema, d.References); err == nil {
-				r.keyOfID[id] = p.key
-				if _, dup := r.idOfKey[p.key]; !dup {
-					r.idOfKey[p.key] = id
+				r.keyOfID[idKey{ctx, id}] = p.key
+				if _, dup := r.idOfKey[ctx+"\x00"+p.key]; !dup {
+					r.idOfKey[ctx+"\x00"+p.key] = id
 				}
 			}
 		}
-		r.indexedTo = id
+		r.indexedTo[ctx] = id
 	}
-	id, ok := r.idOfKey[key]
+	id, ok := r.idOfKey[ctx+"\x00"+key]
 	if ok {
-		if _, live := r.st.schemaByID(id); !live {
-			delete(r.idOfKey, key)
+		if _, live := r.st.schemaByID(ctx, id); !live {
+			delete(r.idOfKey, ctx+"\x00"+key)
 			return 0, false
 		}
 	}
@@ -175,7 +184,7 @@ func (r *Registry) idForKey(key string) (int, bool) {
 // keyOfVersion is the identity of a stored version's schema.
 func (r *Registry) keyOfVersion(v *version) string {
 	r.keysMu.Lock()
-	k, ok := r.keyOfID[v.ID]
+	k, ok := r.keyOfID[idKey{contextOf(v.Subject), v.ID}]
 	r.keysMu.Unlock()
 	if ok {
 		return k
@@ -187,30 +196,46 @@ func (r *Registry) keyOfVersion(v *version) string {
 	return p.key
 }
 
-func (r *Registry) modeOf(subject string) string {
-	if m, ok := r.st.modeOf(subject); ok {
-		return m
+// scopes are the settings' keys that apply to a subject, nearest first:
+// the subject's, its context's (":.ctx:", for a context other than the
+// default) or the global one, then the global context's (":.__GLOBAL:").
+func scopes(subject string) []string {
+	out := []string{subject}
+	if ctx := contextOf(subject); ctx != defaultContext {
+		if subject != contextPrefix(ctx) {
+			out = append(out, contextPrefix(ctx))
+		}
+	} else if subject != "" {
+		out = append(out, "")
 	}
-	if m, ok := r.st.modeOf(""); ok {
-		return m
+	if g := contextPrefix(globalContext); subject != g {
+		out = append(out, g)
+	}
+	return out
+}
+
+func (r *Registry) modeOf(subject string) string {
+	for _, s := range scopes(subject) {
+		if m, ok := r.st.modeOf(s); ok {
+			return m
+		}
 	}
 	return defaultMode
 }
 
 func (r *Registry) levelOf(subject string) string {
-	if c, ok := r.st.configOf(subject); ok {
-		return c
-	}
-	if c, ok := r.st.configOf(""); ok {
-		return c
+	for _, s := range scopes(subject) {
+		if c, ok := r.st.configOf(s); ok {
+			return c
+		}
 	}
 	return defaultLevel
 }
 
 // register adds a schema to a subject, or returns the id of the version
 // that already holds it.
-func (r *Registry) register(ctx context.Context, subject string, req schemaRequest) (int, *Error) {
-	l, rerr := r.ready(ctx)
+func (r *Registry) register(reqCtx context.Context, subject string, req schemaRequest) (int, *Error) {
+	l, rerr := r.ready(reqCtx)
 	if rerr != nil {
 		return 0, rerr
 	}
@@ -243,15 +268,21 @@ func (r *Registry) register(ctx context.Context, subject string, req schemaReque
 				subject, strings.Join(msgs, ", "))
 		}
 	}
-	id, known := r.idForKey(p.key)
+	ctx := contextOf(subject)
+	id, known := r.idForKey(ctx, p.key)
 	if req.ID > 0 {
-		if _, taken := r.st.schemaByID(req.ID); taken && (!known || id != req.ID) {
+		if _, taken := r.st.schemaByID(ctx, req.ID); taken && (!known || id != req.ID) {
 			return 0, errf(http.StatusUnprocessableEntity, 42207,
 				"Overwrite new schema with id %d is not permitted.", req.ID)
 		}
 		id = req.ID
 	} else if !known {
-		id = r.st.nextID()
+		id = r.st.nextID(ctx)
+	}
+	if !r.st.hasContext(ctx) {
+		if err := r.put(reqCtx, l, contextKey(ctx), contextValue{Tenant: defaultTenant, Context: ctx}); err != nil {
+			return 0, err
+		}
 	}
 	ver := 1
 	if all := r.st.allVersions(subject); len(all) > 0 {
@@ -265,7 +296,7 @@ func (r *Registry) register(ctx context.Context, subject string, req schemaReque
 	if p.typ != typeAvro {
 		val.SchemaType = p.typ
 	}
-	if err := r.put(ctx, l, schemaKey(subject, ver), val); err != nil {
+	if err := r.put(reqCtx, l, schemaKey(subject, ver), val); err != nil {
 		return 0, err
 	}
 	return id, nil
@@ -515,7 +546,15 @@ func (r *Registry) setMode(ctx context.Context, subject, mode string, force bool
 	defer r.writeMu.Unlock()
 	prev := r.modeOf(subject)
 	if mode == "IMPORT" && prev != "IMPORT" && !force {
-		if subject == "" && !r.st.empty() || subject != "" && len(r.st.allVersions(subject)) > 0 {
+		ctx, name := splitSubject(subject)
+		busy := len(r.st.allVersions(subject)) > 0
+		switch {
+		case subject == "":
+			busy = !r.st.empty()
+		case name == "":
+			busy = !r.st.contextEmpty(ctx)
+		}
+		if busy {
 			return "", notPermitted("Cannot import since found existing subjects")
 		}
 	}
