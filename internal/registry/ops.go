@@ -473,7 +473,9 @@ func (r *Registry) deleteVersion(ctx context.Context, subject string, ver int, p
 	if m := r.modeOf(subject); m == "READONLY" || m == "READONLY_OVERRIDE" {
 		return 0, notPermitted("Subject %s is in read-only mode", subject)
 	}
-	v, err := r.version(subject, ver, permanent)
+	// Soft-deleted versions are found too: soft-deleting one again is
+	// 40406, as in Confluent's registry, not 40402.
+	v, err := r.version(subject, ver, true)
 	if err != nil {
 		return 0, err
 	}
