@@ -230,7 +230,7 @@ func (r *Registry) getSchemaByID(req *http.Request) (any, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	out := schemaResponse{Schema: r.formatSchema(req, d.SchemaType, d.Schema, d.References), References: d.References}
+	out := schemaResponse{Schema: r.formatSchema(req, id.ctx, d.SchemaType, d.Schema, d.References), References: d.References}
 	if d.SchemaType != typeAvro {
 		out.SchemaType = d.SchemaType
 	}
@@ -358,7 +358,7 @@ func (r *Registry) getVersion(req *http.Request) (any, *Error) {
 		return nil, err
 	}
 	out := showVersion(v)
-	out.Schema = r.formatSchema(req, v.SchemaType, v.Schema, v.References)
+	out.Schema = r.formatSchema(req, contextOf(v.Subject), v.SchemaType, v.Schema, v.References)
 	return out, nil
 }
 

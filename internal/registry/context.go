@@ -59,6 +59,16 @@ func canonicalSubject(s string) string {
 	return qualify(ctx, name)
 }
 
+// refSubject is the subject a reference names from a schema of context
+// ctx: a qualified subject as it is, an unqualified one in ctx (Confluent
+// qualifies a reference with its referrer's context the same way).
+func refSubject(ctx, subject string) string {
+	if hasContext(subject) {
+		return canonicalSubject(subject)
+	}
+	return qualify(ctx, subject)
+}
+
 // contextPrefix is the qualifier of a context: ":.ctx:", or "" for the
 // default context.
 func contextPrefix(ctx string) string { return qualify(ctx, "") }

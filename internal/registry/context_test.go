@@ -328,4 +328,49 @@ func TestContexts(t *testing.T) {
 		}
 		doJSON(t, "GET", base+"/contexts/a:b/subjects", "", 400, &e)
 	})
+
+	t.Run("references resolve in the referrer's context", func(t *testing.T) {
+		bctx := sr.InContext(ctx, ".b")
+		addr := `{"type":"record","name":"Address","namespace":"com.example","fields":[{"name":"city","type":"string"}]}`
+		if _, err := cl.CreateSchema(bctx, "address", sr.Schema{Schema: addr}); err != nil {
+			t.Fatal(err)
+		}
+		// "address" names :.b:address here; the default context has no
+		// such subject.
+		person, err := cl.CreateSchema(bctx, "person-value", sr.Schema{
+			Schema:     `{"type":"record","name":"Person","namespace":"com.example","fields":[{"name":"home","type":"Address"}]}`,
+			References: []sr.SchemaReference{{Name: "com.example.Address", Subject: "address", Version: 1}},
+		})
+		if err != nil {
+			t.Fatalf("person in .b: %v", err)
+		}
+		var ids []int
+		doJSON(t, "GET", base+"/subjects/:.b:address/versions/1/referencedby", "", 200, &ids)
+		if len(ids) != 1 || ids[0] != person.ID {
+			t.Fatalf("referenced by: %v, want [%d]", ids, person.ID)
+		}
+		if _, err := cl.DeleteSubject(bctx, "address", sr.SoftDelete); code(err) != 42206 {
+			t.Fatalf("delete a referenced subject of .b: %v, want 42206", err)
+		}
+		// A Protobuf import, as Confluent's serializers register them.
+		if _, err := cl.CreateSchema(bctx, "geo.proto", sr.Schema{Type: sr.TypeProtobuf,
+			Schema: "syntax = \"proto3\";\npackage geo;\nmessage Point { double lat = 1; }\n"}); err != nil {
+			t.Fatal(err)
+		}
+		user, err := cl.CreateSchema(bctx, "user-value", sr.Schema{Type: sr.TypeProtobuf,
+			Schema:     "syntax = \"proto3\";\nimport \"geo.proto\";\nmessage User { geo.Point at = 1; }\n",
+			References: []sr.SchemaReference{{Name: "geo.proto", Subject: "geo.proto", Version: 1}}})
+		if err != nil {
+			t.Fatalf("Protobuf with an import in .b: %v", err)
+		}
+		// Registered again, the same schema is the same version.
+		again, err := cl.RegisterSchema(bctx, "user-value", user.Schema, -1, -1)
+		if err != nil || again != user.ID {
+			t.Fatalf("again: %d %v, want %d", again, err, user.ID)
+		}
+		// In the default context the same reference is unresolved.
+		if _, err := cl.CreateSchema(ctx, "user-value", user.Schema); code(err) != 42201 {
+			t.Fatalf("the reference from the default context: %v, want 42201", err)
+		}
+	})
 }

@@ -52,7 +52,7 @@ func (r *Registry) normalizeRequest(subject string, p *parsed, req schemaRequest
 		}
 		req.Schema = text
 	}
-	np, err := r.parse(req.SchemaType, req.Schema, req.References)
+	np, err := r.parseIn(contextOf(subject), req.SchemaType, req.Schema, req.References)
 	if err != nil {
 		return nil, req, err
 	}

@@ -45,8 +45,14 @@ type parsed struct {
 	key   string
 }
 
-// parse checks a schema of any type with its references.
+// parse checks a schema of the default context.
 func (r *Registry) parse(typ, text string, refs []Reference) (*parsed, *Error) {
+	return r.parseIn(defaultContext, typ, text, refs)
+}
+
+// parseIn checks a schema of any type with its references, which name
+// subjects of the schema's context ctx unless they are qualified.
+func (r *Registry) parseIn(ctx, typ, text string, refs []Reference) (*parsed, *Error) {
 	typ = typeOrAvro(typ)
 	if len(text) > r.cfg.MaxSchemaBytes {
 		return nil, errf(http.StatusUnprocessableEntity, 42209, "Register operation failed because schema is too large")
@@ -54,13 +60,13 @@ func (r *Registry) parse(typ, text string, refs []Reference) (*parsed, *Error) {
 	switch typ {
 	case typeAvro:
 	case typeJSON:
-		return r.parseJSON(text, refs)
+		return r.parseJSON(ctx, text, refs)
 	case typeProtobuf:
-		return r.parseProtobuf(text, refs)
+		return r.parseProtobuf(ctx, text, refs)
 	default:
 		return nil, invalidSchema("Invalid schema type %s", typ)
 	}
-	texts, err := r.referencedTexts(refs, map[string]bool{})
+	texts, err := r.referencedTexts(ctx, refs, map[string]bool{})
 	if err != nil {
 		return nil, err
 	}
@@ -75,13 +81,13 @@ func (r *Registry) parse(typ, text string, refs []Reference) (*parsed, *Error) {
 // referencedTexts returns the texts of refs and of everything they
 // reference, deepest first. A reference cycle or a missing reference is
 // an invalid schema.
-func (r *Registry) referencedTexts(refs []Reference, visiting map[string]bool) ([]string, *Error) {
+func (r *Registry) referencedTexts(ctx string, refs []Reference, visiting map[string]bool) ([]string, *Error) {
 	var out []string
 	for _, ref := range refs {
 		if ref.Name == "" || ref.Subject == "" {
 			return nil, invalidSchema("Invalid schema reference %s: name and subject are required", refString(ref))
 		}
-		v, err := r.version(ref.Subject, ref.Version, false)
+		v, err := r.version(refSubject(ctx, ref.Subject), ref.Version, false)
 		if err != nil {
 			return nil, invalidSchema("Invalid schema reference %s: %s", refString(ref), err.Message)
 		}
@@ -90,7 +96,7 @@ func (r *Registry) referencedTexts(refs []Reference, visiting map[string]bool) (
 			return nil, invalidSchema("Invalid schema reference %s: circular reference", refString(ref))
 		}
 		visiting[id] = true
-		deeper, derr := r.referencedTexts(v.References, visiting)
+		deeper, derr := r.referencedTexts(contextOf(v.Subject), v.References, visiting)
 		delete(visiting, id)
 		if derr != nil {
 			return nil, derr
@@ -162,7 +168,7 @@ func (r *Registry) idForKey(ctx, key string) (int, bool) {
 	defer r.keysMu.Unlock()
 	for id := r.indexedTo[ctx] + 1; id < r.st.nextID(ctx); id++ {
 		if d, ok := r.st.schemaByID(ctx, id); ok {
-			if p, err := r.parse(d.SchemaType, d.Schema, d.References); err == nil {
+			if p, err := r.parseIn(ctx, d.SchemaType, d.Schema, d.References); err == nil {
 				r.keyOfID[idKey{ctx, id}] = p.key
 				if _, dup := r.idOfKey[ctx+"\x00"+p.key]; !dup {
 					r.idOfKey[ctx+"\x00"+p.key] = id
@@ -189,7 +195,7 @@ func (r *Registry) keyOfVersion(v *version) string {
 	if ok {
 		return k
 	}
-	p, err := r.parse(v.SchemaType, v.Schema, v.References)
+	p, err := r.parseIn(contextOf(v.Subject), v.SchemaType, v.Schema, v.References)
 	if err != nil {
 		return ""
 	}
@@ -239,7 +245,7 @@ func (r *Registry) register(reqCtx context.Context, subject string, req schemaRe
 	if rerr != nil {
 		return 0, rerr
 	}
-	p, perr := r.parse(req.SchemaType, req.Schema, req.References)
+	p, perr := r.parseIn(contextOf(subject), req.SchemaType, req.Schema, req.References)
 	if perr == nil {
 		p, req, perr = r.normalizeRequest(subject, p, req)
 	}
@@ -292,7 +298,7 @@ func (r *Registry) register(reqCtx context.Context, subject string, req schemaRe
 		ver = req.Version
 	}
 	val := schemaValue{Subject: subject, Version: ver, ID: id, References: req.References,
-		Metadata: req.Metadata, RuleSet: req.RuleSet, Schema: r.storedSchema(p, req.Schema, req.References)}
+		Metadata: req.Metadata, RuleSet: req.RuleSet, Schema: r.storedSchema(ctx, p, req.Schema, req.References)}
 	if p.typ != typeAvro {
 		val.SchemaType = p.typ
 	}
@@ -327,7 +333,7 @@ func (r *Registry) compat(p *parsed, against []*version, level string) []string 
 	var msgs []string
 	for i := len(against) - 1; i >= 0; i-- {
 		v := against[i]
-		old, err := r.parse(v.SchemaType, v.Schema, v.References)
+		old, err := r.parseIn(contextOf(v.Subject), v.SchemaType, v.Schema, v.References)
 		if err != nil || old.typ != p.typ {
 			msgs = append(msgs, fmt.Sprintf("Incompatible schema type: version %d is %s", v.Version, v.SchemaType))
 			continue
@@ -362,7 +368,7 @@ func (r *Registry) lookup(ctx context.Context, subject string, req schemaRequest
 		return nil, err
 	}
 	vs := r.st.versions(subject, deleted)
-	p, perr := r.parse(req.SchemaType, req.Schema, req.References)
+	p, perr := r.parseIn(contextOf(subject), req.SchemaType, req.Schema, req.References)
 	if perr == nil {
 		p, _, perr = r.normalizeRequest(subject, p, req)
 	}
@@ -386,7 +392,7 @@ func (r *Registry) checkCompat(ctx context.Context, subject string, ver int, req
 	if _, err := r.ready(ctx); err != nil {
 		return nil, err
 	}
-	p, perr := r.parse(req.SchemaType, req.Schema, req.References)
+	p, perr := r.parseIn(contextOf(subject), req.SchemaType, req.Schema, req.References)
 	if perr == nil {
 		p, _, perr = r.normalizeRequest(subject, p, req)
 	}

@@ -352,7 +352,7 @@ func TestProtobufText(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stored := r.storedSchema(desc, "unchanged", nil)
+		stored := r.storedSchema(defaultContext, desc, "unchanged", nil)
 		if !strings.HasPrefix(stored, "syntax = ") {
 			t.Fatalf("descriptor of\n%s\nstored as %q", text, stored)
 		}
@@ -366,10 +366,10 @@ func TestProtobufText(t *testing.T) {
 		t.Fatal(err)
 	}
 	desc, _ := r.parse(typeProtobuf, serializedProto(p.proto), nil)
-	if got := r.storedSchema(desc, "as given", nil); got != "as given" {
+	if got := r.storedSchema(defaultContext, desc, "as given", nil); got != "as given" {
 		t.Fatalf("a schema with options stored as %q, want it as given", got)
 	}
-	if got := r.storedSchema(p, "as given", nil); got != "as given" {
+	if got := r.storedSchema(defaultContext, p, "as given", nil); got != "as given" {
 		t.Fatalf("a text schema stored as %q, want it as given", got)
 	}
 }

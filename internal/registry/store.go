@@ -283,7 +283,8 @@ func (s *store) usesOf(ctx string, id int, deleted bool) []*version {
 }
 
 // referencedBy returns the ids of live versions that reference subject's
-// version ver.
+// version ver (a reference names a subject of its referrer's context
+// unless qualified).
 func (s *store) referencedBy(subject string, ver int) []int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -294,7 +295,7 @@ func (s *store) referencedBy(subject string, ver int) []int {
 				continue
 			}
 			for _, r := range v.References {
-				if r.Subject == subject && r.Version == ver {
+				if refSubject(contextOf(v.Subject), r.Subject) == subject && r.Version == ver {
 					out = append(out, v.ID)
 					break
 				}
