@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // contentType is Confluent's response type; requests may also send
@@ -494,7 +495,11 @@ func (r *Registry) getConfig(req *http.Request) (any, *Error) {
 			return nil, errf(http.StatusNotFound, 40408, "Subject '%s' does not have subject-level compatibility configured", subject)
 		}
 		ok = true
-		normalize, hasNormalize = r.st.normalizeOf("")
+		for _, s := range scopes(subject)[1:] {
+			if normalize, hasNormalize = r.st.normalizeOf(s); hasNormalize {
+				break
+			}
+		}
 	}
 	out := map[string]any{}
 	if ok || subject == "" {
@@ -610,7 +615,13 @@ func (r *Registry) getContexts(req *http.Request) (any, *Error) {
 	if _, err := r.ready(req.Context()); err != nil {
 		return nil, err
 	}
-	return r.st.contextNames(), nil
+	out := []string{}
+	for _, c := range r.st.contextNames() {
+		if strings.HasPrefix(c, req.URL.Query().Get("contextPrefix")) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 // deleteContext removes an empty context: 42211 while any subject of it
@@ -627,7 +638,7 @@ func (r *Registry) deleteContext(req *http.Request) (any, *Error) {
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
 	if !r.st.contextEmpty(ctx) {
-		return nil, errf(http.StatusUnprocessableEntity, 42211, "The specified context '%s' is not empty.", contextPrefix(ctx))
+		return nil, errf(http.StatusUnprocessableEntity, 42211, "The specified context '%s' is not empty.", req.PathValue("context"))
 	}
 	if ctx == defaultContext {
 		return noContent{}, nil

@@ -194,6 +194,10 @@ func TestContexts(t *testing.T) {
 		if strings.Join(contexts, ",") != ".,.a" {
 			t.Fatalf("contexts: %v", contexts)
 		}
+		doJSON(t, "GET", base+"/contexts?contextPrefix=.a", "", 200, &contexts)
+		if strings.Join(contexts, ",") != ".a" {
+			t.Fatalf("contexts with prefix .a: %v", contexts)
+		}
 		inA, err := cl.Subjects(actx)
 		if err != nil || strings.Join(inA, ",") != ":.a:more-value,:.a:orders-value,:.a:users-value" {
 			t.Fatalf("sr Subjects in .a: %v %v", inA, err)
