@@ -106,6 +106,32 @@ func (r *Registry) referencedTexts(ctx string, refs []Reference, visiting map[st
 	return out, nil
 }
 
+// pinReferences returns refs with each reference to "latest" (-1) made
+// a reference to the latest version's number, as Confluent's registry
+// resolves them before it checks or stores a schema: what a stored
+// schema references does not move when the referenced subject evolves.
+// A reference that resolves to nothing is left for parse to refuse.
+func (r *Registry) pinReferences(ctx string, refs []Reference) []Reference {
+	var out []Reference
+	for i, ref := range refs {
+		if ref.Version != -1 {
+			continue
+		}
+		v, err := r.version(refSubject(ctx, ref.Subject), -1, false)
+		if err != nil {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(refs)
+		}
+		out[i].Version = v.Version
+	}
+	if out == nil {
+		return refs
+	}
+	return out
+}
+
 func refString(ref Reference) string {
 	return fmt.Sprintf("{name=%s, subject=%s, version=%d}", ref.Name, ref.Subject, ref.Version)
 }
@@ -245,6 +271,7 @@ func (r *Registry) register(reqCtx context.Context, subject string, req schemaRe
 	if rerr != nil {
 		return 0, rerr
 	}
+	req.References = r.pinReferences(contextOf(subject), req.References)
 	p, perr := r.parseIn(contextOf(subject), req.SchemaType, req.Schema, req.References)
 	if perr == nil {
 		p, req, perr = r.normalizeRequest(subject, p, req)
@@ -368,6 +395,7 @@ func (r *Registry) lookup(ctx context.Context, subject string, req schemaRequest
 		return nil, err
 	}
 	vs := r.st.versions(subject, deleted)
+	req.References = r.pinReferences(contextOf(subject), req.References)
 	p, perr := r.parseIn(contextOf(subject), req.SchemaType, req.Schema, req.References)
 	if perr == nil {
 		p, _, perr = r.normalizeRequest(subject, p, req)
@@ -392,6 +420,7 @@ func (r *Registry) checkCompat(ctx context.Context, subject string, ver int, req
 	if _, err := r.ready(ctx); err != nil {
 		return nil, err
 	}
+	req.References = r.pinReferences(contextOf(subject), req.References)
 	p, perr := r.parseIn(contextOf(subject), req.SchemaType, req.Schema, req.References)
 	if perr == nil {
 		p, _, perr = r.normalizeRequest(subject, p, req)
