@@ -86,6 +86,20 @@ func TestRegistryCommands(t *testing.T) {
 		t.Errorf("schema compat --type JSON: exit %d, %q %q", r.code, r.stdout, r.stderr)
 	}
 
+	// --context: ids of their own, subjects qualified with the context.
+	if out := mustRun(t, "", "schema", "register", "r-value", "--schema", `"string"`, "--context", ".staging", "--registry", url).stdout; out != "1\n" {
+		t.Errorf("schema register --context .staging: id %q, want 1 (the context's first)", out)
+	}
+	if out := mustRun(t, "", "schema", "get", "--id", "1", "--context", ".staging", "--registry", url).stdout; out != `"string"`+"\n" {
+		t.Errorf("schema get --id 1 --context .staging: %q", out)
+	}
+	if out := mustRun(t, "", "schema", "get", "--id", strconv.Itoa(id), "--registry", url).stdout; out != schema+"\n" {
+		t.Errorf("schema get --id %d in the default context: %q", id, out)
+	}
+	if out := mustRun(t, "", "schema", "list", "--context", ".staging", "--registry", url).stdout; out != ":.staging:r-value\n" {
+		t.Errorf("schema list --context .staging: %q", out)
+	}
+
 	cmd := exec.Command(os.Args[0], "registry", "--bootstrap", srv.addr, "--listen", "http://127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "SAMSA_RUN_MAIN=1")
 	out := &lockedBuffer{}

@@ -31,7 +31,9 @@ const schemaUsage = `usage: samsa schema <register|get|list|delete|compat> [flag
   compat SUBJECT     check a schema against the subject's compatibility level
                      (or one --version); exit 1 when incompatible
 
-Each takes --registry (default http://127.0.0.1:8081). Run
+Each takes --registry (default http://127.0.0.1:8081) and --context (a
+schema context such as .staging; subjects may also be qualified as
+:.staging:SUBJECT). Run
 "samsa schema <subcommand> -h" for the flags of each.
 `
 
@@ -52,6 +54,7 @@ type registryFlags struct {
 	user     string
 	password string
 	ca       string
+	context  string
 }
 
 // registryPasswordEnv holds the registry password when
@@ -64,6 +67,7 @@ func (rf *registryFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&rf.user, "registry-user", "", "`user` of the registry's HTTP basic authentication")
 	fs.StringVar(&rf.password, "registry-password", "", "`password` of --registry-user (default: $"+registryPasswordEnv+")")
 	fs.StringVar(&rf.ca, "registry-ca", "", "PEM `file` of the CA certificates to trust for an https registry (default: the system's roots)")
+	fs.StringVar(&rf.context, "context", "", "schema `context` (.name) the subjects and ids are in (default: the default context)")
 }
 
 func (rf *registryFlags) client() (*sr.Client, context.Context, context.CancelFunc, error) {
@@ -92,6 +96,10 @@ func (rf *registryFlags) client() (*sr.Client, context.Context, context.CancelFu
 		return nil, nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), rf.timeout)
+	if rf.context != "" {
+		// Requests go under /contexts/{context}/.
+		ctx = sr.InContext(ctx, rf.context)
+	}
 	return cl, ctx, cancel, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // contentType is Confluent's response type; requests may also send
@@ -26,6 +27,10 @@ func (r *Registry) Handler() http.Handler {
 			}
 			if err != nil {
 				write(w, err.Status, map[string]any{"error_code": err.Code, "message": err.Message})
+				return
+			}
+			if _, ok := v.(noContent); ok {
+				w.WriteHeader(http.StatusNoContent)
 				return
 			}
 			if s, ok := v.(rawSchema); ok {
@@ -76,6 +81,7 @@ func (r *Registry) Handler() http.Handler {
 	hw("PUT /mode/{subject}", r.putMode)
 	hw("DELETE /mode/{subject}", r.deleteMode)
 	h("GET /contexts", r.getContexts)
+	hw("DELETE /contexts/{context}", r.deleteContext)
 	var api http.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if _, pattern := mux.Handler(req); pattern != "" {
 			mux.ServeHTTP(w, req)
@@ -93,11 +99,15 @@ func (r *Registry) Handler() http.Handler {
 		}
 		write(w, http.StatusNotFound, map[string]any{"error_code": 404, "message": "HTTP 404 Not Found"})
 	})
+	api = contextFilter(api)
 	if r.cfg.Auth != nil {
 		api = wrapAuth(r.cfg.Auth, api)
 	}
 	return api
 }
+
+// noContent is an empty 204 answer.
+type noContent struct{}
 
 // rawSchema is a response written as is: the schema text endpoints.
 type rawSchema string
@@ -113,13 +123,14 @@ func flag(req *http.Request, name string) bool {
 	return v
 }
 
-// subject reads and checks the {subject} path segment.
+// subjectOf reads and checks the {subject} path segment, a subject
+// qualified with the default context becoming the unqualified name.
 func subjectOf(req *http.Request) (string, *Error) {
 	s := req.PathValue("subject")
-	if !validSubject(s) {
+	if !validSubject(s, false) {
 		return "", invalidSubject(s)
 	}
-	return s, nil
+	return canonicalSubject(s), nil
 }
 
 // decode reads a JSON body into v, ignoring unknown fields. A body
@@ -165,19 +176,54 @@ func showVersion(v *version) schemaResponse {
 	return out
 }
 
-func (r *Registry) idOf(req *http.Request) (schemaDef, int, *Error) {
+// idOf resolves the {id} path segment in the context of the subject
+// query parameter (the default context without one), as Confluent does:
+// an id asked for with a qualified subject must be one of that subject's
+// versions (or, for a context alone, any schema of the context); with an
+// unqualified subject the default context is tried first, then the
+// subject of that name in each context, then any schema of the default
+// context.
+func (r *Registry) idOf(req *http.Request) (schemaDef, idKey, *Error) {
 	if _, err := r.ready(req.Context()); err != nil {
-		return schemaDef{}, 0, err
+		return schemaDef{}, idKey{}, err
 	}
 	id, err := strconv.Atoi(req.PathValue("id"))
 	if err != nil {
-		return schemaDef{}, 0, errf(http.StatusNotFound, 40403, "Schema %s not found", req.PathValue("id"))
+		return schemaDef{}, idKey{}, errf(http.StatusNotFound, 40403, "Schema %s not found", req.PathValue("id"))
 	}
-	d, ok := r.st.schemaByID(id)
-	if !ok {
-		return d, id, errf(http.StatusNotFound, 40403, "Schema %d not found", id)
+	subject := canonicalSubject(req.URL.Query().Get("subject"))
+	ctx, name := splitSubject(subject)
+	usedBy := func(ctx, subject string) bool {
+		for _, v := range r.st.usesOf(ctx, id, true) {
+			if v.Subject == subject {
+				return true
+			}
+		}
+		return false
 	}
-	return d, id, nil
+	found := false
+	switch {
+	case name == "":
+		_, found = r.st.schemaByID(ctx, id)
+	case ctx != defaultContext:
+		found = usedBy(ctx, subject)
+	default:
+		found = usedBy(ctx, subject)
+		for _, c := range r.st.contextNames() {
+			if !found && c != defaultContext && usedBy(c, qualify(c, name)) {
+				ctx, found = c, true
+			}
+		}
+		if !found {
+			_, found = r.st.schemaByID(ctx, id)
+		}
+	}
+	k := idKey{ctx, id}
+	d, ok := r.st.schemaByID(ctx, id)
+	if !found || !ok {
+		return d, k, errf(http.StatusNotFound, 40403, "Schema %d not found", id)
+	}
+	return d, k, nil
 }
 
 func (r *Registry) getSchemaByID(req *http.Request) (any, *Error) {
@@ -185,7 +231,7 @@ func (r *Registry) getSchemaByID(req *http.Request) (any, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	out := schemaResponse{Schema: r.formatSchema(req, d.SchemaType, d.Schema, d.References), References: d.References}
+	out := schemaResponse{Schema: r.formatSchema(req, id.ctx, d.SchemaType, d.Schema, d.References), References: d.References}
 	if d.SchemaType != typeAvro {
 		out.SchemaType = d.SchemaType
 	}
@@ -193,7 +239,7 @@ func (r *Registry) getSchemaByID(req *http.Request) (any, *Error) {
 		return struct {
 			schemaResponse
 			MaxID int `json:"maxId"`
-		}{out, max(id, r.st.nextID()-1)}, nil
+		}{out, max(id.id, r.st.nextID(id.ctx)-1)}, nil
 	}
 	return out, nil
 }
@@ -212,7 +258,7 @@ func (r *Registry) getSubjectsByID(req *http.Request) (any, *Error) {
 		return nil, err
 	}
 	out := []string{}
-	for _, v := range r.st.usesOf(id, flag(req, "deleted")) {
+	for _, v := range r.st.usesOf(id.ctx, id.id, flag(req, "deleted")) {
 		if len(out) == 0 || out[len(out)-1] != v.Subject {
 			out = append(out, v.Subject)
 		}
@@ -230,7 +276,7 @@ func (r *Registry) getVersionsByID(req *http.Request) (any, *Error) {
 		Version int    `json:"version"`
 	}
 	out := []subjectVersion{}
-	for _, v := range r.st.usesOf(id, flag(req, "deleted")) {
+	for _, v := range r.st.usesOf(id.ctx, id.id, flag(req, "deleted")) {
 		out = append(out, subjectVersion{v.Subject, v.Version})
 	}
 	return out, nil
@@ -260,7 +306,12 @@ func (r *Registry) getSubjects(req *http.Request) (any, *Error) {
 	if _, err := r.ready(req.Context()); err != nil {
 		return nil, err
 	}
-	out := r.st.subjectNames(req.URL.Query().Get("subjectPrefix"), flag(req, "deleted"))
+	// Without a prefix, the subjects of every context.
+	prefix := ":*:"
+	if q := req.URL.Query(); q.Has("subjectPrefix") {
+		prefix = q.Get("subjectPrefix")
+	}
+	out := r.st.subjectNames(prefix, flag(req, "deleted"))
 	if out == nil {
 		out = []string{}
 	}
@@ -308,7 +359,7 @@ func (r *Registry) getVersion(req *http.Request) (any, *Error) {
 		return nil, err
 	}
 	out := showVersion(v)
-	out.Schema = r.formatSchema(req, v.SchemaType, v.Schema, v.References)
+	out.Schema = r.formatSchema(req, contextOf(v.Subject), v.SchemaType, v.Schema, v.References)
 	return out, nil
 }
 
@@ -416,12 +467,17 @@ func (r *Registry) postCompat(req *http.Request) (any, *Error) {
 	return out, nil
 }
 
-// optSubject reads an optional {subject}; "" is the global setting.
+// optSubject reads the optional {subject} of /config and /mode: "" is
+// the global setting, ":.ctx:" a context's.
 func optSubject(req *http.Request) (string, *Error) {
-	if req.PathValue("subject") == "" {
+	s := req.PathValue("subject")
+	if s == "" {
 		return "", nil
 	}
-	return subjectOf(req)
+	if !validSubject(s, true) {
+		return "", invalidSubject(s)
+	}
+	return canonicalSubject(s), nil
 }
 
 func (r *Registry) getConfig(req *http.Request) (any, *Error) {
@@ -439,7 +495,11 @@ func (r *Registry) getConfig(req *http.Request) (any, *Error) {
 			return nil, errf(http.StatusNotFound, 40408, "Subject '%s' does not have subject-level compatibility configured", subject)
 		}
 		ok = true
-		normalize, hasNormalize = r.st.normalizeOf("")
+		for _, s := range scopes(subject)[1:] {
+			if normalize, hasNormalize = r.st.normalizeOf(s); hasNormalize {
+				break
+			}
+		}
 	}
 	out := map[string]any{}
 	if ok || subject == "" {
@@ -555,5 +615,36 @@ func (r *Registry) getContexts(req *http.Request) (any, *Error) {
 	if _, err := r.ready(req.Context()); err != nil {
 		return nil, err
 	}
-	return r.st.contextNames(), nil
+	out := []string{}
+	for _, c := range r.st.contextNames() {
+		if strings.HasPrefix(c, req.URL.Query().Get("contextPrefix")) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// deleteContext removes an empty context: 42211 while any subject of it
+// has a version, even a soft-deleted one.
+func (r *Registry) deleteContext(req *http.Request) (any, *Error) {
+	l, rerr := r.ready(req.Context())
+	if rerr != nil {
+		return nil, rerr
+	}
+	ctx, ok := normalizeContextName(req.PathValue("context"))
+	if !ok {
+		return nil, errf(http.StatusBadRequest, 400, "Context name '%s' cannot contain a colon", req.PathValue("context"))
+	}
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
+	if !r.st.contextEmpty(ctx) {
+		return nil, errf(http.StatusUnprocessableEntity, 42211, "The specified context '%s' is not empty.", req.PathValue("context"))
+	}
+	if ctx == defaultContext {
+		return noContent{}, nil
+	}
+	if err := r.put(req.Context(), l, contextKey(ctx), nil); err != nil {
+		return nil, err
+	}
+	return noContent{}, nil
 }

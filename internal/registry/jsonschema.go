@@ -45,8 +45,8 @@ type jsonRef struct {
 }
 
 // parseJSON checks a JSON Schema with its references.
-func (r *Registry) parseJSON(text string, refs []Reference) (*parsed, *Error) {
-	named, err := r.jsonReferences(refs, map[string]bool{})
+func (r *Registry) parseJSON(ctx, text string, refs []Reference) (*parsed, *Error) {
+	named, err := r.jsonReferences(ctx, refs, map[string]bool{})
 	if err != nil {
 		return nil, err
 	}
@@ -61,13 +61,13 @@ func (r *Registry) parseJSON(text string, refs []Reference) (*parsed, *Error) {
 // jsonReferences returns refs and everything they reference, each with
 // its name. A reference cycle or a missing reference is an invalid
 // schema.
-func (r *Registry) jsonReferences(refs []Reference, visiting map[string]bool) ([]jsonRef, *Error) {
+func (r *Registry) jsonReferences(ctx string, refs []Reference, visiting map[string]bool) ([]jsonRef, *Error) {
 	var out []jsonRef
 	for _, ref := range refs {
 		if ref.Name == "" || ref.Subject == "" {
 			return nil, invalidSchema("Invalid schema reference %s: name and subject are required", refString(ref))
 		}
-		v, err := r.version(ref.Subject, ref.Version, false)
+		v, err := r.version(refSubject(ctx, ref.Subject), ref.Version, false)
 		if err != nil {
 			return nil, invalidSchema("Invalid schema reference %s: %s", refString(ref), err.Message)
 		}
@@ -84,7 +84,7 @@ func (r *Registry) jsonReferences(refs []Reference, visiting map[string]bool) ([
 		}
 		out = append(out, jsonRef{name: ref.Name, doc: doc, id: jsonID(doc)})
 		visiting[id] = true
-		deeper, rerr := r.jsonReferences(v.References, visiting)
+		deeper, rerr := r.jsonReferences(contextOf(v.Subject), v.References, visiting)
 		delete(visiting, id)
 		if rerr != nil {
 			return nil, rerr

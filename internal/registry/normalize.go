@@ -10,16 +10,17 @@ import (
 
 // normalizing reports whether a request on subject normalizes its schema:
 // normalize=true in the query, or the normalize setting of the subject's
-// config (else the global one), as Confluent's registry decides.
+// config (else its context's, else the global one), as Confluent's registry decides.
 func (r *Registry) normalizing(subject string, req schemaRequest) bool {
 	if req.normalize {
 		return true
 	}
-	if n, ok := r.st.normalizeOf(subject); ok {
-		return n
+	for _, s := range scopes(subject) {
+		if n, ok := r.st.normalizeOf(s); ok {
+			return n
+		}
 	}
-	n, _ := r.st.normalizeOf("")
-	return n
+	return false
 }
 
 // normalizeRequest is Confluent's normalize=true: the references sorted
@@ -51,7 +52,7 @@ func (r *Registry) normalizeRequest(subject string, p *parsed, req schemaRequest
 		}
 		req.Schema = text
 	}
-	np, err := r.parse(req.SchemaType, req.Schema, req.References)
+	np, err := r.parseIn(contextOf(subject), req.SchemaType, req.Schema, req.References)
 	if err != nil {
 		return nil, req, err
 	}

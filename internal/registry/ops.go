@@ -45,8 +45,14 @@ type parsed struct {
 	key   string
 }
 
-// parse checks a schema of any type with its references.
+// parse checks a schema of the default context.
 func (r *Registry) parse(typ, text string, refs []Reference) (*parsed, *Error) {
+	return r.parseIn(defaultContext, typ, text, refs)
+}
+
+// parseIn checks a schema of any type with its references, which name
+// subjects of the schema's context ctx unless they are qualified.
+func (r *Registry) parseIn(ctx, typ, text string, refs []Reference) (*parsed, *Error) {
 	typ = typeOrAvro(typ)
 	if len(text) > r.cfg.MaxSchemaBytes {
 		return nil, errf(http.StatusUnprocessableEntity, 42209, "Register operation failed because schema is too large")
@@ -54,13 +60,13 @@ func (r *Registry) parse(typ, text string, refs []Reference) (*parsed, *Error) {
 	switch typ {
 	case typeAvro:
 	case typeJSON:
-		return r.parseJSON(text, refs)
+		return r.parseJSON(ctx, text, refs)
 	case typeProtobuf:
-		return r.parseProtobuf(text, refs)
+		return r.parseProtobuf(ctx, text, refs)
 	default:
 		return nil, invalidSchema("Invalid schema type %s", typ)
 	}
-	texts, err := r.referencedTexts(refs, map[string]bool{})
+	texts, err := r.referencedTexts(ctx, refs, map[string]bool{})
 	if err != nil {
 		return nil, err
 	}
@@ -75,13 +81,13 @@ func (r *Registry) parse(typ, text string, refs []Reference) (*parsed, *Error) {
 // referencedTexts returns the texts of refs and of everything they
 // reference, deepest first. A reference cycle or a missing reference is
 // an invalid schema.
-func (r *Registry) referencedTexts(refs []Reference, visiting map[string]bool) ([]string, *Error) {
+func (r *Registry) referencedTexts(ctx string, refs []Reference, visiting map[string]bool) ([]string, *Error) {
 	var out []string
 	for _, ref := range refs {
 		if ref.Name == "" || ref.Subject == "" {
 			return nil, invalidSchema("Invalid schema reference %s: name and subject are required", refString(ref))
 		}
-		v, err := r.version(ref.Subject, ref.Version, false)
+		v, err := r.version(refSubject(ctx, ref.Subject), ref.Version, false)
 		if err != nil {
 			return nil, invalidSchema("Invalid schema reference %s: %s", refString(ref), err.Message)
 		}
@@ -90,7 +96,7 @@ func (r *Registry) referencedTexts(refs []Reference, visiting map[string]bool) (
 			return nil, invalidSchema("Invalid schema reference %s: circular reference", refString(ref))
 		}
 		visiting[id] = true
-		deeper, derr := r.referencedTexts(v.References, visiting)
+		deeper, derr := r.referencedTexts(contextOf(v.Subject), v.References, visiting)
 		delete(visiting, id)
 		if derr != nil {
 			return nil, derr
@@ -98,6 +104,32 @@ func (r *Registry) referencedTexts(refs []Reference, visiting map[string]bool) (
 		out = append(append(out, deeper...), v.Schema)
 	}
 	return out, nil
+}
+
+// pinReferences returns refs with each reference to "latest" (-1) made
+// a reference to the latest version's number, as Confluent's registry
+// resolves them before it checks or stores a schema: what a stored
+// schema references does not move when the referenced subject evolves.
+// A reference that resolves to nothing is left for parse to refuse.
+func (r *Registry) pinReferences(ctx string, refs []Reference) []Reference {
+	var out []Reference
+	for i, ref := range refs {
+		if ref.Version != -1 {
+			continue
+		}
+		v, err := r.version(refSubject(ctx, ref.Subject), -1, false)
+		if err != nil {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(refs)
+		}
+		out[i].Version = v.Version
+	}
+	if out == nil {
+		return refs
+	}
+	return out
 }
 
 func refString(ref Reference) string {
@@ -133,39 +165,48 @@ func parseVersion(s string) (int, *Error) {
 	return int(v), nil
 }
 
-// validSubject applies Confluent's rule: no control characters, and
-// not one of the reserved names.
-func validSubject(s string) bool {
-	if s == "" || s == "__GLOBAL" || s == "__EMPTY" {
+// validSubject applies Confluent's rule: no control characters, an
+// unqualified name that is not one of the reserved ones, and (but for
+// config and mode) not in the global context. A context alone
+// (":.ctx:") names the context's settings: valid only for config and mode.
+func validSubject(s string, configOrMode bool) bool {
+	if s == "" || strings.ContainsFunc(s, func(c rune) bool { return c < 0x20 || (c >= 0x7f && c <= 0x9f) }) {
 		return false
 	}
-	return !strings.ContainsFunc(s, func(c rune) bool { return c < 0x20 || (c >= 0x7f && c <= 0x9f) })
+	ctx, name := splitSubject(s)
+	if name == "__GLOBAL" || name == "__EMPTY" {
+		return false
+	}
+	if configOrMode {
+		return true
+	}
+	return name != "" && ctx != globalContext
 }
 
 func invalidSubject(s string) *Error {
 	return errf(http.StatusUnprocessableEntity, 42208, "The specified subject '%s' is not a valid.", s)
 }
 
-// keyOf returns the identity of the schema an id names, parsing it the
-// first time.
-func (r *Registry) idForKey(key string) (int, bool) {
+// idForKey returns the id that names a schema identity in a context,
+// indexing the ids registered since the last call.
+func (r *Registry) idForKey(ctx, key string) (int, bool) {
 	r.keysMu.Lock()
 	defer r.keysMu.Unlock()
-	for id := r.indexedTo + 1; id < r.st.nextID(); id++ {
-		if d, ok := r.st.schemaByID(id); ok {
-			if p, err := r.parse(d.SchemaType, d.Schema, d.References); err == nil {
-				r.keyOfID[id] = p.key
-				if _, dup := r.idOfKey[p.key]; !dup {
-					r.idOfKey[p.key] = id
+	for id := r.indexedTo[ctx] + 1; id < r.st.nextID(ctx); id++ {
+		if d, ok := r.st.schemaByID(ctx, id); ok {
+			if p, err := r.parseIn(ctx, d.SchemaType, d.Schema, d.References); err == nil {
+				r.keyOfID[idKey{ctx, id}] = p.key
+				if _, dup := r.idOfKey[ctx+"\x00"+p.key]; !dup {
+					r.idOfKey[ctx+"\x00"+p.key] = id
 				}
 			}
 		}
-		r.indexedTo = id
+		r.indexedTo[ctx] = id
 	}
-	id, ok := r.idOfKey[key]
+	id, ok := r.idOfKey[ctx+"\x00"+key]
 	if ok {
-		if _, live := r.st.schemaByID(id); !live {
-			delete(r.idOfKey, key)
+		if _, live := r.st.schemaByID(ctx, id); !live {
+			delete(r.idOfKey, ctx+"\x00"+key)
 			return 0, false
 		}
 	}
@@ -175,46 +216,63 @@ func (r *Registry) idForKey(key string) (int, bool) {
 // keyOfVersion is the identity of a stored version's schema.
 func (r *Registry) keyOfVersion(v *version) string {
 	r.keysMu.Lock()
-	k, ok := r.keyOfID[v.ID]
+	k, ok := r.keyOfID[idKey{contextOf(v.Subject), v.ID}]
 	r.keysMu.Unlock()
 	if ok {
 		return k
 	}
-	p, err := r.parse(v.SchemaType, v.Schema, v.References)
+	p, err := r.parseIn(contextOf(v.Subject), v.SchemaType, v.Schema, v.References)
 	if err != nil {
 		return ""
 	}
 	return p.key
 }
 
-func (r *Registry) modeOf(subject string) string {
-	if m, ok := r.st.modeOf(subject); ok {
-		return m
+// scopes are the settings' keys that apply to a subject, nearest first:
+// the subject's, its context's (":.ctx:", for a context other than the
+// default) or the global one, then the global context's (":.__GLOBAL:").
+func scopes(subject string) []string {
+	out := []string{subject}
+	if ctx := contextOf(subject); ctx != defaultContext {
+		if subject != contextPrefix(ctx) {
+			out = append(out, contextPrefix(ctx))
+		}
+	} else if subject != "" {
+		out = append(out, "")
 	}
-	if m, ok := r.st.modeOf(""); ok {
-		return m
+	if g := contextPrefix(globalContext); subject != g {
+		out = append(out, g)
+	}
+	return out
+}
+
+func (r *Registry) modeOf(subject string) string {
+	for _, s := range scopes(subject) {
+		if m, ok := r.st.modeOf(s); ok {
+			return m
+		}
 	}
 	return defaultMode
 }
 
 func (r *Registry) levelOf(subject string) string {
-	if c, ok := r.st.configOf(subject); ok {
-		return c
-	}
-	if c, ok := r.st.configOf(""); ok {
-		return c
+	for _, s := range scopes(subject) {
+		if c, ok := r.st.configOf(s); ok {
+			return c
+		}
 	}
 	return defaultLevel
 }
 
 // register adds a schema to a subject, or returns the id of the version
 // that already holds it.
-func (r *Registry) register(ctx context.Context, subject string, req schemaRequest) (int, *Error) {
-	l, rerr := r.ready(ctx)
+func (r *Registry) register(reqCtx context.Context, subject string, req schemaRequest) (int, *Error) {
+	l, rerr := r.ready(reqCtx)
 	if rerr != nil {
 		return 0, rerr
 	}
-	p, perr := r.parse(req.SchemaType, req.Schema, req.References)
+	req.References = r.pinReferences(contextOf(subject), req.References)
+	p, perr := r.parseIn(contextOf(subject), req.SchemaType, req.Schema, req.References)
 	if perr == nil {
 		p, req, perr = r.normalizeRequest(subject, p, req)
 	}
@@ -243,15 +301,21 @@ func (r *Registry) register(ctx context.Context, subject string, req schemaReque
 				subject, strings.Join(msgs, ", "))
 		}
 	}
-	id, known := r.idForKey(p.key)
+	ctx := contextOf(subject)
+	id, known := r.idForKey(ctx, p.key)
 	if req.ID > 0 {
-		if _, taken := r.st.schemaByID(req.ID); taken && (!known || id != req.ID) {
+		if _, taken := r.st.schemaByID(ctx, req.ID); taken && (!known || id != req.ID) {
 			return 0, errf(http.StatusUnprocessableEntity, 42207,
 				"Overwrite new schema with id %d is not permitted.", req.ID)
 		}
 		id = req.ID
 	} else if !known {
-		id = r.st.nextID()
+		id = r.st.nextID(ctx)
+	}
+	if !r.st.hasContext(ctx) {
+		if err := r.put(reqCtx, l, contextKey(ctx), contextValue{Tenant: defaultTenant, Context: ctx}); err != nil {
+			return 0, err
+		}
 	}
 	ver := 1
 	if all := r.st.allVersions(subject); len(all) > 0 {
@@ -261,11 +325,11 @@ func (r *Registry) register(ctx context.Context, subject string, req schemaReque
 		ver = req.Version
 	}
 	val := schemaValue{Subject: subject, Version: ver, ID: id, References: req.References,
-		Metadata: req.Metadata, RuleSet: req.RuleSet, Schema: r.storedSchema(p, req.Schema, req.References)}
+		Metadata: req.Metadata, RuleSet: req.RuleSet, Schema: r.storedSchema(ctx, p, req.Schema, req.References)}
 	if p.typ != typeAvro {
 		val.SchemaType = p.typ
 	}
-	if err := r.put(ctx, l, schemaKey(subject, ver), val); err != nil {
+	if err := r.put(reqCtx, l, schemaKey(subject, ver), val); err != nil {
 		return 0, err
 	}
 	return id, nil
@@ -296,7 +360,7 @@ func (r *Registry) compat(p *parsed, against []*version, level string) []string 
 	var msgs []string
 	for i := len(against) - 1; i >= 0; i-- {
 		v := against[i]
-		old, err := r.parse(v.SchemaType, v.Schema, v.References)
+		old, err := r.parseIn(contextOf(v.Subject), v.SchemaType, v.Schema, v.References)
 		if err != nil || old.typ != p.typ {
 			msgs = append(msgs, fmt.Sprintf("Incompatible schema type: version %d is %s", v.Version, v.SchemaType))
 			continue
@@ -331,7 +395,8 @@ func (r *Registry) lookup(ctx context.Context, subject string, req schemaRequest
 		return nil, err
 	}
 	vs := r.st.versions(subject, deleted)
-	p, perr := r.parse(req.SchemaType, req.Schema, req.References)
+	req.References = r.pinReferences(contextOf(subject), req.References)
+	p, perr := r.parseIn(contextOf(subject), req.SchemaType, req.Schema, req.References)
 	if perr == nil {
 		p, _, perr = r.normalizeRequest(subject, p, req)
 	}
@@ -355,7 +420,8 @@ func (r *Registry) checkCompat(ctx context.Context, subject string, ver int, req
 	if _, err := r.ready(ctx); err != nil {
 		return nil, err
 	}
-	p, perr := r.parse(req.SchemaType, req.Schema, req.References)
+	req.References = r.pinReferences(contextOf(subject), req.References)
+	p, perr := r.parseIn(contextOf(subject), req.SchemaType, req.Schema, req.References)
 	if perr == nil {
 		p, _, perr = r.normalizeRequest(subject, p, req)
 	}
@@ -442,7 +508,9 @@ func (r *Registry) deleteVersion(ctx context.Context, subject string, ver int, p
 	if m := r.modeOf(subject); m == "READONLY" || m == "READONLY_OVERRIDE" {
 		return 0, notPermitted("Subject %s is in read-only mode", subject)
 	}
-	v, err := r.version(subject, ver, permanent)
+	// Soft-deleted versions are found too: soft-deleting one again is
+	// 40406, as in Confluent's registry, not 40402.
+	v, err := r.version(subject, ver, true)
 	if err != nil {
 		return 0, err
 	}
@@ -515,7 +583,15 @@ func (r *Registry) setMode(ctx context.Context, subject, mode string, force bool
 	defer r.writeMu.Unlock()
 	prev := r.modeOf(subject)
 	if mode == "IMPORT" && prev != "IMPORT" && !force {
-		if subject == "" && !r.st.empty() || subject != "" && len(r.st.allVersions(subject)) > 0 {
+		ctx, name := splitSubject(subject)
+		busy := len(r.st.allVersions(subject)) > 0
+		switch {
+		case subject == "":
+			busy = !r.st.empty()
+		case name == "":
+			busy = !r.st.contextEmpty(ctx)
+		}
+		if busy {
 			return "", notPermitted("Cannot import since found existing subjects")
 		}
 	}

@@ -83,12 +83,12 @@ type protoImport struct {
 // protoImports collects the schemas refs name, and theirs, by import
 // path (the reference name). A reference cycle or a missing reference
 // is an invalid schema.
-func (r *Registry) protoImports(refs []Reference, out map[string]protoImport, visiting map[string]bool) *Error {
+func (r *Registry) protoImports(ctx string, refs []Reference, out map[string]protoImport, visiting map[string]bool) *Error {
 	for _, ref := range refs {
 		if ref.Name == "" || ref.Subject == "" {
 			return invalidSchema("Invalid schema reference %s: name and subject are required", refString(ref))
 		}
-		v, err := r.version(ref.Subject, ref.Version, false)
+		v, err := r.version(refSubject(ctx, ref.Subject), ref.Version, false)
 		if err != nil {
 			return invalidSchema("Invalid schema reference %s: %s", refString(ref), err.Message)
 		}
@@ -100,7 +100,7 @@ func (r *Registry) protoImports(refs []Reference, out map[string]protoImport, vi
 			continue
 		}
 		visiting[id] = true
-		err = r.protoImports(v.References, out, visiting)
+		err = r.protoImports(contextOf(v.Subject), v.References, out, visiting)
 		delete(visiting, id)
 		if err != nil {
 			return err
@@ -111,9 +111,9 @@ func (r *Registry) protoImports(refs []Reference, out map[string]protoImport, vi
 }
 
 // parseProtobuf checks a Protobuf schema with its references.
-func (r *Registry) parseProtobuf(text string, refs []Reference) (*parsed, *Error) {
+func (r *Registry) parseProtobuf(ctx, text string, refs []Reference) (*parsed, *Error) {
 	imports := map[string]protoImport{}
-	if err := r.protoImports(refs, imports, map[string]bool{}); err != nil {
+	if err := r.protoImports(ctx, refs, imports, map[string]bool{}); err != nil {
 		return nil, err
 	}
 	p, err := compileProto(text, imports)
@@ -368,7 +368,7 @@ func normalizeMessages(ms []*descriptorpb.DescriptorProto) {
 // storedSchema is the text register stores: a Protobuf schema given as
 // a descriptor is stored as .proto text, as Confluent's registry does,
 // when that text is the same schema again; anything else as given.
-func (r *Registry) storedSchema(p *parsed, text string, refs []Reference) string {
+func (r *Registry) storedSchema(ctx string, p *parsed, text string, refs []Reference) string {
 	if p.proto == nil || !p.proto.fromDescriptor {
 		return text
 	}
@@ -376,7 +376,7 @@ func (r *Registry) storedSchema(p *parsed, text string, refs []Reference) string
 	if !ok {
 		return text
 	}
-	if again, err := r.parse(typeProtobuf, printed, refs); err != nil || again.key != p.key {
+	if again, err := r.parseIn(ctx, typeProtobuf, printed, refs); err != nil || again.key != p.key {
 		return text
 	}
 	return printed
@@ -395,11 +395,11 @@ func serializedProto(p *parsedProto) string {
 // "serialized" turns a Protobuf schema into its base64 descriptor, as
 // Confluent's Protobuf deserializers ask. Other formats and types leave
 // the text as registered.
-func (r *Registry) formatSchema(req *http.Request, typ, text string, refs []Reference) string {
+func (r *Registry) formatSchema(req *http.Request, ctx, typ, text string, refs []Reference) string {
 	if typ != typeProtobuf || req.URL.Query().Get("format") != "serialized" {
 		return text
 	}
-	p, err := r.parse(typ, text, refs)
+	p, err := r.parseIn(ctx, typ, text, refs)
 	if err != nil {
 		return text
 	}

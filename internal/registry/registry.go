@@ -18,6 +18,9 @@
 // (santhosh-tekuri/jsonschema, drafts 4 to 2020-12, jsonschema.go) with
 // references and the seven compatibility levels, by Confluent's rules for
 // each (for JSON Schema its content-model rules, jsonschema_compat.go).
+//
+// Contexts (context.go) are Confluent's: qualified subjects ":.ctx:name",
+// ids allocated per context, /contexts/{ctx}/... path prefixes.
 package registry
 
 import (
@@ -91,9 +94,9 @@ type Registry struct {
 	writeMu sync.Mutex
 
 	keysMu    sync.Mutex
-	keyOfID   map[int]string // schema identity (see schemaKeyOf) by id
-	idOfKey   map[string]int
-	indexedTo int // ids up to here are in keyOfID
+	keyOfID   map[idKey]string // schema identity (parsed.key) by context and id
+	idOfKey   map[string]int   // id by context + "\x00" + identity
+	indexedTo map[string]int   // by context: ids up to here are in keyOfID
 }
 
 // New returns a Registry; nothing is connected until the first request.
@@ -110,7 +113,7 @@ func New(cfg Config) *Registry {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Registry{cfg: cfg, st: newStore(), keyOfID: map[int]string{}, idOfKey: map[string]int{}}
+	return &Registry{cfg: cfg, st: newStore(), keyOfID: map[idKey]string{}, idOfKey: map[string]int{}, indexedTo: map[string]int{}}
 }
 
 // ready opens the topic log on first use.

@@ -162,6 +162,9 @@ func TestRegistry(t *testing.T) {
 		if err := cl.DeleteSchema(ctx, "del-value", 1, sr.SoftDelete); err != nil {
 			t.Fatal(err)
 		}
+		if err := cl.DeleteSchema(ctx, "del-value", 1, sr.SoftDelete); code(err) != 40406 {
+			t.Fatalf("second soft delete of a version: %v, want 40406", err)
+		}
 		vs, err := cl.SubjectVersions(ctx, "del-value")
 		if err != nil || len(vs) != 1 || vs[0] != 2 {
 			t.Fatalf("versions after soft delete: %v, %v", vs, err)

@@ -28,16 +28,22 @@ type schemaDef struct {
 	References []Reference
 }
 
+// idKey names a schema id: ids are allocated per context.
+type idKey struct {
+	ctx string
+	id  int
+}
+
 // store is the registry's state: exactly what replaying _schemas up to
 // some offset yields. apply is the only way it changes. The versions it
 // hands out are never modified afterwards (a change replaces them), so
 // readers use them without the lock.
 type store struct {
 	mu       sync.RWMutex
-	subjects map[string][]*version // sorted by Version
-	ids      map[int]schemaDef
-	idUses   map[int]int // versions (deleted or not) naming each id
-	maxID    int
+	subjects map[string][]*version // by qualified subject; sorted by Version
+	ids      map[idKey]schemaDef
+	idUses   map[idKey]int     // versions (deleted or not) naming each id
+	maxID    map[string]int    // by context
 	config   map[string]string // compatibility level by subject; "" is global
 	normal   map[string]bool   // the normalize setting by subject, where set; "" is global
 	mode     map[string]string // mode by subject; "" is global
@@ -47,8 +53,9 @@ type store struct {
 func newStore() *store {
 	return &store{
 		subjects: map[string][]*version{},
-		ids:      map[int]schemaDef{},
-		idUses:   map[int]int{},
+		ids:      map[idKey]schemaDef{},
+		idUses:   map[idKey]int{},
+		maxID:    map[string]int{},
 		config:   map[string]string{},
 		normal:   map[string]bool{},
 		mode:     map[string]string{},
@@ -136,7 +143,12 @@ func (s *store) apply(r record) error {
 			}
 		}
 	case keyContext:
-		if k.Context != "" {
+		if k.Context == "" || k.Context == defaultContext {
+			return nil
+		}
+		if r.Value == nil {
+			delete(s.contexts, k.Context)
+		} else {
 			s.contexts[k.Context] = true
 		}
 	case keyNoop:
@@ -157,7 +169,7 @@ func (s *store) putVersionLocked(v *version) {
 	vs := s.subjects[v.Subject]
 	i := sort.Search(len(vs), func(i int) bool { return vs[i].Version >= v.Version })
 	if i < len(vs) && vs[i].Version == v.Version {
-		s.releaseIDLocked(vs[i].ID)
+		s.releaseIDLocked(vs[i].Subject, vs[i].ID)
 		vs[i] = v
 	} else {
 		vs = append(vs, nil)
@@ -165,16 +177,18 @@ func (s *store) putVersionLocked(v *version) {
 		vs[i] = v
 	}
 	s.subjects[v.Subject] = vs
-	s.ids[v.ID] = schemaDef{SchemaType: v.SchemaType, Schema: v.Schema, References: v.References}
-	s.idUses[v.ID]++
-	s.maxID = max(s.maxID, v.ID)
+	ctx := contextOf(v.Subject)
+	k := idKey{ctx, v.ID}
+	s.ids[k] = schemaDef{SchemaType: v.SchemaType, Schema: v.Schema, References: v.References}
+	s.idUses[k]++
+	s.maxID[ctx] = max(s.maxID[ctx], v.ID)
 }
 
 func (s *store) removeVersionLocked(subject string, ver int) {
 	vs := s.subjects[subject]
 	for i, v := range vs {
 		if v.Version == ver {
-			s.releaseIDLocked(v.ID)
+			s.releaseIDLocked(subject, v.ID)
 			vs = append(vs[:i:i], vs[i+1:]...)
 			break
 		}
@@ -188,10 +202,11 @@ func (s *store) removeVersionLocked(subject string, ver int) {
 
 // releaseIDLocked forgets an id's schema once no version names it. maxID
 // is kept: ids are never reused.
-func (s *store) releaseIDLocked(id int) {
-	if s.idUses[id]--; s.idUses[id] <= 0 {
-		delete(s.idUses, id)
-		delete(s.ids, id)
+func (s *store) releaseIDLocked(subject string, id int) {
+	k := idKey{contextOf(subject), id}
+	if s.idUses[k]--; s.idUses[k] <= 0 {
+		delete(s.idUses, k)
+		delete(s.ids, k)
 	}
 }
 
@@ -213,21 +228,22 @@ func (s *store) versions(subject string, deleted bool) []*version {
 // allVersions returns every version, including soft-deleted ones.
 func (s *store) allVersions(subject string) []*version { return s.versions(subject, true) }
 
-func (s *store) schemaByID(id int) (schemaDef, bool) {
+// schemaByID returns the schema an id names in a context.
+func (s *store) schemaByID(ctx string, id int) (schemaDef, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	d, ok := s.ids[id]
+	d, ok := s.ids[idKey{ctx, id}]
 	return d, ok
 }
 
 // subjectNames returns the sorted names of subjects with a version
-// (a live one unless deleted) whose name starts with prefix.
+// (a live one unless deleted) that match prefix (subjectMatches).
 func (s *store) subjectNames(prefix string, deleted bool) []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []string
 	for name, vs := range s.subjects {
-		if !strings.HasPrefix(name, prefix) {
+		if !subjectMatches(name, prefix) {
 			continue
 		}
 		for _, v := range vs {
@@ -241,12 +257,16 @@ func (s *store) subjectNames(prefix string, deleted bool) []string {
 	return out
 }
 
-// usesOf returns the versions that carry id, ordered by subject and version.
-func (s *store) usesOf(id int, deleted bool) []*version {
+// usesOf returns the versions of a context that carry id, ordered by
+// subject and version.
+func (s *store) usesOf(ctx string, id int, deleted bool) []*version {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []*version
-	for _, vs := range s.subjects {
+	for name, vs := range s.subjects {
+		if contextOf(name) != ctx {
+			continue
+		}
 		for _, v := range vs {
 			if v.ID == id && (deleted || !v.Deleted) {
 				out = append(out, v)
@@ -263,7 +283,8 @@ func (s *store) usesOf(id int, deleted bool) []*version {
 }
 
 // referencedBy returns the ids of live versions that reference subject's
-// version ver.
+// version ver (a reference names a subject of its referrer's context
+// unless qualified).
 func (s *store) referencedBy(subject string, ver int) []int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -274,7 +295,7 @@ func (s *store) referencedBy(subject string, ver int) []int {
 				continue
 			}
 			for _, r := range v.References {
-				if r.Subject == subject && r.Version == ver {
+				if refSubject(contextOf(v.Subject), r.Subject) == subject && r.Version == ver {
 					out = append(out, v.ID)
 					break
 				}
@@ -307,6 +328,7 @@ func (s *store) modeOf(subject string) (string, bool) {
 	return m, ok
 }
 
+// contextNames lists the default context and the recorded ones, sorted.
 func (s *store) contextNames() []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -318,10 +340,30 @@ func (s *store) contextNames() []string {
 	return out
 }
 
-func (s *store) nextID() int {
+func (s *store) hasContext(ctx string) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.maxID + 1
+	return ctx == defaultContext || s.contexts[ctx]
+}
+
+// contextEmpty reports whether no subject of ctx has a version, even a
+// soft-deleted one.
+func (s *store) contextEmpty(ctx string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for name := range s.subjects {
+		if contextOf(name) == ctx {
+			return false
+		}
+	}
+	return true
+}
+
+// nextID is the id the next new schema of a context gets.
+func (s *store) nextID(ctx string) int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.maxID[ctx] + 1
 }
 
 // empty reports whether no subject has any version.

@@ -1,16 +1,32 @@
 // @confluentinc/schemaregistry (Confluent's JavaScript Schema Registry
 // client, Avro and JSON Schema serdes) against the registry `samsa server` runs.
-// Usage: node registry.cjs URL. Prints one "feature TAB pass|fail TAB note"
-// line per check; run.sh records them.
+// Usage: node registry.cjs URL [BOOTSTRAP]. Prints one
+// "feature TAB pass|fail|skip TAB note" line per check; run.sh records
+// them. With BOOTSTRAP (and kcat on the PATH) Avro values serialized here
+// go through the broker: produced and read back with kcat.
 const sr = require("@confluentinc/schemaregistry");
+const { execFileSync } = require("child_process");
+const fs = require("fs");
+const os = require("os");
+const path = require("path");
 
 const url = process.argv[2];
+const bootstrap = process.argv[3];
 const userV1 = '{"type":"record","name":"User","namespace":"js","fields":[{"name":"name","type":"string"}]}';
 const userV2 = '{"type":"record","name":"User","namespace":"js","fields":[{"name":"name","type":"string"},{"name":"age","type":"int","default":0}]}';
 const userBad = '{"type":"record","name":"User","namespace":"js","fields":[{"name":"name","type":"string"},{"name":"email","type":"string"}]}';
 
-function report(feature, ok, note = "") {
-  console.log(`${feature}\t${ok ? "pass" : "fail"}\t${String(note).replace(/\s+/g, " ")}`);
+function report(feature, ok, note = "", status = ok ? "pass" : "fail") {
+  console.log(`${feature}\t${status}\t${String(note).replace(/\s+/g, " ")}`);
+}
+
+function haveKcat() {
+  try {
+    execFileSync("kcat", ["-V"], { stdio: "ignore" });
+    return true;
+  } catch (e) {
+    return false;
+  }
 }
 
 async function check(feature, fn) {
@@ -47,6 +63,46 @@ async function main() {
     if (got.name !== "ada" || got.age !== 36) return `deserialized ${JSON.stringify(got)}`;
     return true;
   });
+
+  const throughBroker = "schema registry: Avro serializer, produced and consumed with kcat";
+  if (!bootstrap || !haveKcat()) {
+    report(throughBroker, false, bootstrap ? "kcat not installed" : "no broker address", "skip");
+  } else {
+    await check(throughBroker, async () => {
+      // The serializer writes with the subject's latest schema, kcat
+      // produces each serialized value as one message (one file per
+      // message) and reads them back raw; a deserializer with a client
+      // of its own resolves the id through the registry again.
+      const topic = "js-kcat-" + suffix;
+      const registered = await client.register(topic + "-value", { schemaType: "AVRO", schema: userV2 });
+      const ser = new sr.AvroSerializer(client, sr.SerdeType.VALUE, { autoRegisterSchemas: false, useLatestVersion: true });
+      const users = [{ name: "ada", age: 36 }, { name: "grace", age: 45 }, { name: "line\nbreak", age: 0 }];
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "js-kcat-"));
+      const files = [];
+      let id = 0;
+      for (const [i, u] of users.entries()) {
+        const bytes = await ser.serialize(topic, u);
+        id = bytes.readInt32BE(1);
+        files.push(path.join(dir, `m${i}`));
+        fs.writeFileSync(files[i], bytes);
+      }
+      execFileSync("kcat", ["-P", "-b", bootstrap, "-t", topic, ...files], { timeout: 30000 });
+      const read = [];
+      for (let offset = 0; offset < users.length; offset++) {
+        read.push(execFileSync("kcat", ["-C", "-b", bootstrap, "-t", topic, "-p", "0", "-o", String(offset),
+          "-c", "1", "-e", "-f", "%s"], { timeout: 30000 }));
+      }
+      fs.rmSync(dir, { recursive: true });
+      const de = new sr.AvroDeserializer(new sr.SchemaRegistryClient({ baseURLs: [url] }), sr.SerdeType.VALUE, {});
+      const got = [];
+      for (const b of read) {
+        if (b[0] !== 0 || b.readInt32BE(1) !== id) return `read back header ${b.subarray(0, 5).toString("hex")}, want id ${id}`;
+        got.push(await de.deserialize(topic, b));
+      }
+      if (JSON.stringify(got) !== JSON.stringify(users)) return `read back ${JSON.stringify(got)}`;
+      return registered === id || `registered id ${registered}, the messages carry ${id}`;
+    });
+  }
 
   await check("schema registry: JSON Schema serializer round trip", async () => {
     const topic = "js-json-" + suffix;

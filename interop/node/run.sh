@@ -20,6 +20,6 @@ for _ in $(seq 1 300); do
 done
 [ -n "$url" ] || { record "$C" "schema registry" fail "no registry in the server log"; exit 1; }
 
-NODE_PATH="$NODE_MODULES_DIR" timeout 120 node "$here/registry.cjs" "$url" | while IFS=$'\t' read -r feature status note; do
+NODE_PATH="$NODE_MODULES_DIR" timeout 120 node "$here/registry.cjs" "$url" "$SAMSA_ADDR" | while IFS=$'\t' read -r feature status note; do
 	record "$C" "$feature" "$status" "$note"
 done
