@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -64,7 +65,25 @@ type Config struct {
 	ConsumerInstanceTimeout time.Duration
 	// MaxRequestBytes bounds a request body; 0 means DefaultMaxRequestBytes.
 	MaxRequestBytes int64
-	Logger          *slog.Logger
+	// Auth, when not nil, requires HTTP basic authentication of every
+	// request (Confluent's authentication.method=BASIC).
+	Auth *BasicAuth
+	// UserClientOpts, when not nil, turns on principal propagation: the
+	// requests of each user of Auth go to the cluster through a client of
+	// their own, made with ClientOpts and then these options (a SASL login
+	// with the user's name and password), so that the broker authorizes
+	// each user as its own principal. A consumer instance belongs to the
+	// user who created it. Needs Auth.
+	UserClientOpts func(user, password string) []kgo.Opt
+	Logger         *slog.Logger
+}
+
+// Validate reports a configuration that cannot work.
+func (c *Config) Validate() error {
+	if c.UserClientOpts != nil && c.Auth == nil {
+		return errors.New("principal propagation needs basic authentication")
+	}
+	return nil
 }
 
 // Proxy serves the REST Proxy API.
@@ -78,6 +97,13 @@ type Proxy struct {
 	stop    chan struct{}
 	done    chan struct{}
 
+	// users holds the clients of principal propagation by user name.
+	users struct {
+		sync.Mutex
+		m      map[string]*principal
+		closed bool
+	}
+
 	mu struct {
 		sync.Mutex
 		// consumers by group, then instance id.
@@ -89,6 +115,9 @@ type Proxy struct {
 // New returns a proxy of the cluster cfg.ClientOpts reach. It connects at
 // the first request.
 func New(cfg Config) (*Proxy, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("rest proxy: %w", err)
+	}
 	if cfg.ConsumerInstanceTimeout <= 0 {
 		cfg.ConsumerInstanceTimeout = DefaultConsumerInstanceTimeout
 	}
@@ -98,21 +127,13 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	opts := append([]kgo.Opt{
-		kgo.ClientID("samsa-rest-proxy"),
-		kgo.RecordPartitioner(newPartitioner()),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(0),
-		// Topic answers come from metadata requests that franz-go
-		// caches for this long: short, so that a topic created or
-		// deleted is seen at the next request.
-		kgo.MetadataMinAge(100 * time.Millisecond),
-	}, cfg.ClientOpts...)
-	cl, err := kgo.NewClient(opts...)
+	p := &Proxy{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
+	cl, err := p.newClient(nil)
 	if err != nil {
 		return nil, fmt.Errorf("rest proxy: %w", err)
 	}
-	p := &Proxy{cfg: cfg, cl: cl, adm: kadm.NewClient(cl), stop: make(chan struct{}), done: make(chan struct{})}
+	p.cl, p.adm = cl, kadm.NewClient(cl)
+	p.users.m = map[string]*principal{}
 	if cfg.SchemaRegistryURL != "" {
 		if p.schemas, err = newSchemas(cfg.SchemaRegistryURL); err != nil {
 			cl.Close()
@@ -127,6 +148,22 @@ func New(cfg Config) (*Proxy, error) {
 	return p, nil
 }
 
+// newClient is a producing and admin client of the cluster with
+// Config.ClientOpts and then extra.
+func (p *Proxy) newClient(extra []kgo.Opt) (*kgo.Client, error) {
+	opts := append([]kgo.Opt{
+		kgo.ClientID("samsa-rest-proxy"),
+		kgo.RecordPartitioner(newPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(0),
+		// Topic answers come from metadata requests that franz-go
+		// caches for this long: short, so that a topic created or
+		// deleted is seen at the next request.
+		kgo.MetadataMinAge(100 * time.Millisecond),
+	}, p.cfg.ClientOpts...)
+	return kgo.NewClient(append(opts, extra...)...)
+}
+
 // drainBytes is how much of an unread request body the proxy reads and
 // drops after answering early, so the client gets to read the answer.
 const drainBytes = 256 << 20
@@ -135,6 +172,10 @@ const drainBytes = 256 << 20
 func (p *Proxy) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := r.Body
+		if r = p.authenticate(w, r); r == nil {
+			io.Copy(io.Discard, io.LimitReader(body, drainBytes))
+			return
+		}
 		// A v3 records stream may run for long: its limit is per record
 		// (v3ProduceRecords).
 		if !(r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v3/") && strings.HasSuffix(r.URL.Path, "/records")) {
@@ -172,6 +213,7 @@ func (p *Proxy) Close() {
 	for _, c := range all {
 		c.close()
 	}
+	p.closeUsers()
 	p.cl.Close()
 }
 
@@ -201,7 +243,16 @@ var (
 	errValSchemaMissing  = &apiError{422, 42202, "Request includes values but does not include value schema"}
 )
 
+// kafkaError is Confluent's answer to an error from the cluster: 403/40301
+// for an authorization failure (the broker's ACLs refused the proxy's, or
+// with principal propagation the user's, principal), else 500/50002.
 func kafkaError(err error) *apiError {
+	for _, ae := range []error{kerr.TopicAuthorizationFailed, kerr.GroupAuthorizationFailed,
+		kerr.ClusterAuthorizationFailed, kerr.TransactionalIDAuthorizationFailed, kerr.SaslAuthenticationFailed} {
+		if errors.Is(err, ae) {
+			return errf(403, 40301, "Not authorized: %v", err)
+		}
+	}
 	return errf(500, 50002, "Kafka error: %v", err)
 }
 

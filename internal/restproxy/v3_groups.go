@@ -21,7 +21,7 @@ func (v *v3req) groupBody(g kadm.DescribedGroup) map[string]any {
 }
 
 func (p *Proxy) v3Groups(v *v3req) (int, any, error) {
-	listed, err := p.adm.ListGroups(v.ctx)
+	listed, err := p.admin(v.ctx).ListGroups(v.ctx)
 	if err != nil {
 		return 0, nil, kafkaError(err)
 	}
@@ -33,7 +33,7 @@ func (p *Proxy) v3Groups(v *v3req) (int, any, error) {
 	}
 	var data []any
 	if len(names) > 0 {
-		dg, err := p.adm.DescribeGroups(v.ctx, names...)
+		dg, err := p.admin(v.ctx).DescribeGroups(v.ctx, names...)
 		if err != nil && len(dg) == 0 {
 			return 0, nil, kafkaError(err)
 		}
@@ -49,7 +49,7 @@ func (p *Proxy) v3Groups(v *v3req) (int, any, error) {
 // describeGroup is the {group} of the path, or 404.
 func (p *Proxy) describeGroup(v *v3req) (kadm.DescribedGroup, error) {
 	name := v.r.PathValue("group")
-	dg, err := p.adm.DescribeGroups(v.ctx, name)
+	dg, err := p.admin(v.ctx).DescribeGroups(v.ctx, name)
 	if err != nil && len(dg) == 0 {
 		return kadm.DescribedGroup{}, kafkaError(err)
 	}
@@ -109,7 +109,7 @@ func (p *Proxy) groupLags(v *v3req) (string, []kadm.GroupMemberLag, error) {
 		return "", nil, err
 	}
 	name := v.r.PathValue("group")
-	lags, err := p.adm.Lag(v.ctx, name)
+	lags, err := p.admin(v.ctx).Lag(v.ctx, name)
 	if err != nil {
 		return "", nil, kafkaError(err)
 	}
@@ -292,7 +292,7 @@ func (p *Proxy) v3ListACLs(v *v3req) (int, any, error) {
 	req := kmsg.NewPtrDescribeACLsRequest()
 	req.ResourceType, req.ResourceName, req.ResourcePatternType = rt, f.ResourceName, pt
 	req.Principal, req.Host, req.Operation, req.PermissionType = f.Principal, f.Host, op, perm
-	resp, err := req.RequestWith(v.ctx, p.cl)
+	resp, err := req.RequestWith(v.ctx, p.client(v.ctx))
 	if err != nil {
 		return 0, nil, kafkaError(err)
 	}
@@ -329,7 +329,7 @@ func (p *Proxy) v3CreateACL(v *v3req) (int, any, error) {
 	c.ResourceType, c.ResourceName, c.ResourcePatternType = rt, *a.ResourceName, pt
 	c.Principal, c.Host, c.Operation, c.PermissionType = *a.Principal, host, op, perm
 	req.Creations = append(req.Creations, c)
-	resp, err := req.RequestWith(v.ctx, p.cl)
+	resp, err := req.RequestWith(v.ctx, p.client(v.ctx))
 	if err != nil {
 		return 0, nil, kafkaError(err)
 	}
@@ -355,7 +355,7 @@ func (p *Proxy) v3DeleteACLs(v *v3req) (int, any, error) {
 	df.ResourceType, df.ResourceName, df.ResourcePatternType = rt, f.ResourceName, pt
 	df.Principal, df.Host, df.Operation, df.PermissionType = f.Principal, f.Host, op, perm
 	req.Filters = append(req.Filters, df)
-	resp, err := req.RequestWith(v.ctx, p.cl)
+	resp, err := req.RequestWith(v.ctx, p.client(v.ctx))
 	if err != nil {
 		return 0, nil, kafkaError(err)
 	}

@@ -196,7 +196,7 @@ func (p *Proxy) v3ProduceRecords(v *v3req) (int, any, error) {
 		}
 		f := make(chan report, 1)
 		futures <- f
-		p.cl.Produce(v.r.Context(), kr, func(r *kgo.Record, err error) {
+		p.client(v.r.Context()).Produce(v.r.Context(), kr, func(r *kgo.Record, err error) {
 			f <- v.delivered(r, keyType, valType, err)
 		})
 	}
@@ -244,7 +244,7 @@ func (p *Proxy) v3ProduceBatch(v *v3req) (int, any, error) {
 			continue
 		}
 		wg.Add(1)
-		p.cl.Produce(v.r.Context(), kr, func(r *kgo.Record, err error) {
+		p.client(v.r.Context()).Produce(v.r.Context(), kr, func(r *kgo.Record, err error) {
 			reports[i] = v.delivered(r, keyType, valType, err)
 			wg.Done()
 		})
