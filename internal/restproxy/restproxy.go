@@ -11,6 +11,11 @@
 // proxy owns answers 40403, as Confluent's does) and are closed after
 // Config.ConsumerInstanceTimeout without a request.
 //
+// With Config.Auth every request needs HTTP basic authentication; with
+// Config.UserClientOpts (principal propagation) each user's requests reach
+// the cluster through a client logged in as that user (auth.go), so the
+// broker's ACLs apply per user.
+//
 // Produce validates every record of a request before it produces any, so a
 // request that answers 4xx has produced nothing. Records are produced with
 // acks=all; an answer's offsets are the ones the cluster acknowledged.
@@ -72,8 +77,9 @@ type Config struct {
 	// requests of each user of Auth go to the cluster through a client of
 	// their own, made with ClientOpts and then these options (a SASL login
 	// with the user's name and password), so that the broker authorizes
-	// each user as its own principal. A consumer instance belongs to the
-	// user who created it. Needs Auth.
+	// each user as its own principal; ClientOpts must then carry no SASL
+	// login of their own (franz-go would use the first). A consumer
+	// instance belongs to the user who created it. Needs Auth.
 	UserClientOpts func(user, password string) []kgo.Opt
 	Logger         *slog.Logger
 }
