@@ -70,7 +70,7 @@ type topicPartitionOffset struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
 	Offset    int64  `json:"offset"`
-	Metadata  string `json:"metadata,omitempty"`
+	Metadata  string `json:"metadata"`
 }
 
 var (

@@ -60,7 +60,7 @@ func (p *Proxy) routesV3() {
 				writeError(w, errNotAcceptable)
 				return
 			}
-			if (r.Method == http.MethodPost || r.Method == http.MethodPut) && mediaType(r.Header.Get("Content-Type")) != v3Type {
+			if (r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch) && mediaType(r.Header.Get("Content-Type")) != v3Type {
 				writeError(w, errUnsupportedType)
 				return
 			}
@@ -118,6 +118,7 @@ func (p *Proxy) routesV3() {
 	h("GET "+c+"/acls", p.v3ListACLs)
 	h("POST "+c+"/acls", p.v3CreateACL)
 	h("DELETE "+c+"/acls", p.v3DeleteACLs)
+	p.routesV3More(h)
 }
 
 // checkCluster answers 404 for a cluster id that is not this cluster's.

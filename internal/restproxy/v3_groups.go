@@ -16,6 +16,8 @@ func (v *v3req) groupBody(g kadm.DescribedGroup) map[string]any {
 	return map[string]any{"kind": "KafkaConsumerGroup", "metadata": v.meta(path, "/consumer-group="+g.Group),
 		"cluster_id": v.cluster, "consumer_group_id": g.Group, "is_simple": g.ProtocolType == "",
 		"partition_assignor": g.Protocol, "state": strings.ToUpper(g.State),
+		// Groups are described with the classic DescribeGroups.
+		"type": "CLASSIC", "is_mixed_consumer_group": false,
 		"coordinator": v.related("/brokers/" + strconv.Itoa(int(g.Coordinator.NodeID))),
 		"consumers":   v.related(path + "/consumers"), "lag_summary": v.related(path + "/lag-summary")}
 }
@@ -195,7 +197,8 @@ func (p *Proxy) v3GroupLagSummary(v *v3req) (int, any, error) {
 	path := "/consumer-groups/" + g + "/lag-summary"
 	out := map[string]any{"kind": "KafkaConsumerGroupLagSummary", "metadata": v.meta(path, "/consumer-group="+g+"/lag-summary"),
 		"cluster_id": v.cluster, "consumer_group_id": g, "max_lag_consumer_id": "", "max_lag_instance_id": nil,
-		"max_lag_client_id": "", "max_lag_topic_name": "", "max_lag_partition_id": 0, "max_lag": 0, "total_lag": 0}
+		"max_lag_client_id": "", "max_lag_topic_name": "", "max_lag_partition_id": 0, "max_lag": 0, "total_lag": 0,
+		"max_lag_consumer": v.related("/consumer-groups/" + g + "/consumers/"), "max_lag_partition": v.related("/topics/")}
 	var total int64
 	var max *kadm.GroupMemberLag
 	for i, l := range lags {
@@ -313,22 +316,29 @@ func (p *Proxy) v3CreateACL(v *v3req) (int, any, error) {
 	if err := decodeBody(v.r, &a, false); err != nil {
 		return 0, nil, err
 	}
-	rt, pt, op, perm, err := a.parsed(true)
-	if err != nil {
-		return 0, nil, err
-	}
-	if a.ResourceName == nil || a.Principal == nil {
-		return 0, nil, errf(400, 40002, "resource_name and principal are required")
-	}
-	host := "*"
-	if a.Host != nil {
-		host = *a.Host
-	}
+	return p.createACLs(v, []aclFields{a})
+}
+
+// createACLs creates every ACL of as in one CreateAcls request.
+func (p *Proxy) createACLs(v *v3req, as []aclFields) (int, any, error) {
 	req := kmsg.NewPtrCreateACLsRequest()
-	c := kmsg.NewCreateACLsRequestCreation()
-	c.ResourceType, c.ResourceName, c.ResourcePatternType = rt, *a.ResourceName, pt
-	c.Principal, c.Host, c.Operation, c.PermissionType = *a.Principal, host, op, perm
-	req.Creations = append(req.Creations, c)
+	for _, a := range as {
+		rt, pt, op, perm, err := a.parsed(true)
+		if err != nil {
+			return 0, nil, err
+		}
+		if a.ResourceName == nil || a.Principal == nil {
+			return 0, nil, errf(400, 40002, "resource_name and principal are required")
+		}
+		host := "*"
+		if a.Host != nil {
+			host = *a.Host
+		}
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourceName, c.ResourcePatternType = rt, *a.ResourceName, pt
+		c.Principal, c.Host, c.Operation, c.PermissionType = *a.Principal, host, op, perm
+		req.Creations = append(req.Creations, c)
+	}
 	resp, err := req.RequestWith(v.ctx, p.client(v.ctx))
 	if err != nil {
 		return 0, nil, kafkaError(err)
