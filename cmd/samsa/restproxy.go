@@ -7,12 +7,14 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -21,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/registry"
@@ -35,6 +38,8 @@ func runRestProxy(args []string, _ io.Reader, _, stderr io.Writer) int {
 	cf.register(fs)
 	listen := fs.String("listen", "http://127.0.0.1:8082", "comma-separated `http://host:port` or https://host:port endpoints to serve the REST Proxy on")
 	registryURL := fs.String("schema-registry-url", "", "Schema Registry `URL` for the avro, jsonschema and protobuf embedded formats (Confluent's schema.registry.url); empty refuses their data")
+	registryUser := fs.String("schema-registry-user-info", "", "`user:password` of the Schema Registry's basic authentication (Confluent's schema.registry.basic.auth.user.info)")
+	registryCA := fs.String("schema-registry-ca", "", "PEM `file` of the CA certificates trusted for an https Schema Registry (default: the system's roots)")
 	idle := fs.Duration("consumer-instance-timeout", restproxy.DefaultConsumerInstanceTimeout, "close a v2 consumer instance after this long without a request (Confluent's consumer.instance.timeout.ms)")
 	httpsCert := fs.String("https-cert", "", "PEM `file` of the certificate chain the https:// listeners serve (with --https-key)")
 	httpsKey := fs.String("https-key", "", "PEM `file` of the private key of --https-cert")
@@ -67,6 +72,10 @@ func runRestProxy(args []string, _ io.Reader, _, stderr io.Writer) int {
 		listeners = append(listeners, rl)
 	}
 	pcfg := restproxy.Config{ClientOpts: opts, SchemaRegistryURL: *registryURL, ConsumerInstanceTimeout: *idle, Logger: logger}
+	if pcfg.SchemaRegistryOpts, err = registryClientFlags(*registryUser, *registryCA); err != nil {
+		fmt.Fprintf(stderr, "samsa rest-proxy: %v\n", err)
+		return exitUsage
+	}
 	serverTLS, err := restProxyFlagsTLS(listeners, *httpsCert, *httpsKey)
 	if err != nil {
 		fmt.Fprintf(stderr, "samsa rest-proxy: %v\n", err)
@@ -99,6 +108,31 @@ func runRestProxy(args []string, _ io.Reader, _, stderr io.Writer) int {
 	logger.Info("shutting down", "cause", context.Cause(ctx).Error())
 	closeProxy()
 	return exitOK
+}
+
+// registryClientFlags are the registry client options of
+// --schema-registry-user-info and --schema-registry-ca.
+func registryClientFlags(userInfo, caFile string) ([]sr.ClientOpt, error) {
+	var opts []sr.ClientOpt
+	if userInfo != "" {
+		user, pass, ok := strings.Cut(userInfo, ":")
+		if !ok {
+			return nil, errors.New("--schema-registry-user-info wants user:password")
+		}
+		opts = append(opts, sr.BasicAuth(user, pass))
+	}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		pool := x509.NewCertPool()
+		if err == nil && !pool.AppendCertsFromPEM(pem) {
+			err = errors.New("no PEM certificate in it")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--schema-registry-ca: %w", err)
+		}
+		opts = append(opts, sr.DialTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
+	}
+	return opts, nil
 }
 
 // restProxyFlagsTLS is the TLS of `samsa rest-proxy`'s https listeners,
@@ -210,30 +244,45 @@ func serveRestProxy(listeners []config.RegistryListener, serverTLS *tls.Config, 
 	}, nil
 }
 
-// serverRegistryURL is the URL of the registry `samsa server` runs, for
-// the proxy's schema formats (avro, jsonschema, protobuf): its first http
-// listener, unless that one has a kernel-chosen port or the registry asks
-// for basic authentication, which the proxy has no credentials for (then
-// the proxy runs without them).
-func serverRegistryURL(cfg *config.Config) string {
-	addrs, err := cfg.SchemaRegistryListeners()
-	if method, _, _, _ := cfg.SchemaRegistryAuth(); err != nil || method != "NONE" {
-		return ""
+// serverRegistry is the registry `samsa server` runs, for the proxy's
+// schema formats (avro, jsonschema, protobuf): its first http listener,
+// else its first https one, unless that has a kernel-chosen port. An https one is reached with the
+// registry's own TLS settings (schema.registry.ssl.*, whose trust store
+// must hold its certificate's CA); one asking for basic authentication
+// with rest.proxy.schema.registry.basic.auth.user.info. Without them the
+// proxy runs without a registry ("").
+func serverRegistry(cfg *config.Config) (string, []sr.ClientOpt) {
+	listeners, err := cfg.SchemaRegistryListeners()
+	if err != nil || len(listeners) == 0 {
+		return "", nil
 	}
-	for _, l := range addrs {
-		if l.TLS {
-			continue
+	var opts []sr.ClientOpt
+	if method, _, _, _ := cfg.SchemaRegistryAuth(); method != "NONE" {
+		user, pass, ok := strings.Cut(cfg.RestProxyRegistryUserInfo(), ":")
+		if !ok {
+			return "", nil
 		}
-		host, port, _ := net.SplitHostPort(l.Addr)
-		if port == "0" {
-			return ""
-		}
-		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-			host = "127.0.0.1"
-		}
-		return "http://" + net.JoinHostPort(host, port)
+		opts = append(opts, sr.BasicAuth(user, pass))
 	}
-	return ""
+	l := listeners[0]
+	if i := slices.IndexFunc(listeners, func(l config.RegistryListener) bool { return !l.TLS }); i >= 0 {
+		l = listeners[i]
+	}
+	host, port, _ := net.SplitHostPort(l.Addr)
+	if port == "0" {
+		return "", nil
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	if l.TLS {
+		_, client, err := registryTLS(cfg)
+		if err != nil {
+			return "", nil
+		}
+		opts = append(opts, sr.HTTPClient(client))
+	}
+	return config.RegistryListener{Addr: net.JoinHostPort(host, port), TLS: l.TLS}.URL(), opts
 }
 
 // startServerRestProxy starts the REST Proxy of `samsa server` when
@@ -249,7 +298,8 @@ func startServerRestProxy(cfg *config.Config, srv *server.Server, fromDefaults b
 	if err != nil || len(listeners) == 0 {
 		return func() {}, err
 	}
-	pcfg := restproxy.Config{SchemaRegistryURL: serverRegistryURL(cfg), Logger: logger}
+	pcfg := restproxy.Config{Logger: logger}
+	pcfg.SchemaRegistryURL, pcfg.SchemaRegistryOpts = serverRegistry(cfg)
 	var serverTLS *tls.Config
 	if slices.ContainsFunc(listeners, func(l config.RegistryListener) bool { return l.TLS }) {
 		settings, err := server.TLSSettings(cfg.RestProxySSL())

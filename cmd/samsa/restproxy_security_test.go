@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,9 +21,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/security/tlstest"
+	"github.com/samsa-io/samsa/internal/server"
 	"github.com/samsa-io/samsa/internal/servertest"
 )
 
@@ -208,5 +211,77 @@ func TestRestProxyStartupRefusals(t *testing.T) {
 		} else if !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v", c.overrides, err)
 		}
+	}
+}
+
+// TestServerRestProxyRegistryAuth: the proxy of `samsa server` uses the
+// node's registry that asks for basic authentication with
+// rest.proxy.schema.registry.basic.auth.user.info, and without it refuses
+// the schema formats.
+func TestServerRestProxyRegistryAuth(t *testing.T) {
+	dir := t.TempDir()
+	users := writeFile(t, dir, "users.properties", "alice: alice-secret\n")
+	regAddr := deadAddr(t)
+	load := func(extra ...string) *config.Config {
+		cfg, warnings, err := config.Load("", append([]string{"log.dirs=" + t.TempDir(),
+			"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+			"schema.registry.listeners=http://" + regAddr,
+			"schema.registry.authentication.method=BASIC",
+			"schema.registry.authentication.users.file=" + users,
+			"rest.proxy.listeners=http://127.0.0.1:0"}, extra...))
+		if err != nil || len(warnings) > 0 {
+			t.Fatalf("config: %v %v", err, warnings)
+		}
+		return cfg
+	}
+	cfg := load("rest.proxy.schema.registry.basic.auth.user.info=alice:alice-secret")
+	srv, err := server.Start(cfg, servertest.Logger(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	stopRegistry, err := startServerRegistry(cfg, srv, false, servertest.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopRegistry()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr("PLAINTEXT")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "avro-in"); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"value_schema":"{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"a\",\"type\":\"int\"}]}","records":[{"value":{"a":1}}]}`
+	produce := func(c *config.Config) (int, []byte) {
+		logs := &lockedBuffer{}
+		stop, err := startServerRestProxy(c, srv, false, slog.New(slog.NewTextHandler(logs, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stop()
+		url := waitFor(t, restProxyRE, logs.String)
+		req, _ := http.NewRequestWithContext(ctx, "POST", url+"/topics/avro-in", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/vnd.kafka.avro.v2+json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	if status, b := produce(cfg); status != 200 || !strings.Contains(string(b), `"value_schema_id":1`) {
+		t.Errorf("with the registry's credentials: %d %s", status, b)
+	}
+	if status, b := produce(load()); status != 422 || !strings.Contains(string(b), "42205") {
+		t.Errorf("without them: %d %s", status, b)
+	}
+	got, err := srClient(t, "http://"+regAddr, sr.BasicAuth("alice", "alice-secret")).SchemaByVersion(ctx, "avro-in-value", 1)
+	if err != nil || !strings.Contains(got.Schema.Schema, `"R"`) {
+		t.Errorf("avro-in-value 1: %+v %v", got, err)
 	}
 }

@@ -24,6 +24,7 @@ func withRestProxyKeys(list []*Key) []*Key {
 		internal(k("rest.proxy.client.security.protocol", String, null, securityProtocols, Medium, ReadOnly, "Protocol of the node's broker listener the REST Proxy connects to (Confluent's client.security.protocol); unset: the first PLAINTEXT listener, else SSL, SASL_PLAINTEXT, SASL_SSL (a SASL one with principal propagation).")),
 		internal(k("rest.proxy.client.sasl.mechanism", String, null, nil, Medium, ReadOnly, "SASL mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512) the REST Proxy logs in with on a SASL listener (Confluent's client.sasl.mechanism); unset: sasl.mechanism.inter.broker.protocol if the listener enables it, else the first of those it enables.")),
 		internal(k("rest.proxy.client.sasl.jaas.config", Password, null, nil, Medium, ReadOnly, "JAAS login of the REST Proxy's client, with its username and password options (Confluent's client.sasl.jaas.config); unset: the node's own credentials of the listener and mechanism.")),
+		internal(k("rest.proxy.schema.registry.basic.auth.user.info", Password, null, nil, Medium, ReadOnly, "user:password the REST Proxy gives the node's Schema Registry when it asks for basic authentication (Confluent's schema.registry.basic.auth.user.info); unset: such a registry is not used and the avro, jsonschema and protobuf formats are refused.")),
 		internal(k("rest.proxy.confluent.rest.auth.propagate.method", String, "NONE", oneOf{"NONE", "JETTY_AUTH"}, Medium, ReadOnly, "JETTY_AUTH: principal propagation; each user of the basic authentication reaches the cluster as its own principal, logging in to a SASL listener with its name and password and rest.proxy.client.sasl.mechanism, so the broker's ACLs apply to it (Confluent's confluent.rest.auth.propagate.method). NONE: every request uses the proxy's own login.")),
 	}
 	for _, base := range schemaRegistrySSLKeys {
@@ -70,4 +71,10 @@ func (c *Config) RestProxyAuth() (method, realm string, roles []string, usersFil
 // .sasl.jaas.config, "" when unset.
 func (c *Config) RestProxyKafkaClient() (protocol, mechanism, jaas string) {
 	return c.str("rest.proxy.client.security.protocol"), c.str("rest.proxy.client.sasl.mechanism"), c.str("rest.proxy.client.sasl.jaas.config")
+}
+
+// RestProxyRegistryUserInfo is rest.proxy.schema.registry.basic.auth.user.info,
+// "" when unset.
+func (c *Config) RestProxyRegistryUserInfo() string {
+	return c.str("rest.proxy.schema.registry.basic.auth.user.info")
 }

@@ -42,8 +42,8 @@ type schemas struct {
 	types  map[int]sr.SchemaType
 }
 
-func newSchemas(url string) (*schemas, error) {
-	cl, err := sr.NewClient(sr.URLs(url))
+func newSchemas(url string, opts ...sr.ClientOpt) (*schemas, error) {
+	cl, err := sr.NewClient(append([]sr.ClientOpt{sr.URLs(url)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

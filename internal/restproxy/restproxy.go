@@ -44,6 +44,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 )
 
 // Defaults, as Confluent's proxy has them.
@@ -65,6 +66,11 @@ type Config struct {
 	// read them from (Confluent's schema.registry.url); "" refuses their
 	// data.
 	SchemaRegistryURL string
+	// SchemaRegistryOpts are more options of the registry client: its
+	// basic authentication (Confluent's
+	// schema.registry.basic.auth.user.info) or an HTTP client trusting an
+	// https registry's CA.
+	SchemaRegistryOpts []sr.ClientOpt
 	// ConsumerInstanceTimeout closes a consumer instance after this long
 	// without a request; 0 means DefaultConsumerInstanceTimeout.
 	ConsumerInstanceTimeout time.Duration
@@ -141,7 +147,7 @@ func New(cfg Config) (*Proxy, error) {
 	p.cl, p.adm = cl, kadm.NewClient(cl)
 	p.users.m = map[string]*principal{}
 	if cfg.SchemaRegistryURL != "" {
-		if p.schemas, err = newSchemas(cfg.SchemaRegistryURL); err != nil {
+		if p.schemas, err = newSchemas(cfg.SchemaRegistryURL, cfg.SchemaRegistryOpts...); err != nil {
 			cl.Close()
 			return nil, fmt.Errorf("rest proxy: schema.registry.url: %w", err)
 		}
