@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -48,6 +49,7 @@ func runRestProxy(args []string, _ io.Reader, _, stderr io.Writer) int {
 	roles := fs.String("roles", "*", "comma-separated `roles` a user must hold one of; * allows any")
 	propagate := fs.String("propagate-principal", "", "principal propagation: each user of --users-file reaches the cluster as itself, logging in with SASL `mechanism` ("+strings.Join(saslMechanisms, ", ")+") and its own name and password (instead of --sasl-*)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	configFile := fs.String("config", "", "Confluent REST Proxy properties `file` (kafka-rest.properties: bootstrap.servers, listeners, ssl.*, authentication.*, client.*, schema.registry.*, consumer.instance.timeout.ms, confluent.rest.auth.propagate.method); flags win over it")
 	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
 	}
@@ -57,7 +59,21 @@ func runRestProxy(args []string, _ io.Reader, _, stderr io.Writer) int {
 		return exitUsage
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	opts, err := cf.clientOpts()
+	var file *restProxyFile
+	if *configFile != "" {
+		var err error
+		if file, err = readRestProxyFile(*configFile); err == nil {
+			err = file.apply(fs)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "samsa rest-proxy: %v\n", err)
+			return exitUsage
+		}
+		if len(file.ignored) > 0 {
+			logger.Warn("rest proxy: keys of the config file not used", "keys", strings.Join(file.ignored, ","))
+		}
+	}
+	opts, err := restProxyClientOpts(fs, &cf, file)
 	if err != nil {
 		fmt.Fprintf(stderr, "samsa rest-proxy: %v\n", err)
 		return exitUsage
@@ -77,6 +93,14 @@ func runRestProxy(args []string, _ io.Reader, _, stderr io.Writer) int {
 		return exitUsage
 	}
 	serverTLS, err := restProxyFlagsTLS(listeners, *httpsCert, *httpsKey)
+	if err != nil && *httpsCert == "" && file != nil && file.listenerTLS != nil {
+		var ts *security.TLSServer
+		if ts, err = security.NewTLSServer(*file.listenerTLS); err == nil {
+			serverTLS = ts.Config()
+		} else {
+			err = fmt.Errorf("--config: ssl.*: %w", err)
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "samsa rest-proxy: %v\n", err)
 		return exitUsage
@@ -108,6 +132,33 @@ func runRestProxy(args []string, _ io.Reader, _, stderr io.Writer) int {
 	logger.Info("shutting down", "cause", context.Cause(ctx).Error())
 	closeProxy()
 	return exitOK
+}
+
+// restProxyClientOpts are the cluster client options of `samsa
+// rest-proxy`: the connection flags, or when none of their security flags
+// is given, the client.* keys of its --config file.
+func restProxyClientOpts(fs *flag.FlagSet, cf *clientFlags, file *restProxyFile) ([]kgo.Opt, error) {
+	flagged := false
+	fs.Visit(func(f *flag.Flag) {
+		flagged = flagged || strings.HasPrefix(f.Name, "sasl-") || strings.HasPrefix(f.Name, "tls") ||
+			f.Name == "command-config" || f.Name == "user" || f.Name == "password"
+	})
+	if file == nil || file.client == nil || flagged {
+		return cf.clientOpts()
+	}
+	seeds := cf.seeds()
+	if len(seeds) == 0 {
+		return nil, errors.New("--bootstrap is empty")
+	}
+	sec, err := file.client.opts(cf.timeout)
+	if err != nil {
+		return nil, err
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("samsa-rest-proxy")}
+	if !file.client.useTLS {
+		opts = append(opts, kgo.DialTimeout(cf.timeout))
+	}
+	return append(opts, sec...), nil
 }
 
 // registryClientFlags are the registry client options of

@@ -104,6 +104,23 @@ func TestRestProxyHTTPSPropagation(t *testing.T) {
 	url2 := startRestProxyProc(t, "--bootstrap", saslAddr, "--listen", "https://127.0.0.1:0",
 		"--https-cert", keystore, "--https-key", keystore, "--users-file", users, "--roles", "developer",
 		"--propagate-principal", "PLAIN")
+	// The same from a kafka-rest.properties with Confluent's names.
+	props := writeFile(t, dir, "kafka-rest.properties", strings.Join([]string{
+		"id=samsa-rest-test",
+		"bootstrap.servers=SASL_PLAINTEXT://" + saslAddr,
+		"listeners=https://127.0.0.1:0",
+		"ssl.keystore.type=PEM",
+		"ssl.keystore.location=" + keystore,
+		"authentication.method=BASIC",
+		"authentication.realm=KafkaRest",
+		"authentication.roles=developer",
+		"authentication.users.file=" + users,
+		"client.security.protocol=SASL_PLAINTEXT",
+		"client.sasl.mechanism=PLAIN",
+		"confluent.rest.auth.propagate.method=JETTY_AUTH",
+		"producer.linger.ms=5",
+	}, "\n"))
+	url3 := startRestProxyProc(t, "--config", props)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -144,7 +161,7 @@ func TestRestProxyHTTPSPropagation(t *testing.T) {
 		return resp.StatusCode, e.ErrorCode, b
 	}
 	var want []string
-	for _, url := range []string{url1, url2} {
+	for _, url := range []string{url1, url2, url3} {
 		if _, _, b := produce(http.DefaultClient, url, "alice", "alice-secret", "untrusted"); !strings.Contains(string(b), "certificate") {
 			t.Errorf("%s without the CA: %s", url, b)
 		}
@@ -283,5 +300,27 @@ func TestServerRestProxyRegistryAuth(t *testing.T) {
 	got, err := srClient(t, "http://"+regAddr, sr.BasicAuth("alice", "alice-secret")).SchemaByVersion(ctx, "avro-in-value", 1)
 	if err != nil || !strings.Contains(got.Schema.Schema, `"R"`) {
 		t.Errorf("avro-in-value 1: %+v %v", got, err)
+	}
+}
+
+// TestRestProxyConfigFileRefusals: a kafka-rest.properties value the
+// proxy cannot use is an error naming its key.
+func TestRestProxyConfigFileRefusals(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ props, want string }{
+		{"authentication.method=DIGEST", "authentication.method"},
+		{"consumer.instance.timeout.ms=soon", "consumer.instance.timeout.ms"},
+		{"client.security.protocol=SASL_PLAINTEXT", "sasl.mechanism"},
+		{"client.security.protocol=SASL_PLAINTEXT\nclient.sasl.mechanism=GSSAPI", "GSSAPI"},
+		{"confluent.rest.auth.propagate.method=SSL", "confluent.rest.auth.propagate.method"},
+		{"authentication.method=BASIC\nconfluent.rest.auth.propagate.method=JETTY_AUTH\nclient.security.protocol=PLAINTEXT", "JETTY_AUTH"},
+		{"authentication.method=BASIC", "users file"},
+		{"client.ssl.truststore.colour=blue", "client.ssl.truststore.colour"},
+	} {
+		path := writeFile(t, dir, "kafka-rest.properties", c.props)
+		r := samsa(t, "", "rest-proxy", "--config", path, "--listen", "http://127.0.0.1:0")
+		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%q: exit %d, %q", c.props, r.code, r.stderr)
+		}
 	}
 }
