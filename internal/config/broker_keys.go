@@ -24,7 +24,7 @@ var compressionTypes = oneOf{"uncompressed", "zstd", "lz4", "snappy", "gzip", "p
 
 // brokerKeyList is every broker key we know, with Kafka's type, default,
 // validator, importance and dynamic-update mode. Docs are our own words.
-var brokerKeyList = withHTTPKeys(withSchemaRegistryKeys([]*Key{
+var brokerKeyList = withHTTPKeys(withRestProxyKeys(withSchemaRegistryKeys([]*Key{
 	// Node identity and roles.
 	k("node.id", Int, "-1", nil, High, ReadOnly, "The id of this node, unique in the cluster; required when process.roles is set."),
 	k("broker.id", Int, "-1", nil, High, ReadOnly, "Legacy broker id; when set it must equal node.id."),
@@ -324,9 +324,9 @@ var brokerKeyList = withHTTPKeys(withSchemaRegistryKeys([]*Key{
 	internal(k("unstable.api.versions.enable", Boolean, "false", nil, Low, ReadOnly, "Advertise API versions still under development.")),
 	internal(k("unstable.feature.versions.enable", Boolean, "false", nil, Low, ReadOnly, "Allow feature levels still under development.")),
 	// Samsa's own: not a Kafka broker key, so not described.
-	internal(k("rest.proxy.listeners", List, "", nil, Medium, ReadOnly, "http://host:port endpoints on which this node serves the REST Proxy (Confluent's REST Proxy API v2 and v3); empty: no proxy. The embedded single-node defaults set http://127.0.0.1:8082.")),
-	// Samsa's own schema.registry.* and http.* keys are added by withSchemaRegistryKeys and withHTTPKeys.
-}))
+	internal(k("rest.proxy.listeners", List, "", nil, Medium, ReadOnly, "http://host:port or https://host:port endpoints on which this node serves the REST Proxy (Confluent's REST Proxy API v2 and v3); empty: no proxy. The embedded single-node defaults set http://127.0.0.1:8082.")),
+	// Samsa's own schema.registry.*, rest.proxy.* and http.* keys are added by withSchemaRegistryKeys, withRestProxyKeys and withHTTPKeys.
+})))
 
 // removedKeys are keys Kafka 4 no longer has; a file setting them gets a
 // warning that says why instead of a bare "unknown".

@@ -42,8 +42,8 @@ type schemas struct {
 	types  map[int]sr.SchemaType
 }
 
-func newSchemas(url string) (*schemas, error) {
-	cl, err := sr.NewClient(sr.URLs(url))
+func newSchemas(url string, opts ...sr.ClientOpt) (*schemas, error) {
+	cl, err := sr.NewClient(append([]sr.ClientOpt{sr.URLs(url)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -64,8 +64,8 @@ func (s *schemas) byID(ctx context.Context, id int) (avro.Schema, error) {
 	if got.Type != sr.TypeAvro {
 		return nil, errInvalidSchema(fmt.Errorf("schema %d is %s, not AVRO", id, got.Type))
 	}
-	if sch, err = avro.Parse(got.Schema); err != nil {
-		return nil, errInvalidSchema(err)
+	if sch, err = s.parseAvro(ctx, got.Schema, got.References); err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	s.by[id] = sch
@@ -83,9 +83,9 @@ func (s *schemas) register(ctx context.Context, subject, text string) (int, avro
 	if ok && sch != nil {
 		return id, sch, nil
 	}
-	sch, err := avro.Parse(text)
+	sch, err := s.parseAvro(ctx, text, nil)
 	if err != nil {
-		return 0, nil, errInvalidSchema(err)
+		return 0, nil, err
 	}
 	ss, err := s.cl.CreateSchema(ctx, subject, sr.Schema{Schema: text, Type: sr.TypeAvro})
 	if err != nil {
@@ -96,6 +96,52 @@ func (s *schemas) register(ctx context.Context, subject, text string) (int, avro
 	s.registered[[2]string{subject, text}] = ss.ID
 	s.mu.Unlock()
 	return ss.ID, sch, nil
+}
+
+// parseAvro parses an Avro schema whose named types may be defined by its
+// references (registered subject versions, each parsed before what
+// refers to it). Each schema has a cache of named types of its own, so
+// that two subjects may define the same name differently.
+func (s *schemas) parseAvro(ctx context.Context, text string, refs []sr.SchemaReference) (avro.Schema, error) {
+	cache := &avro.SchemaCache{}
+	if err := s.avroReferences(ctx, refs, cache, map[string]int{}); err != nil {
+		return nil, err
+	}
+	sch, err := avro.ParseWithCache(text, "", cache)
+	if err != nil {
+		return nil, errInvalidSchema(err)
+	}
+	return sch, nil
+}
+
+// avroReferences parses refs, depth first, into cache; state marks a
+// reference being parsed (1) or parsed (2).
+func (s *schemas) avroReferences(ctx context.Context, refs []sr.SchemaReference, cache *avro.SchemaCache, state map[string]int) error {
+	for _, ref := range refs {
+		key := ref.Subject + "\x00" + strconv.Itoa(ref.Version)
+		switch state[key] {
+		case 1:
+			return errInvalidSchema(fmt.Errorf("circular reference %s", ref.Name))
+		case 2:
+			continue
+		}
+		got, err := s.cl.SchemaByVersion(ctx, ref.Subject, ref.Version)
+		if err != nil {
+			return registryError(err)
+		}
+		if got.Type != sr.TypeAvro {
+			return errInvalidSchema(fmt.Errorf("reference %s is %s, not AVRO", ref.Name, got.Type))
+		}
+		state[key] = 1
+		if err := s.avroReferences(ctx, got.References, cache, state); err != nil {
+			return err
+		}
+		if _, err := avro.ParseWithCache(got.Schema.Schema, "", cache); err != nil {
+			return errInvalidSchema(fmt.Errorf("reference %s: %w", ref.Name, err))
+		}
+		state[key] = 2
+	}
+	return nil
 }
 
 // registryError answers a registry refusal as an invalid schema and

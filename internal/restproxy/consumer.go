@@ -27,8 +27,14 @@ import (
 // offsets after the records answered, which is what a commit without
 // offsets commits.
 type consumer struct {
-	p          *Proxy
-	group, id  string
+	p         *Proxy
+	group, id string
+	// owner is the user who created the instance, with principal
+	// propagation ("" otherwise); only the owner may use it, and it
+	// talks to the cluster with the owner's login (adm, loginOpts).
+	owner      string
+	adm        *kadm.Client
+	loginOpts  []kgo.Opt
 	format     *format
 	reset      kgo.Offset
 	autoCommit bool
@@ -64,7 +70,7 @@ type topicPartitionOffset struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
 	Offset    int64  `json:"offset"`
-	Metadata  string `json:"metadata,omitempty"`
+	Metadata  string `json:"metadata"`
 }
 
 var (
@@ -110,7 +116,7 @@ func (p *Proxy) withConsumer(f func(*consumer, http.ResponseWriter, *http.Reques
 			}
 		}
 		c := p.instance(r.PathValue("group"), r.PathValue("instance"))
-		if c == nil {
+		if c == nil || !c.ownedBy(r) {
 			return errInstanceNotFound
 		}
 		c.mu.Lock()
@@ -121,6 +127,17 @@ func (p *Proxy) withConsumer(f func(*consumer, http.ResponseWriter, *http.Reques
 		defer c.lastUsed.Store(time.Now().UnixNano())
 		return f(c, w, r)
 	}
+}
+
+// ownedBy reports whether the request's user may use the instance: with
+// principal propagation only its creator may, as the instance reads and
+// commits as that user.
+func (c *consumer) ownedBy(r *http.Request) bool {
+	if c.owner == "" {
+		return true
+	}
+	pr := principalOf(r.Context())
+	return pr != nil && pr.name == c.owner
 }
 
 func (p *Proxy) instance(group, id string) *consumer {
@@ -155,7 +172,11 @@ func (p *Proxy) createConsumer(w http.ResponseWriter, r *http.Request) error {
 		return errf(422, 42204, "Invalid consumer configuration: "+format, args...)
 	}
 	c := &consumer{p: p, group: r.PathValue("group"), format: formats["binary"], reset: kgo.NewOffset().AtEnd(),
-		autoCommit: true, minBytes: 1, reqTimeout: DefaultConsumerRequestTimeout, positions: map[string]map[int32]int64{}}
+		autoCommit: true, minBytes: 1, reqTimeout: DefaultConsumerRequestTimeout, positions: map[string]map[int32]int64{},
+		adm: p.admin(r.Context())}
+	if pr := principalOf(r.Context()); pr != nil && pr.cl != nil {
+		c.owner, c.loginOpts = pr.name, pr.opts
+	}
 	for k, raw := range req {
 		v := configValue(raw)
 		if string(raw) == "null" {
@@ -233,6 +254,9 @@ func (p *Proxy) createConsumer(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (p *Proxy) deleteConsumer(w http.ResponseWriter, r *http.Request) error {
+	if c := p.instance(r.PathValue("group"), r.PathValue("instance")); c == nil || !c.ownedBy(r) {
+		return errInstanceNotFound
+	}
 	c := p.remove(r.PathValue("group"), r.PathValue("instance"))
 	if c == nil {
 		return errInstanceNotFound
@@ -314,7 +338,7 @@ func (c *consumer) stopLocked() {
 }
 
 func (c *consumer) clientOpts() []kgo.Opt {
-	return append(slices.Clone(c.p.cfg.ClientOpts),
+	return append(append(slices.Clone(c.p.cfg.ClientOpts), c.loginOpts...),
 		kgo.ClientID("samsa-rest-proxy"),
 		kgo.ConsumeResetOffset(c.reset),
 		kgo.FetchMinBytes(c.minBytes))
@@ -388,7 +412,7 @@ func (c *consumer) assign(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := reqContext(r)
 	defer cancel()
-	committed, err := c.p.adm.FetchOffsets(ctx, c.group)
+	committed, err := c.adm.FetchOffsets(ctx, c.group)
 	if err != nil {
 		return kafkaError(err)
 	}
@@ -425,7 +449,7 @@ func (c *consumer) assignments(w http.ResponseWriter, r *http.Request) error {
 		ctx, cancel := reqContext(r)
 		defer cancel()
 		// The group's current assignment of this member.
-		dg, err := c.p.adm.DescribeGroups(ctx, c.group)
+		dg, err := c.adm.DescribeGroups(ctx, c.group)
 		if err == nil {
 			member, _ := c.cl.GroupMetadata()
 			for _, g := range dg {
@@ -512,11 +536,11 @@ func (c *consumer) seek(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (c *consumer) seekBeginning(w http.ResponseWriter, r *http.Request) error {
-	return c.seekListed(w, r, c.p.adm.ListStartOffsets)
+	return c.seekListed(w, r, c.adm.ListStartOffsets)
 }
 
 func (c *consumer) seekEnd(w http.ResponseWriter, r *http.Request) error {
-	return c.seekListed(w, r, c.p.adm.ListEndOffsets)
+	return c.seekListed(w, r, c.adm.ListEndOffsets)
 }
 
 func (c *consumer) seekListed(w http.ResponseWriter, r *http.Request, list func(context.Context, ...string) (kadm.ListedOffsets, error)) error {
@@ -583,7 +607,7 @@ func (c *consumer) commitLocked(ctx context.Context, next map[string]map[int32]i
 			os.Add(kadm.Offset{Topic: t, Partition: p, At: o, LeaderEpoch: -1})
 		}
 	}
-	return c.p.adm.CommitAllOffsets(ctx, c.group, os)
+	return c.adm.CommitAllOffsets(ctx, c.group, os)
 }
 
 // commit serves POST .../offsets. Confluent's v2 offsets name the last
@@ -626,7 +650,7 @@ func (c *consumer) committed(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := reqContext(r)
 	defer cancel()
-	committed, err := c.p.adm.FetchOffsets(ctx, c.group)
+	committed, err := c.adm.FetchOffsets(ctx, c.group)
 	if err != nil {
 		return kafkaError(err)
 	}

@@ -70,7 +70,7 @@ func (p *Proxy) produce(ctx context.Context, recs []*kgo.Record) []produceResult
 	var wg sync.WaitGroup
 	wg.Add(len(recs))
 	for i, r := range recs {
-		p.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+		p.client(ctx).Produce(ctx, r, func(r *kgo.Record, err error) {
 			out[i] = produceResult{r.Partition, r.Offset, err}
 			wg.Done()
 		})
@@ -98,7 +98,7 @@ func errorCode(err error) int {
 func (p *Proxy) partitionCount(r *http.Request, topic string) (int32, error) {
 	ctx, cancel := reqContext(r)
 	defer cancel()
-	tds, err := p.adm.ListTopics(ctx, topic)
+	tds, err := p.admin(ctx).ListTopics(ctx, topic)
 	if err != nil {
 		return 0, kafkaError(err)
 	}

@@ -11,6 +11,11 @@
 // proxy owns answers 40403, as Confluent's does) and are closed after
 // Config.ConsumerInstanceTimeout without a request.
 //
+// With Config.Auth every request needs HTTP basic authentication; with
+// Config.UserClientOpts (principal propagation) each user's requests reach
+// the cluster through a client logged in as that user (auth.go), so the
+// broker's ACLs apply per user.
+//
 // Produce validates every record of a request before it produces any, so a
 // request that answers 4xx has produced nothing. Records are produced with
 // acks=all; an answer's offsets are the ones the cluster acknowledged.
@@ -37,7 +42,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 )
 
 // Defaults, as Confluent's proxy has them.
@@ -59,12 +66,36 @@ type Config struct {
 	// read them from (Confluent's schema.registry.url); "" refuses their
 	// data.
 	SchemaRegistryURL string
+	// SchemaRegistryOpts are more options of the registry client: its
+	// basic authentication (Confluent's
+	// schema.registry.basic.auth.user.info) or an HTTP client trusting an
+	// https registry's CA.
+	SchemaRegistryOpts []sr.ClientOpt
 	// ConsumerInstanceTimeout closes a consumer instance after this long
 	// without a request; 0 means DefaultConsumerInstanceTimeout.
 	ConsumerInstanceTimeout time.Duration
 	// MaxRequestBytes bounds a request body; 0 means DefaultMaxRequestBytes.
 	MaxRequestBytes int64
-	Logger          *slog.Logger
+	// Auth, when not nil, requires HTTP basic authentication of every
+	// request (Confluent's authentication.method=BASIC).
+	Auth *BasicAuth
+	// UserClientOpts, when not nil, turns on principal propagation: the
+	// requests of each user of Auth go to the cluster through a client of
+	// their own, made with ClientOpts and then these options (a SASL login
+	// with the user's name and password), so that the broker authorizes
+	// each user as its own principal; ClientOpts must then carry no SASL
+	// login of their own (franz-go would use the first). A consumer
+	// instance belongs to the user who created it. Needs Auth.
+	UserClientOpts func(user, password string) []kgo.Opt
+	Logger         *slog.Logger
+}
+
+// Validate reports a configuration that cannot work.
+func (c *Config) Validate() error {
+	if c.UserClientOpts != nil && c.Auth == nil {
+		return errors.New("principal propagation needs basic authentication")
+	}
+	return nil
 }
 
 // Proxy serves the REST Proxy API.
@@ -78,6 +109,13 @@ type Proxy struct {
 	stop    chan struct{}
 	done    chan struct{}
 
+	// users holds the clients of principal propagation by user name.
+	users struct {
+		sync.Mutex
+		m      map[string]*principal
+		closed bool
+	}
+
 	mu struct {
 		sync.Mutex
 		// consumers by group, then instance id.
@@ -89,6 +127,9 @@ type Proxy struct {
 // New returns a proxy of the cluster cfg.ClientOpts reach. It connects at
 // the first request.
 func New(cfg Config) (*Proxy, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("rest proxy: %w", err)
+	}
 	if cfg.ConsumerInstanceTimeout <= 0 {
 		cfg.ConsumerInstanceTimeout = DefaultConsumerInstanceTimeout
 	}
@@ -98,23 +139,15 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	opts := append([]kgo.Opt{
-		kgo.ClientID("samsa-rest-proxy"),
-		kgo.RecordPartitioner(newPartitioner()),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(0),
-		// Topic answers come from metadata requests that franz-go
-		// caches for this long: short, so that a topic created or
-		// deleted is seen at the next request.
-		kgo.MetadataMinAge(100 * time.Millisecond),
-	}, cfg.ClientOpts...)
-	cl, err := kgo.NewClient(opts...)
+	p := &Proxy{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
+	cl, err := p.newClient(nil)
 	if err != nil {
 		return nil, fmt.Errorf("rest proxy: %w", err)
 	}
-	p := &Proxy{cfg: cfg, cl: cl, adm: kadm.NewClient(cl), stop: make(chan struct{}), done: make(chan struct{})}
+	p.cl, p.adm = cl, kadm.NewClient(cl)
+	p.users.m = map[string]*principal{}
 	if cfg.SchemaRegistryURL != "" {
-		if p.schemas, err = newSchemas(cfg.SchemaRegistryURL); err != nil {
+		if p.schemas, err = newSchemas(cfg.SchemaRegistryURL, cfg.SchemaRegistryOpts...); err != nil {
 			cl.Close()
 			return nil, fmt.Errorf("rest proxy: schema.registry.url: %w", err)
 		}
@@ -127,6 +160,22 @@ func New(cfg Config) (*Proxy, error) {
 	return p, nil
 }
 
+// newClient is a producing and admin client of the cluster with
+// Config.ClientOpts and then extra.
+func (p *Proxy) newClient(extra []kgo.Opt) (*kgo.Client, error) {
+	opts := append([]kgo.Opt{
+		kgo.ClientID("samsa-rest-proxy"),
+		kgo.RecordPartitioner(newPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(0),
+		// Topic answers come from metadata requests that franz-go
+		// caches for this long: short, so that a topic created or
+		// deleted is seen at the next request.
+		kgo.MetadataMinAge(100 * time.Millisecond),
+	}, p.cfg.ClientOpts...)
+	return kgo.NewClient(append(opts, extra...)...)
+}
+
 // drainBytes is how much of an unread request body the proxy reads and
 // drops after answering early, so the client gets to read the answer.
 const drainBytes = 256 << 20
@@ -135,6 +184,10 @@ const drainBytes = 256 << 20
 func (p *Proxy) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := r.Body
+		if r = p.authenticate(w, r); r == nil {
+			io.Copy(io.Discard, io.LimitReader(body, drainBytes))
+			return
+		}
 		// A v3 records stream may run for long: its limit is per record
 		// (v3ProduceRecords).
 		if !(r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v3/") && strings.HasSuffix(r.URL.Path, "/records")) {
@@ -172,6 +225,7 @@ func (p *Proxy) Close() {
 	for _, c := range all {
 		c.close()
 	}
+	p.closeUsers()
 	p.cl.Close()
 }
 
@@ -201,7 +255,16 @@ var (
 	errValSchemaMissing  = &apiError{422, 42202, "Request includes values but does not include value schema"}
 )
 
+// kafkaError is Confluent's answer to an error from the cluster: 403/40301
+// for an authorization failure (the broker's ACLs refused the proxy's, or
+// with principal propagation the user's, principal), else 500/50002.
 func kafkaError(err error) *apiError {
+	for _, ae := range []error{kerr.TopicAuthorizationFailed, kerr.GroupAuthorizationFailed,
+		kerr.ClusterAuthorizationFailed, kerr.TransactionalIDAuthorizationFailed, kerr.SaslAuthenticationFailed} {
+		if errors.Is(err, ae) {
+			return errf(403, 40301, "Not authorized: %v", err)
+		}
+	}
 	return errf(500, 50002, "Kafka error: %v", err)
 }
 

@@ -33,6 +33,15 @@ type env struct {
 	cl     *kgo.Client
 	adm    *kadm.Client
 	ctx    context.Context
+	// user and pass, when user is set, are sent as basic authentication.
+	user, pass string
+}
+
+// as is e sending user's basic authentication.
+func (e *env) as(user, pass string) *env {
+	c := *e
+	c.user, c.pass = user, pass
+	return &c
 }
 
 func start(t testing.TB, cfg Config, overrides ...string) *env {
@@ -139,6 +148,9 @@ func (e *env) do(method, path, ct, accept string, body any) response {
 	}
 	if accept != "" {
 		req.Header.Set("Accept", accept)
+	}
+	if e.user != "" {
+		req.SetBasicAuth(e.user, e.pass)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -45,7 +45,7 @@ func (p *Proxy) routesV2() {
 func (p *Proxy) listTopics(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := reqContext(r)
 	defer cancel()
-	tds, err := p.adm.ListTopics(ctx)
+	tds, err := p.admin(ctx).ListTopics(ctx)
 	if err != nil {
 		return kafkaError(err)
 	}
@@ -59,7 +59,7 @@ func (p *Proxy) listTopics(w http.ResponseWriter, r *http.Request) error {
 func (p *Proxy) topicDetail(r *http.Request, topic string) (kadm.TopicDetail, error) {
 	ctx, cancel := reqContext(r)
 	defer cancel()
-	tds, err := p.adm.ListTopicsWithInternal(ctx, topic)
+	tds, err := p.admin(ctx).ListTopicsWithInternal(ctx, topic)
 	if err != nil {
 		return kadm.TopicDetail{}, kafkaError(err)
 	}
@@ -109,7 +109,7 @@ func (p *Proxy) getTopic(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := reqContext(r)
 	defer cancel()
-	rcs, err := p.adm.DescribeTopicConfigs(ctx, topic)
+	rcs, err := p.admin(ctx).DescribeTopicConfigs(ctx, topic)
 	if err != nil {
 		return kafkaError(err)
 	}
@@ -169,11 +169,11 @@ func (p *Proxy) partitionOffsets(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := reqContext(r)
 	defer cancel()
-	start, err := p.adm.ListStartOffsets(ctx, pd.Topic)
+	start, err := p.admin(ctx).ListStartOffsets(ctx, pd.Topic)
 	if err != nil {
 		return kafkaError(err)
 	}
-	end, err := p.adm.ListEndOffsets(ctx, pd.Topic)
+	end, err := p.admin(ctx).ListEndOffsets(ctx, pd.Topic)
 	if err != nil {
 		return kafkaError(err)
 	}
@@ -189,7 +189,7 @@ func (p *Proxy) partitionOffsets(w http.ResponseWriter, r *http.Request) error {
 func (p *Proxy) listBrokers(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := reqContext(r)
 	defer cancel()
-	bs, err := p.adm.ListBrokers(ctx)
+	bs, err := p.admin(ctx).ListBrokers(ctx)
 	if err != nil {
 		return kafkaError(err)
 	}

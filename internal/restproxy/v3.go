@@ -60,7 +60,7 @@ func (p *Proxy) routesV3() {
 				writeError(w, errNotAcceptable)
 				return
 			}
-			if (r.Method == http.MethodPost || r.Method == http.MethodPut) && mediaType(r.Header.Get("Content-Type")) != v3Type {
+			if (r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch) && mediaType(r.Header.Get("Content-Type")) != v3Type {
 				writeError(w, errUnsupportedType)
 				return
 			}
@@ -118,11 +118,12 @@ func (p *Proxy) routesV3() {
 	h("GET "+c+"/acls", p.v3ListACLs)
 	h("POST "+c+"/acls", p.v3CreateACL)
 	h("DELETE "+c+"/acls", p.v3DeleteACLs)
+	p.routesV3More(h)
 }
 
 // checkCluster answers 404 for a cluster id that is not this cluster's.
 func (p *Proxy) checkCluster(v *v3req) error {
-	md, err := p.adm.BrokerMetadata(v.ctx)
+	md, err := p.admin(v.ctx).BrokerMetadata(v.ctx)
 	if err != nil {
 		return kafkaError(err)
 	}
@@ -174,7 +175,7 @@ func (p *Proxy) v3Cluster(v *v3req) (int, any, error) {
 }
 
 func (p *Proxy) cluster(v *v3req) (map[string]any, error) {
-	md, err := p.adm.BrokerMetadata(v.ctx)
+	md, err := p.admin(v.ctx).BrokerMetadata(v.ctx)
 	if err != nil {
 		return nil, kafkaError(err)
 	}
@@ -196,7 +197,7 @@ func (p *Proxy) brokerBody(v *v3req, id int32, host string, port int32, rack *st
 }
 
 func (p *Proxy) v3Brokers(v *v3req) (int, any, error) {
-	bs, err := p.adm.ListBrokers(v.ctx)
+	bs, err := p.admin(v.ctx).ListBrokers(v.ctx)
 	if err != nil {
 		return 0, nil, kafkaError(err)
 	}
@@ -209,7 +210,7 @@ func (p *Proxy) v3Brokers(v *v3req) (int, any, error) {
 
 // brokerID is the {broker} of the path, or 404.
 func (p *Proxy) brokerID(v *v3req) (int32, error) {
-	bs, err := p.adm.ListBrokers(v.ctx)
+	bs, err := p.admin(v.ctx).ListBrokers(v.ctx)
 	if err != nil {
 		return 0, kafkaError(err)
 	}
@@ -229,7 +230,7 @@ func (p *Proxy) v3Broker(v *v3req) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	bs, _ := p.adm.ListBrokers(v.ctx)
+	bs, _ := p.admin(v.ctx).ListBrokers(v.ctx)
 	for _, b := range bs {
 		if b.NodeID == id {
 			return 200, p.brokerBody(v, b.NodeID, b.Host, b.Port, b.Rack), nil
@@ -245,7 +246,7 @@ func (p *Proxy) describeConfigs(ctx context.Context, typ kmsg.ConfigResourceType
 	res.ResourceType, res.ResourceName = typ, name
 	req.Resources = append(req.Resources, res)
 	req.IncludeSynonyms = true
-	resp, err := req.RequestWith(ctx, p.cl)
+	resp, err := req.RequestWith(ctx, p.client(ctx))
 	if err != nil {
 		return nil, kafkaError(err)
 	}
@@ -334,7 +335,7 @@ func (p *Proxy) alterConfigs(ctx context.Context, typ kmsg.ConfigResourceType, n
 		res.Configs = append(res.Configs, c)
 	}
 	req.Resources = append(req.Resources, res)
-	resp, err := req.RequestWith(ctx, p.cl)
+	resp, err := req.RequestWith(ctx, p.client(ctx))
 	if err != nil {
 		return kafkaError(err)
 	}

@@ -16,12 +16,14 @@ func (v *v3req) groupBody(g kadm.DescribedGroup) map[string]any {
 	return map[string]any{"kind": "KafkaConsumerGroup", "metadata": v.meta(path, "/consumer-group="+g.Group),
 		"cluster_id": v.cluster, "consumer_group_id": g.Group, "is_simple": g.ProtocolType == "",
 		"partition_assignor": g.Protocol, "state": strings.ToUpper(g.State),
+		// Groups are described with the classic DescribeGroups.
+		"type": "CLASSIC", "is_mixed_consumer_group": false,
 		"coordinator": v.related("/brokers/" + strconv.Itoa(int(g.Coordinator.NodeID))),
 		"consumers":   v.related(path + "/consumers"), "lag_summary": v.related(path + "/lag-summary")}
 }
 
 func (p *Proxy) v3Groups(v *v3req) (int, any, error) {
-	listed, err := p.adm.ListGroups(v.ctx)
+	listed, err := p.admin(v.ctx).ListGroups(v.ctx)
 	if err != nil {
 		return 0, nil, kafkaError(err)
 	}
@@ -33,7 +35,7 @@ func (p *Proxy) v3Groups(v *v3req) (int, any, error) {
 	}
 	var data []any
 	if len(names) > 0 {
-		dg, err := p.adm.DescribeGroups(v.ctx, names...)
+		dg, err := p.admin(v.ctx).DescribeGroups(v.ctx, names...)
 		if err != nil && len(dg) == 0 {
 			return 0, nil, kafkaError(err)
 		}
@@ -49,7 +51,7 @@ func (p *Proxy) v3Groups(v *v3req) (int, any, error) {
 // describeGroup is the {group} of the path, or 404.
 func (p *Proxy) describeGroup(v *v3req) (kadm.DescribedGroup, error) {
 	name := v.r.PathValue("group")
-	dg, err := p.adm.DescribeGroups(v.ctx, name)
+	dg, err := p.admin(v.ctx).DescribeGroups(v.ctx, name)
 	if err != nil && len(dg) == 0 {
 		return kadm.DescribedGroup{}, kafkaError(err)
 	}
@@ -109,7 +111,7 @@ func (p *Proxy) groupLags(v *v3req) (string, []kadm.GroupMemberLag, error) {
 		return "", nil, err
 	}
 	name := v.r.PathValue("group")
-	lags, err := p.adm.Lag(v.ctx, name)
+	lags, err := p.admin(v.ctx).Lag(v.ctx, name)
 	if err != nil {
 		return "", nil, kafkaError(err)
 	}
@@ -195,7 +197,8 @@ func (p *Proxy) v3GroupLagSummary(v *v3req) (int, any, error) {
 	path := "/consumer-groups/" + g + "/lag-summary"
 	out := map[string]any{"kind": "KafkaConsumerGroupLagSummary", "metadata": v.meta(path, "/consumer-group="+g+"/lag-summary"),
 		"cluster_id": v.cluster, "consumer_group_id": g, "max_lag_consumer_id": "", "max_lag_instance_id": nil,
-		"max_lag_client_id": "", "max_lag_topic_name": "", "max_lag_partition_id": 0, "max_lag": 0, "total_lag": 0}
+		"max_lag_client_id": "", "max_lag_topic_name": "", "max_lag_partition_id": 0, "max_lag": 0, "total_lag": 0,
+		"max_lag_consumer": v.related("/consumer-groups/" + g + "/consumers/"), "max_lag_partition": v.related("/topics/")}
 	var total int64
 	var max *kadm.GroupMemberLag
 	for i, l := range lags {
@@ -292,7 +295,7 @@ func (p *Proxy) v3ListACLs(v *v3req) (int, any, error) {
 	req := kmsg.NewPtrDescribeACLsRequest()
 	req.ResourceType, req.ResourceName, req.ResourcePatternType = rt, f.ResourceName, pt
 	req.Principal, req.Host, req.Operation, req.PermissionType = f.Principal, f.Host, op, perm
-	resp, err := req.RequestWith(v.ctx, p.cl)
+	resp, err := req.RequestWith(v.ctx, p.client(v.ctx))
 	if err != nil {
 		return 0, nil, kafkaError(err)
 	}
@@ -313,23 +316,30 @@ func (p *Proxy) v3CreateACL(v *v3req) (int, any, error) {
 	if err := decodeBody(v.r, &a, false); err != nil {
 		return 0, nil, err
 	}
-	rt, pt, op, perm, err := a.parsed(true)
-	if err != nil {
-		return 0, nil, err
-	}
-	if a.ResourceName == nil || a.Principal == nil {
-		return 0, nil, errf(400, 40002, "resource_name and principal are required")
-	}
-	host := "*"
-	if a.Host != nil {
-		host = *a.Host
-	}
+	return p.createACLs(v, []aclFields{a})
+}
+
+// createACLs creates every ACL of as in one CreateAcls request.
+func (p *Proxy) createACLs(v *v3req, as []aclFields) (int, any, error) {
 	req := kmsg.NewPtrCreateACLsRequest()
-	c := kmsg.NewCreateACLsRequestCreation()
-	c.ResourceType, c.ResourceName, c.ResourcePatternType = rt, *a.ResourceName, pt
-	c.Principal, c.Host, c.Operation, c.PermissionType = *a.Principal, host, op, perm
-	req.Creations = append(req.Creations, c)
-	resp, err := req.RequestWith(v.ctx, p.cl)
+	for _, a := range as {
+		rt, pt, op, perm, err := a.parsed(true)
+		if err != nil {
+			return 0, nil, err
+		}
+		if a.ResourceName == nil || a.Principal == nil {
+			return 0, nil, errf(400, 40002, "resource_name and principal are required")
+		}
+		host := "*"
+		if a.Host != nil {
+			host = *a.Host
+		}
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourceName, c.ResourcePatternType = rt, *a.ResourceName, pt
+		c.Principal, c.Host, c.Operation, c.PermissionType = *a.Principal, host, op, perm
+		req.Creations = append(req.Creations, c)
+	}
+	resp, err := req.RequestWith(v.ctx, p.client(v.ctx))
 	if err != nil {
 		return 0, nil, kafkaError(err)
 	}
@@ -355,7 +365,7 @@ func (p *Proxy) v3DeleteACLs(v *v3req) (int, any, error) {
 	df.ResourceType, df.ResourceName, df.ResourcePatternType = rt, f.ResourceName, pt
 	df.Principal, df.Host, df.Operation, df.PermissionType = f.Principal, f.Host, op, perm
 	req.Filters = append(req.Filters, df)
-	resp, err := req.RequestWith(v.ctx, p.cl)
+	resp, err := req.RequestWith(v.ctx, p.client(v.ctx))
 	if err != nil {
 		return 0, nil, kafkaError(err)
 	}

@@ -5,11 +5,15 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
@@ -43,27 +47,124 @@ type v3Record struct {
 type dataInfo struct {
 	typ      string // "" for a key or value the request left out
 	schemaID *int
+	subject  string // of a schema type
 }
 
 // schemaFormats names the embedded format of each v3 schema data type.
 var schemaFormats = map[string]string{"AVRO": "avro", "JSONSCHEMA": "jsonschema", "PROTOBUF": "protobuf"}
 
+// schemaTypeNames are the v3 data types of the registry's schema types.
+var schemaTypeNames = map[sr.SchemaType]string{sr.TypeAvro: "AVRO", sr.TypeJSON: "JSONSCHEMA", sr.TypeProtobuf: "PROTOBUF"}
+
+// subjectName is the subject of a key or value: subject when given, else
+// the one strategy names, as Confluent's serializers' strategies do:
+// TOPIC_NAME {topic}-key or {topic}-value; RECORD_NAME the schema's record
+// name (recordName); TOPIC_RECORD_NAME {topic}-{record name}. The record
+// name needs the schema: schema (of type typ) or schema_id.
+func (d *v3Data) subjectName(ctx context.Context, p *Proxy, topic string, isKey bool, strategy, typ string) (string, error) {
+	if d.Subject != nil {
+		return *d.Subject, nil
+	}
+	if strategy == "TOPIC_NAME" {
+		if isKey {
+			return topic + "-key", nil
+		}
+		return topic + "-value", nil
+	}
+	var text string
+	var refs map[string]string
+	switch {
+	case d.Schema != nil:
+		text = *d.Schema
+	case d.SchemaID != nil:
+		got, err := p.schemas.cl.SchemaByID(ctx, *d.SchemaID)
+		if err != nil {
+			return "", registryError(err)
+		}
+		text, typ = got.Schema, schemaTypeNames[got.Type]
+		refs = map[string]string{}
+		for _, r := range got.References {
+			rs, err := p.schemas.cl.SchemaByVersion(ctx, r.Subject, r.Version)
+			if err != nil {
+				return "", registryError(err)
+			}
+			refs[r.Name] = rs.Schema.Schema
+		}
+	default:
+		return "", errf(400, 400, "Cannot use schema_subject_strategy=%s without schema_id or schema.", strategy)
+	}
+	name, err := recordName(typ, text, refs)
+	if err != nil {
+		return "", errInvalidSchema(err)
+	}
+	if strategy == "TOPIC_RECORD_NAME" {
+		return topic + "-" + name, nil
+	}
+	return name, nil
+}
+
+// recordName is the fully qualified name of a schema's record, as
+// Confluent's RecordNameStrategy takes it: an Avro named type's full name,
+// a protobuf schema's first message's full name, a JSON schema's title.
+func recordName(typ, text string, refs map[string]string) (string, error) {
+	switch typ {
+	case "AVRO":
+		var top struct {
+			Type      any    `json:"type"`
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		}
+		if err := json.Unmarshal([]byte(text), &top); err != nil || top.Name == "" {
+			return "", fmt.Errorf("the Avro schema is not a named type: it has no record name")
+		}
+		if strings.Contains(top.Name, ".") || top.Namespace == "" {
+			return top.Name, nil
+		}
+		return top.Namespace + "." + top.Name, nil
+	case "PROTOBUF":
+		parsed, err := parseProtobuf(text, refs)
+		if err != nil {
+			return "", err
+		}
+		return string(parsed.(protoreflect.FileDescriptor).Messages().Get(0).FullName()), nil
+	case "JSONSCHEMA":
+		var top struct {
+			Title string `json:"title"`
+		}
+		if err := json.Unmarshal([]byte(text), &top); err != nil || top.Title == "" {
+			return "", fmt.Errorf("the JSON schema has no title to name its record")
+		}
+		return top.Title, nil
+	}
+	return "", fmt.Errorf("a %s schema has no record name", typ)
+}
+
 // encode returns the bytes of d; a missing d is a null key or value.
 // AVRO, JSONSCHEMA and PROTOBUF data is written as the embedded format of
 // that name writes it, with the schema of schema_id, of schema_version of
 // the subject, registered from schema under the subject, or else the
-// subject's latest. The subject is subject, or the TopicNameStrategy's
-// given. Data without a type is of the type of the schema its schema_id
-// or schema_version names, AVRO with a schema, else JSON.
-func (d *v3Data) encode(ctx context.Context, p *Proxy, subject string, isKey bool) ([]byte, dataInfo, error) {
+// subject's latest. The subject is subject, or the one the
+// subject_name_strategy names (subjectName). Data without a type is of
+// the type of the schema its schema_id or schema_version names, AVRO with
+// a schema, else JSON.
+func (d *v3Data) encode(ctx context.Context, p *Proxy, topic string, isKey bool) ([]byte, dataInfo, error) {
 	if d == nil {
 		return nil, dataInfo{}, nil
 	}
-	if d.Subject != nil {
-		subject = *d.Subject
+	// Which of schema_id, schema_version and schema may go together,
+	// as Confluent's proxy checks them.
+	switch {
+	case d.SchemaID != nil && (d.SchemaVersion != nil || d.Schema != nil):
+		return nil, dataInfo{}, errf(400, 400, "schema_id goes with neither schema_version nor schema")
+	case d.SchemaVersion != nil && d.Schema != nil:
+		return nil, dataInfo{}, errf(400, 400, "schema_version does not go with schema")
 	}
-	if s := d.SubjectNameStrategy; s != nil && !strings.EqualFold(*s, "TOPIC_NAME") {
-		return nil, dataInfo{}, errf(400, 400, "subject_name_strategy %s is not served (TOPIC_NAME is)", *s)
+	strategy := "TOPIC_NAME"
+	if d.SubjectNameStrategy != nil {
+		strategy = strings.ToUpper(*d.SubjectNameStrategy)
+		if !slices.Contains([]string{"TOPIC_NAME", "RECORD_NAME", "TOPIC_RECORD_NAME"}, strategy) {
+			return nil, dataInfo{}, errf(400, 400, "subject_name_strategy %s is not TOPIC_NAME, RECORD_NAME or TOPIC_RECORD_NAME", *d.SubjectNameStrategy)
+		}
 	}
 	typ := strings.ToUpper(d.Type)
 	byRegistry := d.SchemaID != nil || d.SchemaVersion != nil
@@ -74,10 +175,21 @@ func (d *v3Data) encode(ctx context.Context, p *Proxy, subject string, isKey boo
 		}
 	}
 	if schemaFormats[typ] != "" || d.Type == "" && byRegistry {
-		if d.Schema == nil && d.SchemaID == nil {
-			if p.schemas == nil {
-				return nil, dataInfo{typ: typ}, errNoRegistry
+		if p.schemas == nil {
+			return nil, dataInfo{typ: typ}, errNoRegistry
+		}
+		if d.Type == "" && d.SchemaID != nil {
+			st, err := p.schemas.typeOf(ctx, *d.SchemaID)
+			if err != nil {
+				return nil, dataInfo{typ: typ}, err
 			}
+			typ = schemaTypeNames[st]
+		}
+		subject, err := d.subjectName(ctx, p, topic, isKey, strategy, typ)
+		if err != nil {
+			return nil, dataInfo{typ: typ}, err
+		}
+		if d.Schema == nil && d.SchemaID == nil {
 			version := -1
 			if d.SchemaVersion != nil {
 				version = *d.SchemaVersion
@@ -87,17 +199,11 @@ func (d *v3Data) encode(ctx context.Context, p *Proxy, subject string, isKey boo
 				return nil, dataInfo{typ: typ}, registryError(err)
 			}
 			d.SchemaID = &ss.ID
-		}
-		if d.Type == "" && d.SchemaID != nil {
-			if p.schemas == nil {
-				return nil, dataInfo{typ: typ}, errNoRegistry
+			if d.Type == "" {
+				typ = schemaTypeNames[ss.Type]
 			}
-			st, err := p.schemas.typeOf(ctx, *d.SchemaID)
-			if err != nil {
-				return nil, dataInfo{typ: typ}, err
-			}
-			typ = map[sr.SchemaType]string{sr.TypeAvro: "AVRO", sr.TypeJSON: "JSONSCHEMA", sr.TypeProtobuf: "PROTOBUF"}[st]
 		}
+		d.Subject = &subject
 	}
 	info := dataInfo{typ: typ}
 	if schemaFormats[typ] == "" && isNull(d.Data) {
@@ -118,8 +224,8 @@ func (d *v3Data) encode(ctx context.Context, p *Proxy, subject string, isKey boo
 		b = []byte(s)
 	case "AVRO", "JSONSCHEMA", "PROTOBUF":
 		var c codec
-		if c, err = formats[schemaFormats[typ]].codec(ctx, p, subject, isKey, d.Schema, d.SchemaID); err == nil {
-			info.schemaID = c.schemaID
+		if c, err = formats[schemaFormats[typ]].codec(ctx, p, *d.Subject, isKey, d.Schema, d.SchemaID); err == nil {
+			info.schemaID, info.subject = c.schemaID, *d.Subject
 			b, err = c.encode(d.Data)
 		}
 	default:
@@ -196,7 +302,7 @@ func (p *Proxy) v3ProduceRecords(v *v3req) (int, any, error) {
 		}
 		f := make(chan report, 1)
 		futures <- f
-		p.cl.Produce(v.r.Context(), kr, func(r *kgo.Record, err error) {
+		p.client(v.r.Context()).Produce(v.r.Context(), kr, func(r *kgo.Record, err error) {
 			f <- v.delivered(r, keyType, valType, err)
 		})
 	}
@@ -244,7 +350,7 @@ func (p *Proxy) v3ProduceBatch(v *v3req) (int, any, error) {
 			continue
 		}
 		wg.Add(1)
-		p.cl.Produce(v.r.Context(), kr, func(r *kgo.Record, err error) {
+		p.client(v.r.Context()).Produce(v.r.Context(), kr, func(r *kgo.Record, err error) {
 			reports[i] = v.delivered(r, keyType, valType, err)
 			wg.Done()
 		})
@@ -271,6 +377,9 @@ func dataReport(info dataInfo, b []byte) any {
 	if info.schemaID != nil {
 		m["schema_id"] = *info.schemaID
 	}
+	if info.subject != "" {
+		m["subject"] = info.subject
+	}
 	return m
 }
 
@@ -280,10 +389,10 @@ func (p *Proxy) v3Record(v *v3req, rec *v3Record, partitions int32) (*kgo.Record
 	kr := &kgo.Record{Topic: topic, Context: v.r.Context()}
 	keyInfo, valInfo := dataInfo{}, dataInfo{}
 	var err error
-	if kr.Key, keyInfo, err = rec.Key.encode(v.r.Context(), p, topic+"-key", true); err != nil {
+	if kr.Key, keyInfo, err = rec.Key.encode(v.r.Context(), p, topic, true); err != nil {
 		return nil, keyInfo, valInfo, err
 	}
-	if kr.Value, valInfo, err = rec.Value.encode(v.r.Context(), p, topic+"-value", false); err != nil {
+	if kr.Value, valInfo, err = rec.Value.encode(v.r.Context(), p, topic, false); err != nil {
 		return nil, keyInfo, valInfo, err
 	}
 	for _, h := range rec.Headers {

@@ -22,7 +22,7 @@ func (v *v3req) topicBody(td kadm.TopicDetail) map[string]any {
 }
 
 func (p *Proxy) v3Topics(v *v3req) (int, any, error) {
-	tds, err := p.adm.ListTopicsWithInternal(v.ctx)
+	tds, err := p.admin(v.ctx).ListTopicsWithInternal(v.ctx)
 	if err != nil {
 		return 0, nil, kafkaError(err)
 	}
@@ -75,9 +75,9 @@ func (p *Proxy) v3CreateTopic(v *v3req) (int, any, error) {
 	for _, c := range req.Configs {
 		configs[c.Name] = c.Value
 	}
-	create := p.adm.CreateTopics
+	create := p.admin(v.ctx).CreateTopics
 	if req.ValidateOnly {
-		create = p.adm.ValidateCreateTopics
+		create = p.admin(v.ctx).ValidateCreateTopics
 	}
 	resp, err := create(v.ctx, parts, rf, configs, req.TopicName)
 	if err != nil {
@@ -101,7 +101,7 @@ func (p *Proxy) v3DeleteTopic(v *v3req) (int, any, error) {
 	if _, err := p.v3TopicDetail(v); err != nil {
 		return 0, nil, err
 	}
-	resp, err := p.adm.DeleteTopic(v.ctx, v.r.PathValue("topic"))
+	resp, err := p.admin(v.ctx).DeleteTopic(v.ctx, v.r.PathValue("topic"))
 	if err == nil {
 		err = resp.Err
 	}
