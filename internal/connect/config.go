@@ -27,6 +27,14 @@ type WorkerConfig struct {
 	OffsetFile          string // standalone only: offset.storage.file.filename
 	OffsetFlushInterval time.Duration
 	ShutdownTimeout     time.Duration
+
+	// The Connect group (distributed only): session.timeout.ms (10 s),
+	// heartbeat.interval.ms (3 s), rebalance.timeout.ms (60 s), and
+	// scheduled.rebalance.max.delay.ms (5 min), how long the connectors
+	// and tasks of a worker that left wait for it before they are given
+	// to the others.
+	SessionTimeout, HeartbeatInterval, RebalanceTimeout time.Duration
+	ScheduledRebalanceMaxDelay                          time.Duration
 }
 
 // LoadWorkerConfig reads a worker properties file.
@@ -87,6 +95,14 @@ func ParseWorkerConfig(props map[string]string, distributed bool) (*WorkerConfig
 		OffsetFile:          get("offset.storage.file.filename", ""),
 		OffsetFlushInterval: time.Duration(num("offset.flush.interval.ms", "60000")) * time.Millisecond,
 		ShutdownTimeout:     time.Duration(num("task.shutdown.graceful.timeout.ms", "5000")) * time.Millisecond,
+
+		SessionTimeout:             time.Duration(num("session.timeout.ms", "10000")) * time.Millisecond,
+		HeartbeatInterval:          time.Duration(num("heartbeat.interval.ms", "3000")) * time.Millisecond,
+		RebalanceTimeout:           time.Duration(num("rebalance.timeout.ms", "60000")) * time.Millisecond,
+		ScheduledRebalanceMaxDelay: time.Duration(num("scheduled.rebalance.max.delay.ms", "300000")) * time.Millisecond,
+	}
+	if c.HeartbeatInterval <= 0 {
+		errs = append(errs, fmt.Sprintf("invalid value %d for heartbeat.interval.ms: must be positive", c.HeartbeatInterval.Milliseconds()))
 	}
 	if distributed {
 		for _, k := range []string{"group.id", "config.storage.topic", "offset.storage.topic", "status.storage.topic"} {

@@ -71,31 +71,59 @@ type herder struct {
 		sync.Mutex
 		conns  map[string]*desired
 		status map[string]*connStatus
-		active bool // runs connectors: always standalone; the group leader distributed
+		all      bool       // runs every connector and task (standalone mode)
+		assigned assignment // what the group assigned this worker (distributed mode)
+		restarts map[string]restartRequest
+		replayed bool // the config log was read to its end once: restart records count from now
 	}
+	// unitsChanged is signalled when a connector is added or removed or
+	// its task count changes: the group leader then rebalances.
+	unitsChanged chan struct{}
 }
 
-// setActive starts (true) or stops the connectors and tasks this worker
-// runs; deactivating waits until everything stopped.
-func (h *herder) setActive(ctx context.Context, active bool) {
+// unit is one piece of work a worker is assigned: a connector (task -1)
+// or one of its tasks, as Connect's group assignments name them.
+type unit struct {
+	conn string
+	task int
+}
+
+// assignment is the set of units a worker runs.
+type assignment map[unit]bool
+
+// setAssignment makes the worker run exactly the given units (all:
+// every connector and task, standalone mode); it returns once units no
+// longer assigned have stopped.
+func (h *herder) setAssignment(ctx context.Context, all bool, a assignment) {
 	h.mu.Lock()
-	changed := h.mu.active != active
-	h.mu.active = active
+	h.mu.all, h.mu.assigned = all, maps.Clone(a)
 	h.mu.Unlock()
-	if !changed {
-		return
-	}
-	if active {
-		h.wake()
-		return
-	}
 	h.do(ctx, func() { h.reconcile(ctx) })
 }
 
-func (h *herder) isActive() bool {
+// owns says whether this worker runs u.
+func (h *herder) owns(u unit) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.mu.active
+	return h.mu.all || h.mu.assigned[u]
+}
+
+// units are the connectors and tasks the config log configures, as the
+// group leader assigns them.
+func (h *herder) units() assignment {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := assignment{}
+	for name, d := range h.mu.conns {
+		if d.config == nil {
+			continue
+		}
+		out[unit{name, -1}] = true
+		for i := range d.tasks {
+			out[unit{name, i}] = true
+		}
+	}
+	return out
 }
 
 // configOffset is the offset of the last config record read (-1: none),
@@ -164,6 +192,8 @@ func newHerder(cfg *WorkerConfig, logger *slog.Logger, opts []kgo.Opt) *herder {
 		kick: make(chan struct{}, 1), requests: make(chan func()), runtimes: map[string]*connRuntime{}}
 	h.mu.conns = map[string]*desired{}
 	h.mu.status = map[string]*connStatus{}
+	h.mu.restarts = map[string]restartRequest{}
+	h.unitsChanged = make(chan struct{}, 1)
 	return h
 }
 
@@ -180,11 +210,22 @@ func (h *herder) applyConfig(r kv) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	defer h.wake()
+	before := h.unitCountLocked()
+	defer func() {
+		if h.unitCountLocked() != before {
+			select {
+			case h.unitsChanged <- struct{}{}:
+			default:
+			}
+		}
+	}()
 	var v struct {
-		Properties map[string]string `json:"properties"`
-		Tasks      *int              `json:"tasks"`
-		State      string            `json:"state"`
-		StateV2    string            `json:"state.v2"`
+		Properties   map[string]string `json:"properties"`
+		Tasks        *int              `json:"tasks"`
+		State        string            `json:"state"`
+		StateV2      string            `json:"state.v2"`
+		IncludeTasks bool              `json:"include-tasks"`
+		OnlyFailed   bool              `json:"only-failed"`
 	}
 	if r.value != nil {
 		if err := json.Unmarshal(r.value, &v); err != nil {
@@ -230,6 +271,13 @@ func (h *herder) applyConfig(r kv) {
 		}
 		d.tasks, d.pending = tasks, map[int]map[string]string{}
 		d.generation++
+	case strings.HasPrefix(r.key, "restart-connector-"):
+		// Only requests written while we run count, as Kafka: an old
+		// restart record must not restart anything at start-up.
+		if r.value != nil && h.mu.replayed {
+			name := strings.TrimPrefix(r.key, "restart-connector-")
+			h.mu.restarts[name] = restartRequest{includeTasks: v.IncludeTasks, onlyFailed: v.OnlyFailed}
+		}
 	case strings.HasPrefix(r.key, "target-state-"):
 		name := strings.TrimPrefix(r.key, "target-state-")
 		if r.value == nil {
@@ -244,6 +292,26 @@ func (h *herder) applyConfig(r kv) {
 	}
 	// Records of a connector not (yet) configured are kept: Kafka writes
 	// the target state before the connector config.
+}
+
+// unitCountLocked is a fingerprint of the configured units: connectors
+// and their task counts.
+func (h *herder) unitCountLocked() string {
+	var b strings.Builder
+	for _, name := range connector.SortedKeys(h.mu.conns) {
+		if d := h.mu.conns[name]; d.config != nil {
+			fmt.Fprintf(&b, "%s:%d,", name, len(d.tasks))
+		}
+	}
+	return b.String()
+}
+
+// restartRequest is a restart-connector-<name> record of the config log.
+type restartRequest struct{ includeTasks, onlyFailed bool }
+
+func restartRecord(name string, req restartRequest) kv {
+	b, _ := json.Marshal(map[string]bool{"include-tasks": req.includeTasks, "only-failed": req.onlyFailed})
+	return kv{key: "restart-connector-" + name, value: b}
 }
 
 // snapshot returns a copy of one connector's desired state.
@@ -402,29 +470,49 @@ func (h *herder) do(ctx context.Context, f func()) error {
 }
 
 func (h *herder) reconcile(ctx context.Context) {
+	h.mu.Lock()
+	all, assigned, restarts := h.mu.all, maps.Clone(h.mu.assigned), h.mu.restarts
+	h.mu.restarts = map[string]restartRequest{}
+	h.mu.Unlock()
+	owns := func(u unit) bool { return all || assigned[u] }
 	seen := map[string]bool{}
-	var names []string
-	if h.isActive() {
-		names = h.names()
-	}
-	for _, name := range names {
-		seen[name] = true
+	for _, name := range h.names() {
 		d, _ := h.snapshot(name)
+		runConn := owns(unit{name, -1})
+		anyTask := false
+		for i := range d.tasks {
+			anyTask = anyTask || owns(unit{name, i})
+		}
 		rt := h.runtimes[name]
+		if !runConn && !anyTask && rt == nil {
+			continue
+		}
+		seen[name] = true
 		if rt != nil && !maps.Equal(rt.config, d.config) {
 			rt.stop(h)
 			rt = nil
 		}
 		if rt == nil {
 			rt = &connRuntime{name: name, config: d.config, tasks: map[int]taskRunner{}, taskGen: -1}
+			rt.plugin, _ = findPlugin(d.config["connector.class"])
 			h.runtimes[name] = rt
 		}
-		rt.reconcile(ctx, h, d)
+		if req, ok := restarts[name]; ok {
+			rt.restart(h, d, runConn, req.includeTasks, req.onlyFailed)
+		}
+		rt.reconcile(ctx, h, d, runConn, func(i int) bool { return owns(unit{name, i}) })
 	}
 	for name, rt := range h.runtimes {
-		if !seen[name] {
-			rt.stop(h)
-			delete(h.runtimes, name)
+		if seen[name] {
+			continue
+		}
+		_, configured := h.snapshot(name)
+		if !configured { // deleted, not only moved to another worker
+			rt.stopTasks(h, true)
+		}
+		rt.stop(h)
+		delete(h.runtimes, name)
+		if !configured {
 			h.dropStatus(name, -1)
 		}
 	}
