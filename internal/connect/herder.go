@@ -69,8 +69,8 @@ type herder struct {
 
 	mu struct {
 		sync.Mutex
-		conns  map[string]*desired
-		status map[string]*connStatus
+		conns    map[string]*desired
+		status   map[string]*connStatus
 		all      bool       // runs every connector and task (standalone mode)
 		assigned assignment // what the group assigned this worker (distributed mode)
 		restarts map[string]restartRequest
