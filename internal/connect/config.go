@@ -35,6 +35,10 @@ type WorkerConfig struct {
 	// to the others.
 	SessionTimeout, HeartbeatInterval, RebalanceTimeout time.Duration
 	ScheduledRebalanceMaxDelay                          time.Duration
+
+	// Sink tasks' consumers: consumer.session.timeout.ms (45 s) and
+	// consumer.heartbeat.interval.ms (3 s), Kafka's consumer defaults.
+	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
 }
 
 // LoadWorkerConfig reads a worker properties file.
@@ -101,8 +105,10 @@ func ParseWorkerConfig(props map[string]string, distributed bool) (*WorkerConfig
 		RebalanceTimeout:           time.Duration(num("rebalance.timeout.ms", "60000")) * time.Millisecond,
 		ScheduledRebalanceMaxDelay: time.Duration(num("scheduled.rebalance.max.delay.ms", "300000")) * time.Millisecond,
 	}
-	if c.HeartbeatInterval <= 0 {
-		errs = append(errs, fmt.Sprintf("invalid value %d for heartbeat.interval.ms: must be positive", c.HeartbeatInterval.Milliseconds()))
+	c.ConsumerSessionTimeout = time.Duration(num("consumer.session.timeout.ms", "45000")) * time.Millisecond
+	c.ConsumerHeartbeatInterval = time.Duration(num("consumer.heartbeat.interval.ms", "3000")) * time.Millisecond
+	if c.HeartbeatInterval <= 0 || c.ConsumerHeartbeatInterval <= 0 {
+		errs = append(errs, "heartbeat.interval.ms and consumer.heartbeat.interval.ms must be positive")
 	}
 	if distributed {
 		for _, k := range []string{"group.id", "config.storage.topic", "offset.storage.topic", "status.storage.topic"} {

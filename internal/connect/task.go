@@ -187,6 +187,16 @@ func (r *sourceRunner) run() {
 	}
 	r.cl = cl
 	defer cl.Close()
+	// The task may have run on another worker until now: read the offset
+	// topic to its end first, so it resumes where that worker stored.
+	if l, ok := r.h.offsets.log.(*kafkaLog); ok {
+		if err := l.catchUp(r.ctx); err != nil {
+			if r.ctx.Err() == nil {
+				r.fail(err)
+			}
+			return
+		}
+	}
 	if err := r.task.Start(offsetReader{r.h.offsets, r.conn}, r.props); err != nil {
 		r.fail(err)
 		return
@@ -313,6 +323,7 @@ func (r *sinkRunner) run() {
 	}
 	topics := r.connConfig["topics"]
 	opts := []kgo.Opt{kgo.ConsumerGroup("connect-" + r.conn), kgo.DisableAutoCommit(),
+		kgo.SessionTimeout(r.h.cfg.ConsumerSessionTimeout), kgo.HeartbeatInterval(r.h.cfg.ConsumerHeartbeatInterval),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500 * time.Millisecond),
 		kgo.OnPartitionsRevoked(func(ctx context.Context, _ *kgo.Client, _ map[string][]int32) { r.flushCommit(ctx) }),
 		kgo.OnPartitionsLost(func(context.Context, *kgo.Client, map[string][]int32) {
