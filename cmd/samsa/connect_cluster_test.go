@@ -296,8 +296,8 @@ func TestConnectThreeWorkersKill(t *testing.T) {
 		}
 	}()
 	defer func() { <-written }()
-	eventually(t, "1000 lines in both sink files", func() bool {
-		return len(readLines(out["a"])) >= 1000 && len(readLines(out["b"])) >= 1000
+	eventually(t, "2000 lines in both sink files", func() bool {
+		return len(readLines(out["a"])) >= 2000 && len(readLines(out["b"])) >= 2000
 	})
 	var victim *connectProc
 	for _, w := range workers[1:] {

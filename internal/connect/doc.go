@@ -22,6 +22,9 @@
 //   - status topic: status-connector-<name>, status-task-<name>-<n> with
 //     {"state":..,"trace":..,"worker_id":..,"generation":..}.
 //
-// Distributed workers form a Connect group (group.go) that is, for now,
-// active/passive: the leader runs everything, the others stand by.
+// Distributed workers form a Connect group (group.go) with Kafka's
+// incremental cooperative protocol: the leader's assignor (assignor.go)
+// spreads connectors and tasks over all workers, and each worker's
+// reconciler runs exactly the units assigned to it. Requests only the
+// leader serves are forwarded to it (forward.go).
 package connect

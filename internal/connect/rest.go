@@ -116,7 +116,7 @@ func (w *Worker) routes() http.Handler {
 		hf := handler(func(r *http.Request) (int, any, error) {
 			name := r.PathValue("c")
 			if _, ok := h.snapshot(name); !ok {
-				return 0, nil, notFound(name)
+				return 0, nil, errorf(404, "Unknown connector %s", name)
 			}
 			recs := []kv{targetRecord(name, target)}
 			if target == targetStopped {
@@ -311,11 +311,8 @@ func (w *Worker) tasks(r *http.Request) (int, any, error) {
 func (w *Worker) taskStatus(r *http.Request) (int, any, error) {
 	name := r.PathValue("c")
 	st, err := w.status(name)
-	if err != nil {
-		return 0, nil, err
-	}
-	id, err := strconv.Atoi(r.PathValue("t"))
-	if err != nil || id < 0 || id >= len(st.Tasks) {
+	id, convErr := strconv.Atoi(r.PathValue("t"))
+	if err != nil || convErr != nil || id < 0 || id >= len(st.Tasks) {
 		return 0, nil, errorf(404, "No status found for task %s-%s", name, r.PathValue("t"))
 	}
 	return 200, st.Tasks[id], nil
@@ -335,10 +332,8 @@ func (w *Worker) putConnector(ctx context.Context, name string, config map[strin
 		if errors.As(err, &re) {
 			return nil, false, err
 		}
-		if config["connector.class"] == "" {
-			return nil, false, errorf(400, "%s", err.Error())
-		}
-		return nil, false, errorf(500, "%s", err.Error())
+		// No class or an unknown one: Kafka 4.4 answers 400.
+		return nil, false, errorf(400, "%s", err.Error())
 	}
 	if v.ErrorCount > 0 {
 		return nil, false, errorf(400, "%s", v.errorSummary())
@@ -449,7 +444,7 @@ func (w *Worker) restartConnector(r *http.Request) (int, any, error) {
 		return 0, nil, err
 	}
 	if _, ok := w.herder.snapshot(name); !ok {
-		return 0, nil, notFound(name)
+		return 0, nil, errorf(404, "Unknown connector: %s", name)
 	}
 	st, err := w.status(name)
 	if err != nil {
