@@ -39,6 +39,9 @@ type WorkerConfig struct {
 	// Sink tasks' consumers: consumer.session.timeout.ms (45 s) and
 	// consumer.heartbeat.interval.ms (3 s), Kafka's consumer defaults.
 	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
+
+	// topic.tracking.enable and topic.tracking.allow.reset (both true).
+	TopicTracking, TopicTrackingReset bool
 }
 
 // LoadWorkerConfig reads a worker properties file.
@@ -105,6 +108,8 @@ func ParseWorkerConfig(props map[string]string, distributed bool) (*WorkerConfig
 		RebalanceTimeout:           time.Duration(num("rebalance.timeout.ms", "60000")) * time.Millisecond,
 		ScheduledRebalanceMaxDelay: time.Duration(num("scheduled.rebalance.max.delay.ms", "300000")) * time.Millisecond,
 	}
+	c.TopicTracking = get("topic.tracking.enable", "true") != "false"
+	c.TopicTrackingReset = get("topic.tracking.allow.reset", "true") != "false"
 	c.ConsumerSessionTimeout = time.Duration(num("consumer.session.timeout.ms", "45000")) * time.Millisecond
 	c.ConsumerHeartbeatInterval = time.Duration(num("consumer.heartbeat.interval.ms", "3000")) * time.Millisecond
 	if c.HeartbeatInterval <= 0 || c.ConsumerHeartbeatInterval <= 0 {

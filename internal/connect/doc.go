@@ -20,7 +20,9 @@
 //   - offset topic: key ["<connector>",{source partition}] value {source
 //     offset}, both schemaless JSON;
 //   - status topic: status-connector-<name>, status-task-<name>-<n> with
-//     {"state":..,"trace":..,"worker_id":..,"generation":..}.
+//     {"state":..,"trace":..,"worker_id":..,"generation":..};
+//     status-topic-<topic>:connector-<name> with {"topic":{"name":..,
+//     "connector":..,"task":..,"discoverTimestamp":..}} (topic tracking).
 //
 // Distributed workers form a Connect group (group.go) with Kafka's
 // incremental cooperative protocol: the leader's assignor (assignor.go)

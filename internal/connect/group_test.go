@@ -206,6 +206,23 @@ func TestTwoWorkersShareWork(t *testing.T) {
 		t.Fatalf("the follower reports %v, the leader %v", st, workerOf)
 	}
 
+	// Topic tracking (KIP-558): each worker reports the topics either
+	// connector used, whichever worker ran it; a reset forgets them.
+	for _, r := range []rest{rl, rf} {
+		for _, c := range []string{"src", "snk"} {
+			waitFor(t, c+" using fo", func() bool {
+				got := r.must(200, "GET", "/connectors/"+c+"/topics", nil).(map[string]any)
+				ts, _ := got[c].(map[string]any)["topics"].([]any)
+				return len(ts) == 1 && ts[0] == "fo"
+			})
+		}
+	}
+	rf.must(202, "PUT", "/connectors/snk/topics/reset", nil)
+	waitFor(t, "snk's topics reset on the leader", func() bool {
+		got := rl.must(200, "GET", "/connectors/snk/topics", nil).(map[string]any)
+		return len(got["snk"].(map[string]any)["topics"].([]any)) == 0
+	})
+
 	// Restart through the follower (forwarded; every worker applies the
 	// restart record to what it runs).
 	body := rf.must(202, "POST", "/connectors/src/restart?includeTasks=true", nil).(map[string]any)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -74,7 +75,8 @@ type herder struct {
 		all      bool       // runs every connector and task (standalone mode)
 		assigned assignment // what the group assigned this worker (distributed mode)
 		restarts map[string]restartRequest
-		replayed bool // the config log was read to its end once: restart records count from now
+		topics   map[string]map[string]bool // connector -> topics it used (status-topic-* records)
+		replayed bool                       // the config log was read to its end once: restart records count from now
 	}
 	// unitsChanged is signalled when a connector is added or removed or
 	// its task count changes: the group leader then rebalances.
@@ -141,6 +143,14 @@ func (h *herder) configOffset() int64 {
 // states of tasks that others run.
 func (h *herder) applyStatus(r kv) {
 	conn, task := "", -1
+	if rest, ok := strings.CutPrefix(r.key, "status-topic-"); ok {
+		i := strings.LastIndex(rest, topicSeparator)
+		if i < 0 {
+			return
+		}
+		h.setTopic(rest[i+len(topicSeparator):], rest[:i], r.value != nil)
+		return
+	}
 	if rest, ok := strings.CutPrefix(r.key, "status-connector-"); ok {
 		conn = rest
 	} else if rest, ok := strings.CutPrefix(r.key, "status-task-"); ok {
@@ -193,6 +203,7 @@ func newHerder(cfg *WorkerConfig, logger *slog.Logger, opts []kgo.Opt) *herder {
 	h.mu.conns = map[string]*desired{}
 	h.mu.status = map[string]*connStatus{}
 	h.mu.restarts = map[string]restartRequest{}
+	h.mu.topics = map[string]map[string]bool{}
 	h.unitsChanged = make(chan struct{}, 1)
 	return h
 }
@@ -338,6 +349,63 @@ func (h *herder) names() []string {
 		}
 	}
 	return out
+}
+
+// topicSeparator splits a status-topic-<topic>:connector-<name> key.
+const topicSeparator = ":connector-"
+
+func (h *herder) setTopic(conn, topic string, active bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !active {
+		delete(h.mu.topics[conn], topic)
+		return
+	}
+	if h.mu.topics[conn] == nil {
+		h.mu.topics[conn] = map[string]bool{}
+	}
+	h.mu.topics[conn][topic] = true
+}
+
+// recordTopic notes that a task used a topic (Kafka's topic tracking,
+// KIP-558): the first time, a status-topic record says so.
+func (h *herder) recordTopic(conn string, task int, topic string) {
+	if !h.cfg.TopicTracking {
+		return
+	}
+	h.mu.Lock()
+	known := h.mu.topics[conn][topic]
+	h.mu.Unlock()
+	if known {
+		return
+	}
+	h.setTopic(conn, topic, true)
+	if h.statusLog != nil {
+		v, _ := json.Marshal(map[string]any{"topic": map[string]any{"name": topic, "connector": conn, "task": task,
+			"discoverTimestamp": time.Now().UnixMilli()}})
+		h.statusLog.send("status-topic-"+topic+topicSeparator+conn, v)
+	}
+}
+
+// activeTopics lists the topics a connector used, sorted.
+func (h *herder) activeTopics(conn string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := connector.SortedKeys(h.mu.topics[conn])
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+// resetTopics forgets the topics a connector used (tombstones).
+func (h *herder) resetTopics(conn string) {
+	for _, topic := range h.activeTopics(conn) {
+		h.setTopic(conn, topic, false)
+		if h.statusLog != nil {
+			h.statusLog.send("status-topic-"+topic+topicSeparator+conn, nil)
+		}
+	}
 }
 
 // setStatus records a connector's (task < 0) or task's state and writes it
@@ -514,6 +582,7 @@ func (h *herder) reconcile(ctx context.Context) {
 		delete(h.runtimes, name)
 		if !configured {
 			h.dropStatus(name, -1)
+			h.resetTopics(name) // Kafka forgets a deleted connector's topics
 		}
 	}
 }

@@ -131,6 +131,23 @@ func (w *Worker) routes() http.Handler {
 		mux.HandleFunc("PUT /connectors/{c}/"+path, hf)
 	}
 	mux.HandleFunc("GET /connectors/{c}/offsets", handler(w.getOffsets))
+	mux.HandleFunc("GET /connectors/{c}/topics", handler(func(r *http.Request) (int, any, error) {
+		if !w.cfg.TopicTracking {
+			return 0, nil, errorf(403, "Topic tracking is disabled.")
+		}
+		name := r.PathValue("c")
+		return 200, map[string]any{name: map[string]any{"topics": h.activeTopics(name)}}, nil
+	}))
+	mux.HandleFunc("PUT /connectors/{c}/topics/reset", handler(func(r *http.Request) (int, any, error) {
+		if !w.cfg.TopicTracking {
+			return 0, nil, errorf(403, "Topic tracking is disabled.")
+		}
+		if !w.cfg.TopicTrackingReset {
+			return 0, nil, errorf(403, "Topic tracking reset is disabled.")
+		}
+		h.resetTopics(r.PathValue("c"))
+		return 202, nil, nil
+	}))
 	mux.HandleFunc("DELETE /connectors/{c}/offsets", w.leaderOnly(handler(func(r *http.Request) (int, any, error) { return w.alterOffsets(r, nil) })))
 	mux.HandleFunc("PATCH /connectors/{c}/offsets", w.leaderOnly(handler(func(r *http.Request) (int, any, error) {
 		var body struct {

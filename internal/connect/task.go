@@ -258,6 +258,7 @@ func (r *sourceRunner) send(rec *connector.Record) error {
 	for _, hd := range out.Headers {
 		kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: hd.Key, Value: hd.Value})
 	}
+	r.h.recordTopic(r.conn, r.id, out.Topic)
 	// Not r.ctx: stopping must not abort records in flight, whose offsets
 	// the final flush stores once they are acknowledged.
 	r.cl.Produce(context.Background(), kr, func(_ *kgo.Record, err error) {
@@ -412,6 +413,7 @@ func (r *sinkRunner) put(recs []*kgo.Record) error {
 		}
 	}
 	for _, kr := range recs {
+		r.h.recordTopic(r.conn, r.id, kr.Topic) // Kafka records the topic of every record consumed
 		if r.next[kr.Topic] == nil {
 			r.next[kr.Topic] = map[int32]kgo.EpochOffset{}
 		}
