@@ -223,6 +223,33 @@ func TestTwoWorkersShareWork(t *testing.T) {
 		return len(got["snk"].(map[string]any)["topics"].([]any)) == 0
 	})
 
+	// Log levels: worker scope changes one worker, cluster scope (a config
+	// record) every worker.
+	if got := rl.must(200, "PUT", "/admin/loggers/org.apache.kafka.connect", map[string]string{"level": "debug"}).([]any); len(got) != 1 || got[0] != "org.apache.kafka.connect" {
+		t.Fatalf("worker-scope PUT: %v", got)
+	}
+	lv := rl.must(200, "GET", "/admin/loggers/org.apache.kafka.connect", nil).(map[string]any)
+	if lv["level"] != "DEBUG" || lv["last_modified"] == nil {
+		t.Fatalf("GET the logger set: %v", lv)
+	}
+	if code, body := rf.call("GET", "/admin/loggers/org.apache.kafka.connect", nil); code != 404 || body.(map[string]any)["message"] != "Logger org.apache.kafka.connect not found." {
+		t.Fatalf("the other worker: %d %v", code, body)
+	}
+	if code, body := rl.call("PUT", "/admin/loggers/root", map[string]string{"level": "LOUD"}); code != 404 || body.(map[string]any)["message"] != "invalid log level 'LOUD'." {
+		t.Fatalf("invalid level: %d %v", code, body)
+	}
+	if code, _ := rl.call("PUT", "/admin/loggers/root", map[string]string{}); code != 400 {
+		t.Fatalf("no level: %d", code)
+	}
+	rf.must(204, "PUT", "/admin/loggers/io.samsa?scope=cluster", map[string]string{"level": "WARN"})
+	for _, r := range []rest{rl, rf} {
+		waitFor(t, "the cluster-scope level on "+r.url, func() bool {
+			all := r.must(200, "GET", "/admin/loggers", nil).(map[string]any)
+			lv, _ := all["io.samsa"].(map[string]any)
+			return lv != nil && lv["level"] == "WARN" && all["root"] != nil
+		})
+	}
+
 	// Restart through the follower (forwarded; every worker applies the
 	// restart record to what it runs).
 	body := rf.must(202, "POST", "/connectors/src/restart?includeTasks=true", nil).(map[string]any)

@@ -63,6 +63,7 @@ type herder struct {
 	configLog logStore
 	offsets   *offsetStore
 	statusLog *kafkaLog // nil in standalone mode
+	loggers   *loggers
 
 	kick     chan struct{}
 	requests chan func()
@@ -204,6 +205,7 @@ func newHerder(cfg *WorkerConfig, logger *slog.Logger, opts []kgo.Opt) *herder {
 	h.mu.status = map[string]*connStatus{}
 	h.mu.restarts = map[string]restartRequest{}
 	h.mu.topics = map[string]map[string]bool{}
+	h.loggers = newLoggers(nil)
 	h.unitsChanged = make(chan struct{}, 1)
 	return h
 }
@@ -282,6 +284,9 @@ func (h *herder) applyConfig(r kv) {
 		}
 		d.tasks, d.pending = tasks, map[int]map[string]string{}
 		d.generation++
+	case strings.HasPrefix(r.key, "logger-cluster-"):
+		h.loggers.applyClusterLevel(strings.TrimPrefix(r.key, "logger-cluster-"), r.value)
+		return
 	case strings.HasPrefix(r.key, "restart-connector-"):
 		// Only requests written while we run count, as Kafka: an old
 		// restart record must not restart anything at start-up.

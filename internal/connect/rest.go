@@ -211,6 +211,7 @@ func (w *Worker) routes() http.Handler {
 		}
 		return 200, v, nil
 	}))
+	w.loggerRoutes(mux)
 	mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
 		writeError(rw, errorf(404, "HTTP 404 Not Found"))
 	})

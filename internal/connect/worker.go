@@ -42,6 +42,9 @@ type Options struct {
 	Distributed bool
 	// Connectors are standalone mode's connector configs.
 	Connectors []map[string]string
+	// LogLevel, when set, is the level of Logger that PUT
+	// /admin/loggers/root changes.
+	LogLevel *slog.LevelVar
 }
 
 // Start binds the listeners, reads the stores and starts the connectors.
@@ -69,6 +72,7 @@ func Start(ctx context.Context, cfg *WorkerConfig, o Options) (_ *Worker, err er
 	}
 	cfg.advertise(w.lns[0].Addr())
 	h := newHerder(cfg, logger, opts)
+	h.loggers = newLoggers(o.LogLevel)
 	h.workerID = strings.TrimPrefix(strings.TrimPrefix(cfg.AdvertisedURL, "http://"), "https://")
 	w.herder = h
 	if w.admin, err = kgo.NewClient(opts...); err != nil {
