@@ -85,7 +85,7 @@ func runConnectWorker(args []string, distributed bool, stderr io.Writer) int {
 	ctx, stop := signalContext()
 	defer stop()
 	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	w, err := connect.Start(startCtx, cfg, connect.Options{Logger: logger, Distributed: distributed, Connectors: connectors})
+	w, err := connect.Start(startCtx, cfg, connect.Options{Logger: logger, LogLevel: level, Distributed: distributed, Connectors: connectors})
 	cancel()
 	if err != nil {
 		fmt.Fprintf(stderr, "samsa connect: %v\n", err)

@@ -27,6 +27,21 @@ type WorkerConfig struct {
 	OffsetFile          string // standalone only: offset.storage.file.filename
 	OffsetFlushInterval time.Duration
 	ShutdownTimeout     time.Duration
+
+	// The Connect group (distributed only): session.timeout.ms (10 s),
+	// heartbeat.interval.ms (3 s), rebalance.timeout.ms (60 s), and
+	// scheduled.rebalance.max.delay.ms (5 min), how long the connectors
+	// and tasks of a worker that left wait for it before they are given
+	// to the others.
+	SessionTimeout, HeartbeatInterval, RebalanceTimeout time.Duration
+	ScheduledRebalanceMaxDelay                          time.Duration
+
+	// Sink tasks' consumers: consumer.session.timeout.ms (45 s) and
+	// consumer.heartbeat.interval.ms (3 s), Kafka's consumer defaults.
+	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
+
+	// topic.tracking.enable and topic.tracking.allow.reset (both true).
+	TopicTracking, TopicTrackingReset bool
 }
 
 // LoadWorkerConfig reads a worker properties file.
@@ -87,6 +102,18 @@ func ParseWorkerConfig(props map[string]string, distributed bool) (*WorkerConfig
 		OffsetFile:          get("offset.storage.file.filename", ""),
 		OffsetFlushInterval: time.Duration(num("offset.flush.interval.ms", "60000")) * time.Millisecond,
 		ShutdownTimeout:     time.Duration(num("task.shutdown.graceful.timeout.ms", "5000")) * time.Millisecond,
+
+		SessionTimeout:             time.Duration(num("session.timeout.ms", "10000")) * time.Millisecond,
+		HeartbeatInterval:          time.Duration(num("heartbeat.interval.ms", "3000")) * time.Millisecond,
+		RebalanceTimeout:           time.Duration(num("rebalance.timeout.ms", "60000")) * time.Millisecond,
+		ScheduledRebalanceMaxDelay: time.Duration(num("scheduled.rebalance.max.delay.ms", "300000")) * time.Millisecond,
+	}
+	c.TopicTracking = get("topic.tracking.enable", "true") != "false"
+	c.TopicTrackingReset = get("topic.tracking.allow.reset", "true") != "false"
+	c.ConsumerSessionTimeout = time.Duration(num("consumer.session.timeout.ms", "45000")) * time.Millisecond
+	c.ConsumerHeartbeatInterval = time.Duration(num("consumer.heartbeat.interval.ms", "3000")) * time.Millisecond
+	if c.HeartbeatInterval <= 0 || c.ConsumerHeartbeatInterval <= 0 {
+		errs = append(errs, "heartbeat.interval.ms and consumer.heartbeat.interval.ms must be positive")
 	}
 	if distributed {
 		for _, k := range []string{"group.id", "config.storage.topic", "offset.storage.topic", "status.storage.topic"} {

@@ -20,8 +20,13 @@
 //   - offset topic: key ["<connector>",{source partition}] value {source
 //     offset}, both schemaless JSON;
 //   - status topic: status-connector-<name>, status-task-<name>-<n> with
-//     {"state":..,"trace":..,"worker_id":..,"generation":..}.
+//     {"state":..,"trace":..,"worker_id":..,"generation":..};
+//     status-topic-<topic>:connector-<name> with {"topic":{"name":..,
+//     "connector":..,"task":..,"discoverTimestamp":..}} (topic tracking).
 //
-// Distributed workers form a Connect group (group.go) that is, for now,
-// active/passive: the leader runs everything, the others stand by.
+// Distributed workers form a Connect group (group.go) with Kafka's
+// incremental cooperative protocol: the leader's assignor (assignor.go)
+// spreads connectors and tasks over all workers, and each worker's
+// reconciler runs exactly the units assigned to it. Requests only the
+// leader serves are forwarded to it (forward.go).
 package connect

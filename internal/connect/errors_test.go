@@ -57,8 +57,9 @@ func TestStandaloneErrorsValidateAndResume(t *testing.T) {
 	if msg, _ := e.(map[string]any)["message"].(string); code != 400 || !strings.HasPrefix(msg, "Connector configuration is invalid and contains the following 1 error(s):\ntasks.max: ") {
 		t.Fatalf("invalid create: %d %v", code, e)
 	}
+	// Kafka 4.4's ConnectDistributed answers an unknown class with 400.
 	code, e = r.call("POST", "/connectors", map[string]any{"name": "bad", "config": map[string]string{"connector.class": "com.example.Missing"}})
-	if code != 500 || !strings.Contains(e.(map[string]any)["message"].(string), "Failed to find any class that implements Connector") {
+	if code != 400 || !strings.Contains(e.(map[string]any)["message"].(string), "Failed to find any class that implements Connector") {
 		t.Fatalf("unknown class: %d %v", code, e)
 	}
 

@@ -2,6 +2,7 @@ package connect
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -183,12 +184,43 @@ func (t *fileSinkTask) Start(props map[string]string) error {
 		t.w = bufio.NewWriter(os.Stdout)
 		return nil
 	}
-	f, err := os.OpenFile(props["file"], os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(props["file"], os.O_CREATE|os.O_APPEND|os.O_RDWR, 0o644)
 	if err != nil {
 		return fmt.Errorf("couldn't find or create file '%s' for FileStreamSinkTask: %w", props["file"], err)
 	}
+	if err := dropTornLine(f); err != nil {
+		f.Close()
+		return fmt.Errorf("FileStreamSinkTask: %s: %w", props["file"], err)
+	}
 	t.f, t.w = f, bufio.NewWriter(f)
 	return nil
+}
+
+// dropTornLine cuts a last line without its newline: a worker killed
+// while it flushed left it, and as its offsets were not committed the
+// records come again. (Kafka's sink would append to the torn line.)
+func dropTornLine(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return err
+	}
+	const chunk = 4096
+	end := st.Size()
+	for pos := end; pos > 0; {
+		n := min(pos, chunk)
+		pos -= n
+		buf := make([]byte, n)
+		if _, err := f.ReadAt(buf, pos); err != nil {
+			return err
+		}
+		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+			if cut := pos + int64(i) + 1; cut != end {
+				return f.Truncate(cut)
+			}
+			return nil
+		}
+	}
+	return f.Truncate(0)
 }
 
 func (t *fileSinkTask) Put(records []*connector.Record) error {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -62,6 +63,7 @@ type herder struct {
 	configLog logStore
 	offsets   *offsetStore
 	statusLog *kafkaLog // nil in standalone mode
+	loggers   *loggers
 
 	kick     chan struct{}
 	requests chan func()
@@ -69,33 +71,62 @@ type herder struct {
 
 	mu struct {
 		sync.Mutex
-		conns  map[string]*desired
-		status map[string]*connStatus
-		active bool // runs connectors: always standalone; the group leader distributed
+		conns    map[string]*desired
+		status   map[string]*connStatus
+		all      bool       // runs every connector and task (standalone mode)
+		assigned assignment // what the group assigned this worker (distributed mode)
+		restarts map[string]restartRequest
+		topics   map[string]map[string]bool // connector -> topics it used (status-topic-* records)
+		replayed bool                       // the config log was read to its end once: restart records count from now
 	}
+	// unitsChanged is signalled when a connector is added or removed or
+	// its task count changes: the group leader then rebalances.
+	unitsChanged chan struct{}
 }
 
-// setActive starts (true) or stops the connectors and tasks this worker
-// runs; deactivating waits until everything stopped.
-func (h *herder) setActive(ctx context.Context, active bool) {
+// unit is one piece of work a worker is assigned: a connector (task -1)
+// or one of its tasks, as Connect's group assignments name them.
+type unit struct {
+	conn string
+	task int
+}
+
+// assignment is the set of units a worker runs.
+type assignment map[unit]bool
+
+// setAssignment makes the worker run exactly the given units (all:
+// every connector and task, standalone mode); it returns once units no
+// longer assigned have stopped.
+func (h *herder) setAssignment(ctx context.Context, all bool, a assignment) {
 	h.mu.Lock()
-	changed := h.mu.active != active
-	h.mu.active = active
+	h.mu.all, h.mu.assigned = all, maps.Clone(a)
 	h.mu.Unlock()
-	if !changed {
-		return
-	}
-	if active {
-		h.wake()
-		return
-	}
 	h.do(ctx, func() { h.reconcile(ctx) })
 }
 
-func (h *herder) isActive() bool {
+// owns says whether this worker runs u.
+func (h *herder) owns(u unit) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.mu.active
+	return h.mu.all || h.mu.assigned[u]
+}
+
+// units are the connectors and tasks the config log configures, as the
+// group leader assigns them.
+func (h *herder) units() assignment {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := assignment{}
+	for name, d := range h.mu.conns {
+		if d.config == nil {
+			continue
+		}
+		out[unit{name, -1}] = true
+		for i := range d.tasks {
+			out[unit{name, i}] = true
+		}
+	}
+	return out
 }
 
 // configOffset is the offset of the last config record read (-1: none),
@@ -113,6 +144,14 @@ func (h *herder) configOffset() int64 {
 // states of tasks that others run.
 func (h *herder) applyStatus(r kv) {
 	conn, task := "", -1
+	if rest, ok := strings.CutPrefix(r.key, "status-topic-"); ok {
+		i := strings.LastIndex(rest, topicSeparator)
+		if i < 0 {
+			return
+		}
+		h.setTopic(rest[i+len(topicSeparator):], rest[:i], r.value != nil)
+		return
+	}
 	if rest, ok := strings.CutPrefix(r.key, "status-connector-"); ok {
 		conn = rest
 	} else if rest, ok := strings.CutPrefix(r.key, "status-task-"); ok {
@@ -164,6 +203,10 @@ func newHerder(cfg *WorkerConfig, logger *slog.Logger, opts []kgo.Opt) *herder {
 		kick: make(chan struct{}, 1), requests: make(chan func()), runtimes: map[string]*connRuntime{}}
 	h.mu.conns = map[string]*desired{}
 	h.mu.status = map[string]*connStatus{}
+	h.mu.restarts = map[string]restartRequest{}
+	h.mu.topics = map[string]map[string]bool{}
+	h.loggers = newLoggers(nil)
+	h.unitsChanged = make(chan struct{}, 1)
 	return h
 }
 
@@ -180,11 +223,22 @@ func (h *herder) applyConfig(r kv) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	defer h.wake()
+	before := h.unitCountLocked()
+	defer func() {
+		if h.unitCountLocked() != before {
+			select {
+			case h.unitsChanged <- struct{}{}:
+			default:
+			}
+		}
+	}()
 	var v struct {
-		Properties map[string]string `json:"properties"`
-		Tasks      *int              `json:"tasks"`
-		State      string            `json:"state"`
-		StateV2    string            `json:"state.v2"`
+		Properties   map[string]string `json:"properties"`
+		Tasks        *int              `json:"tasks"`
+		State        string            `json:"state"`
+		StateV2      string            `json:"state.v2"`
+		IncludeTasks bool              `json:"include-tasks"`
+		OnlyFailed   bool              `json:"only-failed"`
 	}
 	if r.value != nil {
 		if err := json.Unmarshal(r.value, &v); err != nil {
@@ -230,6 +284,16 @@ func (h *herder) applyConfig(r kv) {
 		}
 		d.tasks, d.pending = tasks, map[int]map[string]string{}
 		d.generation++
+	case strings.HasPrefix(r.key, "logger-cluster-"):
+		h.loggers.applyClusterLevel(strings.TrimPrefix(r.key, "logger-cluster-"), r.value)
+		return
+	case strings.HasPrefix(r.key, "restart-connector-"):
+		// Only requests written while we run count, as Kafka: an old
+		// restart record must not restart anything at start-up.
+		if r.value != nil && h.mu.replayed {
+			name := strings.TrimPrefix(r.key, "restart-connector-")
+			h.mu.restarts[name] = restartRequest{includeTasks: v.IncludeTasks, onlyFailed: v.OnlyFailed}
+		}
 	case strings.HasPrefix(r.key, "target-state-"):
 		name := strings.TrimPrefix(r.key, "target-state-")
 		if r.value == nil {
@@ -244,6 +308,26 @@ func (h *herder) applyConfig(r kv) {
 	}
 	// Records of a connector not (yet) configured are kept: Kafka writes
 	// the target state before the connector config.
+}
+
+// unitCountLocked is a fingerprint of the configured units: connectors
+// and their task counts.
+func (h *herder) unitCountLocked() string {
+	var b strings.Builder
+	for _, name := range connector.SortedKeys(h.mu.conns) {
+		if d := h.mu.conns[name]; d.config != nil {
+			fmt.Fprintf(&b, "%s:%d,", name, len(d.tasks))
+		}
+	}
+	return b.String()
+}
+
+// restartRequest is a restart-connector-<name> record of the config log.
+type restartRequest struct{ includeTasks, onlyFailed bool }
+
+func restartRecord(name string, req restartRequest) kv {
+	b, _ := json.Marshal(map[string]bool{"include-tasks": req.includeTasks, "only-failed": req.onlyFailed})
+	return kv{key: "restart-connector-" + name, value: b}
 }
 
 // snapshot returns a copy of one connector's desired state.
@@ -270,6 +354,63 @@ func (h *herder) names() []string {
 		}
 	}
 	return out
+}
+
+// topicSeparator splits a status-topic-<topic>:connector-<name> key.
+const topicSeparator = ":connector-"
+
+func (h *herder) setTopic(conn, topic string, active bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !active {
+		delete(h.mu.topics[conn], topic)
+		return
+	}
+	if h.mu.topics[conn] == nil {
+		h.mu.topics[conn] = map[string]bool{}
+	}
+	h.mu.topics[conn][topic] = true
+}
+
+// recordTopic notes that a task used a topic (Kafka's topic tracking,
+// KIP-558): the first time, a status-topic record says so.
+func (h *herder) recordTopic(conn string, task int, topic string) {
+	if !h.cfg.TopicTracking {
+		return
+	}
+	h.mu.Lock()
+	known := h.mu.topics[conn][topic]
+	h.mu.Unlock()
+	if known {
+		return
+	}
+	h.setTopic(conn, topic, true)
+	if h.statusLog != nil {
+		v, _ := json.Marshal(map[string]any{"topic": map[string]any{"name": topic, "connector": conn, "task": task,
+			"discoverTimestamp": time.Now().UnixMilli()}})
+		h.statusLog.send("status-topic-"+topic+topicSeparator+conn, v)
+	}
+}
+
+// activeTopics lists the topics a connector used, sorted.
+func (h *herder) activeTopics(conn string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := connector.SortedKeys(h.mu.topics[conn])
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+// resetTopics forgets the topics a connector used (tombstones).
+func (h *herder) resetTopics(conn string) {
+	for _, topic := range h.activeTopics(conn) {
+		h.setTopic(conn, topic, false)
+		if h.statusLog != nil {
+			h.statusLog.send("status-topic-"+topic+topicSeparator+conn, nil)
+		}
+	}
 }
 
 // setStatus records a connector's (task < 0) or task's state and writes it
@@ -402,30 +543,51 @@ func (h *herder) do(ctx context.Context, f func()) error {
 }
 
 func (h *herder) reconcile(ctx context.Context) {
+	h.mu.Lock()
+	all, assigned, restarts := h.mu.all, maps.Clone(h.mu.assigned), h.mu.restarts
+	h.mu.restarts = map[string]restartRequest{}
+	h.mu.Unlock()
+	owns := func(u unit) bool { return all || assigned[u] }
 	seen := map[string]bool{}
-	var names []string
-	if h.isActive() {
-		names = h.names()
-	}
-	for _, name := range names {
-		seen[name] = true
+	for _, name := range h.names() {
 		d, _ := h.snapshot(name)
+		runConn := owns(unit{name, -1})
+		anyTask := false
+		for i := range d.tasks {
+			anyTask = anyTask || owns(unit{name, i})
+		}
 		rt := h.runtimes[name]
+		if !runConn && !anyTask && rt == nil {
+			continue
+		}
+		seen[name] = true
 		if rt != nil && !maps.Equal(rt.config, d.config) {
 			rt.stop(h)
 			rt = nil
 		}
 		if rt == nil {
 			rt = &connRuntime{name: name, config: d.config, tasks: map[int]taskRunner{}, taskGen: -1}
+			rt.plugin, _ = findPlugin(d.config["connector.class"])
 			h.runtimes[name] = rt
 		}
-		rt.reconcile(ctx, h, d)
+		if req, ok := restarts[name]; ok {
+			rt.restart(h, d, runConn, req.includeTasks, req.onlyFailed)
+		}
+		rt.reconcile(ctx, h, d, runConn, func(i int) bool { return owns(unit{name, i}) })
 	}
 	for name, rt := range h.runtimes {
-		if !seen[name] {
-			rt.stop(h)
-			delete(h.runtimes, name)
+		if seen[name] {
+			continue
+		}
+		_, configured := h.snapshot(name)
+		if !configured { // deleted, not only moved to another worker
+			rt.stopTasks(h, true)
+		}
+		rt.stop(h)
+		delete(h.runtimes, name)
+		if !configured {
 			h.dropStatus(name, -1)
+			h.resetTopics(name) // Kafka forgets a deleted connector's topics
 		}
 	}
 }

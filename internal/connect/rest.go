@@ -83,7 +83,7 @@ func (w *Worker) routes() http.Handler {
 		return 200, map[string]string{"status": "healthy", "message": "Worker has completed startup and is ready to handle requests."}, nil
 	}))
 	mux.HandleFunc("GET /connectors", handler(w.listConnectors))
-	mux.HandleFunc("POST /connectors", handler(w.createConnector))
+	mux.HandleFunc("POST /connectors", w.leaderOnly(handler(w.createConnector)))
 	mux.HandleFunc("GET /connectors/{c}", handler(func(r *http.Request) (int, any, error) {
 		info, err := w.info(r.PathValue("c"))
 		return 200, info, err
@@ -95,28 +95,28 @@ func (w *Worker) routes() http.Handler {
 		}
 		return 200, d.config, nil
 	}))
-	mux.HandleFunc("PUT /connectors/{c}/config", handler(w.putConfig))
-	mux.HandleFunc("PATCH /connectors/{c}/config", handler(w.patchConfig))
-	mux.HandleFunc("DELETE /connectors/{c}", handler(func(r *http.Request) (int, any, error) {
+	mux.HandleFunc("PUT /connectors/{c}/config", w.leaderOnly(handler(w.putConfig)))
+	mux.HandleFunc("PATCH /connectors/{c}/config", w.leaderOnly(handler(w.patchConfig)))
+	mux.HandleFunc("DELETE /connectors/{c}", w.leaderOnly(handler(func(r *http.Request) (int, any, error) {
 		name := r.PathValue("c")
 		if _, ok := h.snapshot(name); !ok {
 			return 0, nil, notFound(name)
 		}
 		return 204, nil, h.configLog.Write(r.Context(), kv{key: "target-state-" + name}, connectorRecord(name, nil))
-	}))
+	})))
 	mux.HandleFunc("GET /connectors/{c}/status", handler(func(r *http.Request) (int, any, error) {
 		st, err := w.status(r.PathValue("c"))
 		return 200, st, err
 	}))
 	mux.HandleFunc("GET /connectors/{c}/tasks", handler(w.tasks))
 	mux.HandleFunc("GET /connectors/{c}/tasks/{t}/status", handler(w.taskStatus))
-	mux.HandleFunc("POST /connectors/{c}/restart", handler(w.restartConnector))
-	mux.HandleFunc("POST /connectors/{c}/tasks/{t}/restart", handler(w.restartTask))
+	mux.HandleFunc("POST /connectors/{c}/restart", w.leaderOnly(handler(w.restartConnector)))
+	mux.HandleFunc("POST /connectors/{c}/tasks/{t}/restart", w.restartTask)
 	for path, target := range map[string]string{"pause": targetPaused, "resume": targetStarted, "stop": targetStopped} {
-		mux.HandleFunc("PUT /connectors/{c}/"+path, handler(func(r *http.Request) (int, any, error) {
+		hf := handler(func(r *http.Request) (int, any, error) {
 			name := r.PathValue("c")
 			if _, ok := h.snapshot(name); !ok {
-				return 0, nil, notFound(name)
+				return 0, nil, errorf(404, "Unknown connector %s", name)
 			}
 			recs := []kv{targetRecord(name, target)}
 			if target == targetStopped {
@@ -124,11 +124,32 @@ func (w *Worker) routes() http.Handler {
 				recs = append(recs, taskRecords(name, nil)...)
 			}
 			return 202, nil, h.configLog.Write(r.Context(), recs...)
-		}))
+		})
+		if target == targetStopped {
+			hf = w.leaderOnly(hf) // Kafka's leader writes stops; any worker pauses and resumes
+		}
+		mux.HandleFunc("PUT /connectors/{c}/"+path, hf)
 	}
 	mux.HandleFunc("GET /connectors/{c}/offsets", handler(w.getOffsets))
-	mux.HandleFunc("DELETE /connectors/{c}/offsets", handler(func(r *http.Request) (int, any, error) { return w.alterOffsets(r, nil) }))
-	mux.HandleFunc("PATCH /connectors/{c}/offsets", handler(func(r *http.Request) (int, any, error) {
+	mux.HandleFunc("GET /connectors/{c}/topics", handler(func(r *http.Request) (int, any, error) {
+		if !w.cfg.TopicTracking {
+			return 0, nil, errorf(403, "Topic tracking is disabled.")
+		}
+		name := r.PathValue("c")
+		return 200, map[string]any{name: map[string]any{"topics": h.activeTopics(name)}}, nil
+	}))
+	mux.HandleFunc("PUT /connectors/{c}/topics/reset", handler(func(r *http.Request) (int, any, error) {
+		if !w.cfg.TopicTracking {
+			return 0, nil, errorf(403, "Topic tracking is disabled.")
+		}
+		if !w.cfg.TopicTrackingReset {
+			return 0, nil, errorf(403, "Topic tracking reset is disabled.")
+		}
+		h.resetTopics(r.PathValue("c"))
+		return 202, nil, nil
+	}))
+	mux.HandleFunc("DELETE /connectors/{c}/offsets", w.leaderOnly(handler(func(r *http.Request) (int, any, error) { return w.alterOffsets(r, nil) })))
+	mux.HandleFunc("PATCH /connectors/{c}/offsets", w.leaderOnly(handler(func(r *http.Request) (int, any, error) {
 		var body struct {
 			Offsets []struct {
 				Partition map[string]any `json:"partition"`
@@ -150,7 +171,7 @@ func (w *Worker) routes() http.Handler {
 			entries = append(entries, offsetEntry{partition: normalize(o.Partition), offset: off})
 		}
 		return w.alterOffsets(r, entries)
-	}))
+	})))
 	mux.HandleFunc("GET /connector-plugins", handler(func(*http.Request) (int, any, error) {
 		var out []map[string]string
 		for _, p := range plugins {
@@ -190,6 +211,7 @@ func (w *Worker) routes() http.Handler {
 		}
 		return 200, v, nil
 	}))
+	w.loggerRoutes(mux)
 	mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
 		writeError(rw, errorf(404, "HTTP 404 Not Found"))
 	})
@@ -307,11 +329,8 @@ func (w *Worker) tasks(r *http.Request) (int, any, error) {
 func (w *Worker) taskStatus(r *http.Request) (int, any, error) {
 	name := r.PathValue("c")
 	st, err := w.status(name)
-	if err != nil {
-		return 0, nil, err
-	}
-	id, err := strconv.Atoi(r.PathValue("t"))
-	if err != nil || id < 0 || id >= len(st.Tasks) {
+	id, convErr := strconv.Atoi(r.PathValue("t"))
+	if err != nil || convErr != nil || id < 0 || id >= len(st.Tasks) {
 		return 0, nil, errorf(404, "No status found for task %s-%s", name, r.PathValue("t"))
 	}
 	return 200, st.Tasks[id], nil
@@ -331,10 +350,8 @@ func (w *Worker) putConnector(ctx context.Context, name string, config map[strin
 		if errors.As(err, &re) {
 			return nil, false, err
 		}
-		if config["connector.class"] == "" {
-			return nil, false, errorf(400, "%s", err.Error())
-		}
-		return nil, false, errorf(500, "%s", err.Error())
+		// No class or an unknown one: Kafka 4.4 answers 400.
+		return nil, false, errorf(400, "%s", err.Error())
 	}
 	if v.ErrorCount > 0 {
 		return nil, false, errorf(400, "%s", v.errorSummary())
@@ -430,6 +447,10 @@ func boolParam(r *http.Request, name string) (bool, error) {
 	return b, nil
 }
 
+// restartConnector writes a restart request to the config log; every
+// worker restarts what it runs of the connector (Kafka's
+// restart-connector-<name> record). The flags answer 202 with the planned
+// states, as Kafka.
 func (w *Worker) restartConnector(r *http.Request) (int, any, error) {
 	name := r.PathValue("c")
 	includeTasks, err := boolParam(r, "includeTasks")
@@ -440,37 +461,55 @@ func (w *Worker) restartConnector(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	d, ok := w.herder.snapshot(name)
-	if !ok {
-		return 0, nil, notFound(name)
+	if _, ok := w.herder.snapshot(name); !ok {
+		return 0, nil, errorf(404, "Unknown connector: %s", name)
 	}
-	h := w.herder
-	if err := h.do(r.Context(), func() {
-		if rt := h.runtimes[name]; rt != nil {
-			rt.restart(h, d, true, includeTasks, onlyFailed)
-		}
-	}); err != nil {
+	st, err := w.status(name)
+	if err != nil {
 		return 0, nil, err
 	}
-	h.wake()
+	if err := w.herder.configLog.Write(r.Context(), restartRecord(name, restartRequest{includeTasks, onlyFailed})); err != nil {
+		return 0, nil, err
+	}
 	if !includeTasks && !onlyFailed {
 		return 204, nil, nil
 	}
-	st, err := w.status(name)
-	return 202, st, err
+	if !onlyFailed || st.Connector.State == stateFailed {
+		st.Connector.State, st.Connector.Trace = stateRestarting, ""
+	}
+	for i, t := range st.Tasks {
+		if includeTasks && (!onlyFailed || t.State == stateFailed) {
+			st.Tasks[i].State, st.Tasks[i].Trace = stateRestarting, ""
+		}
+	}
+	return 202, st, nil
 }
 
-func (w *Worker) restartTask(r *http.Request) (int, any, error) {
+// restartTask restarts a task this worker runs; otherwise the leader
+// forwards the request to the task's worker, and a follower to the
+// leader, as Kafka.
+func (w *Worker) restartTask(rw http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("c")
 	d, ok := w.herder.snapshot(name)
 	if !ok {
-		return 0, nil, errorf(404, "Unknown connector: %s", name)
+		writeError(rw, errorf(404, "Unknown connector: %s", name))
+		return
 	}
 	id, err := strconv.Atoi(r.PathValue("t"))
 	if err != nil || id < 0 || id >= len(d.tasks) {
-		return 0, nil, errorf(404, "Unknown task: %s-%s", name, r.PathValue("t"))
+		writeError(rw, errorf(404, "Unknown task: %s-%s", name, r.PathValue("t")))
+		return
 	}
 	h := w.herder
+	if !h.owns(unit{name, id}) && w.group != nil {
+		leaderURL, leader := w.group.leaderURL()
+		target := leaderURL
+		if leader {
+			target = w.group.ownerURL(unit{name, id})
+		}
+		w.forwardTo(rw, r, target)
+		return
+	}
 	err = h.do(r.Context(), func() {
 		rt := h.runtimes[name]
 		if rt == nil {
@@ -483,7 +522,11 @@ func (w *Worker) restartTask(r *http.Request) (int, any, error) {
 			rt.tasks[id].setPaused(d.target == targetPaused)
 		}
 	})
-	return 204, nil, err
+	if err != nil {
+		writeError(rw, err)
+		return
+	}
+	rw.WriteHeader(http.StatusNoContent)
 }
 
 type offsetJSON struct {

@@ -32,13 +32,55 @@ type taskRunner interface {
 	failed() bool
 }
 
-func (rt *connRuntime) reconcile(ctx context.Context, h *herder, d desired) {
+// reconcile runs the connector when runConn and the tasks owns names,
+// as the desired state d says; it stops what this worker no longer runs.
+func (rt *connRuntime) reconcile(ctx context.Context, h *herder, d desired, runConn bool, owns func(int) bool) {
 	if d.target == targetStopped {
-		rt.stopTasks(h)
+		rt.stopTasks(h, true)
 		rt.stopConnector()
-		h.setStatus(rt.name, -1, stateStopped, "")
+		if runConn {
+			h.setStatus(rt.name, -1, stateStopped, "")
+		}
 		return
 	}
+	if runConn {
+		rt.reconcileConnector(ctx, h, d)
+	} else {
+		// Moved to another worker: that worker reports its status now.
+		rt.stopConnector()
+		rt.failed = false
+	}
+	if rt.taskGen != d.generation {
+		// New task configs: the tasks this worker runs restart with them.
+		rt.stopTasks(h, false)
+		rt.taskGen = d.generation
+	}
+	for i, t := range rt.tasks {
+		if i >= len(d.tasks) {
+			t.stop()
+			delete(rt.tasks, i)
+			h.dropStatus(rt.name, i)
+		} else if !owns(i) {
+			t.stop() // revoked: the next owner writes its status
+			delete(rt.tasks, i)
+		}
+	}
+	if rt.plugin == nil {
+		return // an unknown class: the connector's owner reports it FAILED
+	}
+	for i, tc := range d.tasks {
+		if owns(i) && rt.tasks[i] == nil {
+			rt.tasks[i] = h.startTask(rt, i, tc)
+		}
+	}
+	for _, t := range rt.tasks {
+		t.setPaused(d.target == targetPaused)
+	}
+}
+
+// reconcileConnector runs the connector instance: start it, report its
+// state, and write its task configs when they changed.
+func (rt *connRuntime) reconcileConnector(ctx context.Context, h *herder, d desired) {
 	if rt.failed {
 		return
 	}
@@ -54,31 +96,22 @@ func (rt *connRuntime) reconcile(ctx context.Context, h *herder, d desired) {
 	} else {
 		h.setStatus(rt.name, -1, stateRunning, "")
 	}
-	if !rt.taskConfigsDone {
-		rt.taskConfigsDone = true
-		configs, err := rt.taskConfigs()
-		if err != nil {
-			rt.failed = true
-			h.setStatus(rt.name, -1, stateFailed, trace(err))
-			return
-		}
-		if !equalConfigs(configs, d.tasks) {
-			if err := h.configLog.Write(ctx, taskRecords(rt.name, configs)...); err != nil {
-				h.logger.Error("connect: writing task configs", "connector", rt.name, "err", err)
-				rt.taskConfigsDone = false
-			}
-			return // the commit record, once applied, wakes us again
-		}
+	if rt.taskConfigsDone {
+		return
 	}
-	if rt.taskGen != d.generation {
-		rt.stopTasks(h)
-		for i, tc := range d.tasks {
-			rt.tasks[i] = h.startTask(rt, i, tc)
-		}
-		rt.taskGen = d.generation
+	rt.taskConfigsDone = true
+	configs, err := rt.taskConfigs()
+	if err != nil {
+		rt.failed = true
+		h.setStatus(rt.name, -1, stateFailed, trace(err))
+		return
 	}
-	for _, t := range rt.tasks {
-		t.setPaused(d.target == targetPaused)
+	if !equalConfigs(configs, d.tasks) {
+		// The commit record, once applied, wakes the reconciler again.
+		if err := h.configLog.Write(ctx, taskRecords(rt.name, configs)...); err != nil {
+			h.logger.Error("connect: writing task configs", "connector", rt.name, "err", err)
+			rt.taskConfigsDone = false
+		}
 	}
 }
 
@@ -126,22 +159,30 @@ func (rt *connRuntime) taskConfigs() ([]map[string]string, error) {
 	return configs, nil
 }
 
-func (rt *connRuntime) stopTasks(h *herder) {
+// stopTasks stops every task this worker runs of the connector; drop
+// also removes their statuses (the tasks are gone, not moved).
+func (rt *connRuntime) stopTasks(h *herder, drop bool) {
 	for i, t := range rt.tasks {
 		t.stop()
 		delete(rt.tasks, i)
-		h.dropStatus(rt.name, i)
+		if drop {
+			h.dropStatus(rt.name, i)
+		}
 	}
 	rt.taskGen = -1
 }
 
+// stop stops the connector and its tasks here; the caller drops statuses
+// when the connector was deleted.
 func (rt *connRuntime) stop(h *herder) {
-	rt.stopTasks(h)
+	rt.stopTasks(h, false)
 	rt.stopConnector()
 }
 
 // restart restarts the connector and/or its tasks on the reconciler;
 // onlyFailed limits it to the failed ones.
+// Only what this worker runs restarts; every worker applies the same
+// restart record, so together they restart everything asked for.
 func (rt *connRuntime) restart(h *herder, d desired, connector, tasks, onlyFailed bool) {
 	if connector && (!onlyFailed || rt.failed) {
 		h.setStatus(rt.name, -1, stateRestarting, "")

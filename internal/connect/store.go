@@ -220,6 +220,25 @@ func (l *kafkaLog) read(ctx context.Context, apply func(kv)) {
 	}
 }
 
+// catchUp waits until every record written to the topic before the call
+// was applied.
+func (l *kafkaLog) catchUp(ctx context.Context) error {
+	ends, err := kadm.NewClient(l.cl).ListEndOffsets(ctx, l.topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("reading the end of %s: %w", l.topic, err)
+	}
+	var waitErr error
+	ends.Each(func(e kadm.ListedOffset) {
+		if waitErr == nil {
+			waitErr = l.waitApplied(ctx, e.Partition, e.Offset)
+		}
+	})
+	return waitErr
+}
+
 // waitApplied waits until the reader applied every record of partition
 // p before offset end. It counts the offsets of records handed out, so a
 // topic ending in a transaction marker (never handed out) would not be

@@ -187,6 +187,16 @@ func (r *sourceRunner) run() {
 	}
 	r.cl = cl
 	defer cl.Close()
+	// The task may have run on another worker until now: read the offset
+	// topic to its end first, so it resumes where that worker stored.
+	if l, ok := r.h.offsets.log.(*kafkaLog); ok {
+		if err := l.catchUp(r.ctx); err != nil {
+			if r.ctx.Err() == nil {
+				r.fail(err)
+			}
+			return
+		}
+	}
 	if err := r.task.Start(offsetReader{r.h.offsets, r.conn}, r.props); err != nil {
 		r.fail(err)
 		return
@@ -248,6 +258,7 @@ func (r *sourceRunner) send(rec *connector.Record) error {
 	for _, hd := range out.Headers {
 		kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: hd.Key, Value: hd.Value})
 	}
+	r.h.recordTopic(r.conn, r.id, out.Topic)
 	// Not r.ctx: stopping must not abort records in flight, whose offsets
 	// the final flush stores once they are acknowledged.
 	r.cl.Produce(context.Background(), kr, func(_ *kgo.Record, err error) {
@@ -313,6 +324,7 @@ func (r *sinkRunner) run() {
 	}
 	topics := r.connConfig["topics"]
 	opts := []kgo.Opt{kgo.ConsumerGroup("connect-" + r.conn), kgo.DisableAutoCommit(),
+		kgo.SessionTimeout(r.h.cfg.ConsumerSessionTimeout), kgo.HeartbeatInterval(r.h.cfg.ConsumerHeartbeatInterval),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500 * time.Millisecond),
 		kgo.OnPartitionsRevoked(func(ctx context.Context, _ *kgo.Client, _ map[string][]int32) { r.flushCommit(ctx) }),
 		kgo.OnPartitionsLost(func(context.Context, *kgo.Client, map[string][]int32) {
@@ -401,6 +413,7 @@ func (r *sinkRunner) put(recs []*kgo.Record) error {
 		}
 	}
 	for _, kr := range recs {
+		r.h.recordTopic(r.conn, r.id, kr.Topic) // Kafka records the topic of every record consumed
 		if r.next[kr.Topic] == nil {
 			r.next[kr.Topic] = map[int32]kgo.EpochOffset{}
 		}

@@ -28,6 +28,7 @@ type Worker struct {
 	cancel    context.CancelFunc
 	done      chan struct{}
 	group     *groupMember  // distributed only
+	forwarder *http.Client  // REST requests forwarded to other workers
 	groupDone chan struct{} // closed when the group member's goroutine ends
 }
 
@@ -41,6 +42,9 @@ type Options struct {
 	Distributed bool
 	// Connectors are standalone mode's connector configs.
 	Connectors []map[string]string
+	// LogLevel, when set, is the level of Logger that PUT
+	// /admin/loggers/root changes.
+	LogLevel *slog.LevelVar
 }
 
 // Start binds the listeners, reads the stores and starts the connectors.
@@ -50,7 +54,7 @@ func Start(ctx context.Context, cfg *WorkerConfig, o Options) (_ *Worker, err er
 		logger = slog.Default()
 	}
 	opts := append([]kgo.Opt{kgo.SeedBrokers(cfg.BootstrapServers...)}, o.ClientOpts...)
-	w := &Worker{cfg: cfg, logger: logger, done: make(chan struct{})}
+	w := &Worker{cfg: cfg, logger: logger, done: make(chan struct{}), forwarder: &http.Client{Timeout: 90 * time.Second}}
 	defer func() {
 		if err != nil {
 			w.closeStores()
@@ -68,6 +72,7 @@ func Start(ctx context.Context, cfg *WorkerConfig, o Options) (_ *Worker, err er
 	}
 	cfg.advertise(w.lns[0].Addr())
 	h := newHerder(cfg, logger, opts)
+	h.loggers = newLoggers(o.LogLevel)
 	h.workerID = strings.TrimPrefix(strings.TrimPrefix(cfg.AdvertisedURL, "http://"), "https://")
 	w.herder = h
 	if w.admin, err = kgo.NewClient(opts...); err != nil {
@@ -102,6 +107,9 @@ func Start(ctx context.Context, cfg *WorkerConfig, o Options) (_ *Worker, err er
 		return nil, fmt.Errorf("connect: config topic: %w", err)
 	}
 	w.logs = append(w.logs, h.configLog)
+	h.mu.Lock()
+	h.mu.replayed = true
+	h.mu.Unlock()
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
@@ -110,14 +118,14 @@ func Start(ctx context.Context, cfg *WorkerConfig, o Options) (_ *Worker, err er
 		h.run(runCtx)
 	}()
 	if o.Distributed {
-		w.group = &groupMember{h: h, cl: w.admin, group: cfg.GroupID, url: cfg.AdvertisedURL}
+		w.group = newGroupMember(h, w.admin, cfg)
 		w.groupDone = make(chan struct{})
 		go func() {
 			defer close(w.groupDone)
 			w.group.run(runCtx)
 		}()
 	} else {
-		h.setActive(ctx, true)
+		h.setAssignment(ctx, true, nil)
 	}
 	for _, c := range o.Connectors {
 		if _, _, err := w.putConnector(ctx, c["name"], c, "", true); err != nil {
