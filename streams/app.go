@@ -32,6 +32,10 @@ type Config struct {
 	// ProcessingGuarantee (processing.guarantee): AtLeastOnce (the
 	// default, also for "") or ExactlyOnceV2.
 	ProcessingGuarantee string
+	// SessionTimeout is the consumer's session.timeout.ms: how long the
+	// group waits for a crashed instance before it hands that instance's
+	// tasks to others. 0 means the consumer default, 45 s.
+	SessionTimeout time.Duration
 	// ReplicationFactor (replication.factor) of the internal topics the
 	// app creates; 0 means -1, the broker's default.replication.factor.
 	ReplicationFactor int16
@@ -69,6 +73,9 @@ func (c *Config) validate() error {
 	}
 	if c.CommitInterval < 0 {
 		return fmt.Errorf("streams: invalid value %v for commit.interval.ms: want >= 0", c.CommitInterval)
+	}
+	if c.SessionTimeout < 0 {
+		return fmt.Errorf("streams: invalid value %v for session.timeout.ms: want >= 0", c.SessionTimeout)
 	}
 	if c.ReplicationFactor == 0 {
 		c.ReplicationFactor = -1
@@ -208,6 +215,9 @@ func (a *App) Run(ctx context.Context) (err error) {
 		kgo.OnPartitionsRevoked(a.onRevoked),
 		kgo.OnPartitionsLost(a.onLost),
 		kgo.RecordPartitioner(partitioner{a.changelogs, kgo.StickyKeyPartitioner(nil)}),
+	}
+	if a.cfg.SessionTimeout > 0 {
+		opts = append(opts, kgo.SessionTimeout(a.cfg.SessionTimeout))
 	}
 	if a.eos() {
 		a.sess, err = kgo.NewGroupTransactSession(a.clientOpts(append(eosOpts(a.cfg.ApplicationID), opts...)...)...)
