@@ -97,9 +97,8 @@ func (a *App) setupTopics(ctx context.Context) error {
 	for _, s := range a.top.subs {
 		for _, st := range s.stores {
 			if a.top.stores[st].logged() {
-				if err := a.ensureTopic(ctx, adm, changelogTopic(a.cfg.ApplicationID, st), tasks[s.id], map[string]*string{
-					"cleanup.policy": kadm.StringPtr("compact"),
-				}); err != nil {
+				if err := a.ensureTopic(ctx, adm, changelogTopic(a.cfg.ApplicationID, st), tasks[s.id],
+					a.top.stores[st].changelogConfigs()); err != nil {
 					return err
 				}
 			}
