@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/samsa-io/samsa/streams"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/samsa-io/samsa/streams"
 )
 
 // A windowed count over a broker under exactly_once_v2: the window store
