@@ -39,10 +39,15 @@ type Config struct {
 	// ReplicationFactor (replication.factor) of the internal topics the
 	// app creates; 0 means -1, the broker's default.replication.factor.
 	ReplicationFactor int16
-	// SkipBadRecords picks LogAndContinue as the
-	// default.deserialization.exception.handler: a record whose key or
-	// value fails to deserialize is logged and skipped. By default (LogAndFail)
-	// Run stops with the error.
+	// DeserializationExceptionHandler
+	// (default.deserialization.exception.handler) decides about a record
+	// whose key or value fails to deserialize: LogAndFail (the default,
+	// also for nil) stops Run with the error, before any offset past the
+	// record is committed; LogAndContinue logs it and skips it; a function
+	// of your own may, say, write the record to a dead-letter topic first.
+	DeserializationExceptionHandler DeserializationHandler
+	// SkipBadRecords is a shorthand for
+	// DeserializationExceptionHandler: LogAndContinue.
 	SkipBadRecords bool
 	// Logger receives the app's logs; nil discards them.
 	Logger *slog.Logger
@@ -363,12 +368,7 @@ func (a *App) taskLocked(ctx context.Context, topic string, partition int32) (*t
 		return tk, nil
 	}
 	tk := newTask(a.top, sub, partition, a.cfg.ApplicationID, a)
-	if a.cfg.SkipBadRecords {
-		tk.onDeserErr = func(err error) error {
-			a.log.Warn("skipping record (LogAndContinue)", "err", err)
-			return nil
-		}
-	}
+	tk.onDeserErr = a.onDeserErr
 	if err := a.restore(ctx, tk); err != nil {
 		return nil, err
 	}
@@ -378,6 +378,26 @@ func (a *App) taskLocked(ctx context.Context, topic string, partition int32) (*t
 	a.mu.tasks[id] = tk
 	a.log.Info("task created", "task", id.String())
 	return tk, nil
+}
+
+// onDeserErr applies the deserialization exception handler: nil skips
+// the record, an error stops the app.
+func (a *App) onDeserErr(dc DeserializationContext, err error) error {
+	h := a.cfg.DeserializationExceptionHandler
+	if h == nil {
+		h = LogAndFail
+		if a.cfg.SkipBadRecords {
+			h = LogAndContinue
+		}
+	}
+	switch h(dc, err) {
+	case DeserializationContinue:
+		a.log.Warn("skipping a record that does not deserialize", "topic", dc.Topic, "partition", dc.Partition, "offset", dc.Offset, "err", err)
+		return nil
+	default:
+		a.log.Error("a record does not deserialize; stopping (LogAndFail)", "topic", dc.Topic, "partition", dc.Partition, "offset", dc.Offset, "err", err)
+		return err
+	}
 }
 
 // send is the tasks' collector: it produces asynchronously; a failed

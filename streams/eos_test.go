@@ -121,3 +121,59 @@ func equalCounts(a, b map[string]int64) bool {
 	}
 	return true
 }
+
+// A deserialization handler of one's own sees the bad record as it came
+// from the topic; under exactly_once_v2 the output holds each good record
+// once.
+func TestDeserializationHandlerUnderEOS(t *testing.T) {
+	c := newCluster(t, "nums", "out")
+	i32 := func(v int32) []byte { b, _ := streams.Int32().Serialize("", v); return b }
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, v := range [][]byte{i32(1), {0xff}, i32(3)} {
+		if err := c.cl.ProduceSync(ctx, &kgo.Record{Topic: "nums", Key: []byte("k"), Value: v}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := streams.NewBuilder()
+	streams.MapValues(streams.From(b, streams.String(), streams.Int32(), "nums"),
+		func(_ string, v int32) string { return strconv.Itoa(int(v)) }).To("out", streams.String(), streams.String())
+	top, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := make(chan streams.DeserializationContext, 10)
+	app, err := streams.New(top, streams.Config{ApplicationID: "dlq", Bootstrap: []string{c.addr},
+		ProcessingGuarantee: streams.ExactlyOnceV2, Logger: servertest.Logger(),
+		DeserializationExceptionHandler: func(dc streams.DeserializationContext, err error) streams.DeserializationResponse {
+			bad <- dc
+			return streams.DeserializationContinue
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go app.Run(context.Background())
+	defer app.Close()
+
+	rd, err := kgo.NewClient(kgo.SeedBrokers(c.addr), kgo.ConsumeTopics("out"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	var got []string
+	for len(got) < 2 {
+		fs := rd.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("output %v", got)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	if len(got) != 2 || got[0] != "1" || got[1] != "3" {
+		t.Fatalf("output %v, want [1 3]", got)
+	}
+	dc := <-bad
+	if dc.Topic != "nums" || dc.Offset != 1 || string(dc.Key) != "k" || string(dc.Value) != "\xff" {
+		t.Fatalf("handler saw %+v", dc)
+	}
+}
