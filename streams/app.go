@@ -26,8 +26,9 @@ type Config struct {
 	// Bootstrap (bootstrap.servers) lists host:port seeds. Required.
 	Bootstrap []string
 	// CommitInterval (commit.interval.ms) is how often processed offsets
-	// are committed; 0 means Kafka Streams' defaults: 30 s under
-	// at_least_once, 100 ms under exactly_once_v2.
+	// are committed under at_least_once; 0 means Kafka Streams' default,
+	// 30 s. Under exactly_once_v2 each poll's records are committed in
+	// their own transaction and CommitInterval is not used.
 	CommitInterval time.Duration
 	// ProcessingGuarantee (processing.guarantee): AtLeastOnce (the
 	// default, also for "") or ExactlyOnceV2.
@@ -72,9 +73,6 @@ func (c *Config) validate() error {
 	}
 	if c.CommitInterval == 0 {
 		c.CommitInterval = 30 * time.Second
-		if c.ProcessingGuarantee == ExactlyOnceV2 {
-			c.CommitInterval = 100 * time.Millisecond
-		}
 	}
 	if c.CommitInterval < 0 {
 		return fmt.Errorf("streams: invalid value %v for commit.interval.ms: want >= 0", c.CommitInterval)

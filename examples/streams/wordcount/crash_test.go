@@ -151,7 +151,7 @@ func (r *crashRun) start(i int) {
 	args := []string{"--bootstrap", r.addr, "--input", "in", "--output", "out", "--application-id", "wc-crash",
 		"--session-timeout", "6s", "--commit-interval", "1s"}
 	if r.eos {
-		args = append(args, "--exactly-once", "--commit-interval", "100ms")
+		args = append(args, "--exactly-once")
 	}
 	r.runs++
 	log := filepath.Join(r.t.TempDir(), fmt.Sprintf("instance-%d-run-%d.log", i, r.runs))
@@ -257,11 +257,13 @@ func (r *crashRun) run() {
 	r.start(1)
 	chunk := r.lines / (r.kills + 1)
 	for k := range r.kills {
+		before := r.total
 		r.produce(rng, chunk)
-		// Kill instance 1 once the output moves: in the middle of the
-		// chunk's work, with transactions open or offsets uncommitted.
-		seen := r.updates
-		r.waitFor("progress before a kill", 3*time.Minute, func() bool { return r.updates > seen+200 })
+		// Kill instance 1 in the middle of the chunk's work, with
+		// transactions open or offsets uncommitted: once half of the
+		// chunk's updates are out (and some since the last restart).
+		target := max(r.updates+200, before+(r.total-before)/2)
+		r.waitFor("progress before a kill", 3*time.Minute, func() bool { return r.updates > target })
 		if err := r.procs[1].cmd.Process.Kill(); err != nil {
 			r.t.Fatal(err)
 		}

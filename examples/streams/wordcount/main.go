@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	output := fs.String("output", "streams-wordcount-output", "topic of word counts")
 	appID := fs.String("application-id", "streams-wordcount", "application.id: consumer group and internal topic prefix")
 	eos := fs.Bool("exactly-once", false, "processing.guarantee=exactly_once_v2 instead of at_least_once")
-	commit := fs.Duration("commit-interval", 0, "commit.interval.ms; 0 means Kafka Streams' default (30s, or 100ms with --exactly-once)")
+	commit := fs.Duration("commit-interval", 0, "commit.interval.ms under at_least_once; 0 means Kafka Streams' default, 30s (--exactly-once commits each poll's records in a transaction)")
 	session := fs.Duration("session-timeout", 0, "session.timeout.ms: how soon the group gives a crashed instance's work to others; 0 means 45s")
 	if err := fs.Parse(args); err != nil {
 		return 2
