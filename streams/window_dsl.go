@@ -65,14 +65,14 @@ func aggregateWindows[K, V, A any](s TimeWindowedStream[K, V], name string, firs
 }
 
 type windowAggProc[K, V, A any] struct {
-	store    string
-	w        TimeWindows
-	first    func(K, V) A
-	agg      func(K, V, A) A
-	ctx      ProcessorContext[Windowed[K], A]
-	ws       *WindowStore[K, A]
-	observed int64 // the largest timestamp this processor has seen
-	dropped  int64
+	store      string
+	w          TimeWindows
+	first      func(K, V) A
+	agg        func(K, V, A) A
+	ctx        ProcessorContext[Windowed[K], A]
+	ws         *WindowStore[K, A]
+	observed   int64 // the largest timestamp this processor has seen
+	nextExpiry int64
 }
 
 func (p *windowAggProc[K, V, A]) Init(ctx ProcessorContext[Windowed[K], A]) error {
@@ -84,19 +84,20 @@ func (p *windowAggProc[K, V, A]) Init(ctx ProcessorContext[Windowed[K], A]) erro
 func (p *windowAggProc[K, V, A]) Process(r Record[K, V]) error {
 	ts := r.Timestamp.UnixMilli()
 	if ts < 0 {
-		p.dropped++ // Kafka skips records with an invalid timestamp
-		return nil
+		return nil // Kafka skips records with an invalid timestamp
 	}
-	if ts > p.observed {
-		p.observed = ts
+	_, advance, grace := p.w.ms()
+	p.observed = max(p.observed, ts)
+	if p.observed >= p.nextExpiry {
+		// A sweep of the whole store, so at most once per advance of
+		// stream time.
 		p.ws.expire(p.observed)
+		p.nextExpiry = p.observed + advance
 	}
-	_, _, grace := p.w.ms()
 	closeTime := p.observed - grace
 	for _, win := range p.w.windowsFor(ts) {
 		if win.End <= closeTime {
-			p.dropped++ // the window has closed: a late record
-			continue
+			continue // the window has closed: a late record
 		}
 		old, ok, err := p.ws.Fetch(r.Key, win.Start)
 		if err != nil {
