@@ -21,6 +21,11 @@ func startEOS(t *testing.T, top *streams.Topology, addr, appID string) *streams.
 		t.Fatal(err)
 	}
 	go app.Run(context.Background())
+	t.Cleanup(func() {
+		if err := app.Close(); err != nil {
+			t.Errorf("app %s: %v", appID, err)
+		}
+	})
 	return app
 }
 
@@ -74,16 +79,14 @@ func TestWordCountExactlyOnce(t *testing.T) {
 	var seen atomic.Int64
 	want := map[string]int64{}
 	a := startEOS(t, wordCount(t, "lines", "counts", &seen), c.addr, "wc-eos")
-	b := startEOS(t, wordCount(t, "lines", "counts", &seen), c.addr, "wc-eos")
-	defer b.Close()
+	startEOS(t, wordCount(t, "lines", "counts", &seen), c.addr, "wc-eos")
 	c.produceLines("lines", 0, 300, want)
 	readExactlyOnce(t, c.addr, "counts", want)
 
 	if err := a.Close(); err != nil {
 		t.Fatalf("closing the first instance: %v", err)
 	}
-	d := startEOS(t, wordCount(t, "lines", "counts", &seen), c.addr, "wc-eos")
-	defer d.Close()
+	startEOS(t, wordCount(t, "lines", "counts", &seen), c.addr, "wc-eos")
 	c.produceLines("lines", 300, 300, want)
 	readExactlyOnce(t, c.addr, "counts", want)
 

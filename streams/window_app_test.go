@@ -70,8 +70,7 @@ func TestWindowedCountRestoresOverBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	app = startEOS(t, build(), c.addr, "win")
-	defer app.Close()
+	startEOS(t, build(), c.addr, "win")
 	// Stream time restarts with the new task; these windows are still
 	// within size + grace of the records before, so the counts continue
 	// from the restored store. The last alice record is late for [0,60000)
