@@ -226,6 +226,36 @@ func SessionWindowedBy[K, V any](g Grouped[K, V], w SessionWindows) SessionWindo
 // (Kafka's tombstone) and then the new session's aggregate. A record whose
 // session would end before the stream time minus the grace is dropped.
 func AggregateSessions[K, V, A any](s SessionWindowedStream[K, V], name string, init func() A, agg func(K, V, A) A, merge func(k K, a, b A) A, as Serde[A]) Table[Windowed[K], *A] {
+	return aggregateSessions(s, name,
+		func() *A { a := init(); return &a },
+		func(k K, v V, a *A) A { return agg(k, v, *a) },
+		func(k K, a *A, b A) *A { m := merge(k, *a, b); return &m }, as)
+}
+
+// ReduceSessions combines each key's values per session with fn: a
+// session's first value is kept as is, and joined sessions' values are
+// combined with fn, earliest first (Kafka's SessionWindowedKStream.reduce).
+func ReduceSessions[K, V any](s SessionWindowedStream[K, V], name string, fn func(agg, v V) V) Table[Windowed[K], *V] {
+	return aggregateSessions(s, name,
+		func() *V { return nil },
+		func(_ K, v V, a *V) V {
+			if a == nil {
+				return v
+			}
+			return fn(*a, v)
+		},
+		func(_ K, a *V, b V) *V {
+			if a == nil {
+				return &b
+			}
+			m := fn(*a, b)
+			return &m
+		}, s.g.vs)
+}
+
+// aggregateSessions: init is the aggregate before any value (nil: none),
+// merge folds a joined session's aggregate into it, agg adds the record.
+func aggregateSessions[K, V, A any](s SessionWindowedStream[K, V], name string, init func() *A, agg func(K, V, *A) A, merge func(K, *A, A) *A, as Serde[A]) Table[Windowed[K], *A] {
 	g := s.g
 	b := g.s.b
 	parent := g.s.node
@@ -253,9 +283,9 @@ func CountSessions[K, V any](s SessionWindowedStream[K, V], name string) Table[W
 type sessionAggProc[K, V, A any] struct {
 	store      string
 	gap, grace int64
-	init       func() A
-	agg        func(K, V, A) A
-	merge      func(K, A, A) A
+	init       func() *A
+	agg        func(K, V, *A) A
+	merge      func(K, *A, A) *A
 	ctx        ProcessorContext[Windowed[K], *A]
 	ss         *SessionStore[K, A]
 	observed   int64
@@ -303,11 +333,11 @@ func (p *sessionAggProc[K, V, A]) Process(r Record[K, V]) error {
 			p.ctx.Forward(Record[Windowed[K], *A]{Key: Windowed[K]{r.Key, w}, Timestamp: r.Timestamp, Headers: r.Headers})
 		}
 	}
-	acc = p.agg(r.Key, r.Value, acc)
-	if err := p.ss.Put(r.Key, merged, acc); err != nil {
+	v := p.agg(r.Key, r.Value, acc)
+	if err := p.ss.Put(r.Key, merged, v); err != nil {
 		return err
 	}
-	p.ctx.Forward(Record[Windowed[K], *A]{Key: Windowed[K]{r.Key, merged}, Value: &acc, Timestamp: r.Timestamp, Headers: r.Headers})
+	p.ctx.Forward(Record[Windowed[K], *A]{Key: Windowed[K]{r.Key, merged}, Value: &v, Timestamp: r.Timestamp, Headers: r.Headers})
 	return nil
 }
 
