@@ -18,7 +18,7 @@ import (
 
 // wordCount is the classic topology; seen counts the lines this instance
 // read and the counts it updated.
-func wordCount(t *testing.T, in, out string, seen *atomic.Int64) *streams.Topology {
+func wordCount(t testing.TB, in, out string, seen *atomic.Int64) *streams.Topology {
 	b := streams.NewBuilder()
 	lines := streams.From(b, streams.String(), streams.String(), in).Peek(func(string, string) { seen.Add(1) })
 	words := streams.FlatMapValues(lines, func(_, line string) []string { return strings.Fields(strings.ToLower(line)) })
