@@ -26,18 +26,29 @@ type Config struct {
 	// Bootstrap (bootstrap.servers) lists host:port seeds. Required.
 	Bootstrap []string
 	// CommitInterval (commit.interval.ms) is how often processed offsets
-	// are committed; 0 means Kafka Streams' at_least_once default, 30 s.
+	// are committed under at_least_once; 0 means Kafka Streams' default,
+	// 30 s. Under exactly_once_v2 each poll's records are committed in
+	// their own transaction and CommitInterval is not used.
 	CommitInterval time.Duration
-	// ProcessingGuarantee (processing.guarantee): only AtLeastOnce (the
-	// default, also for "") in this version.
+	// ProcessingGuarantee (processing.guarantee): AtLeastOnce (the
+	// default, also for "") or ExactlyOnceV2.
 	ProcessingGuarantee string
+	// SessionTimeout is the consumer's session.timeout.ms: how long the
+	// group waits for a crashed instance before it hands that instance's
+	// tasks to others. 0 means the consumer default, 45 s.
+	SessionTimeout time.Duration
 	// ReplicationFactor (replication.factor) of the internal topics the
 	// app creates; 0 means -1, the broker's default.replication.factor.
 	ReplicationFactor int16
-	// SkipBadRecords picks LogAndContinue as the
-	// default.deserialization.exception.handler: a record whose key or
-	// value fails to deserialize is logged and skipped. By default (LogAndFail)
-	// Run stops with the error.
+	// DeserializationExceptionHandler
+	// (default.deserialization.exception.handler) decides about a record
+	// whose key or value fails to deserialize: LogAndFail (the default,
+	// also for nil) stops Run with the error, before any offset past the
+	// record is committed; LogAndContinue logs it and skips it; a function
+	// of your own may, say, write the record to a dead-letter topic first.
+	DeserializationExceptionHandler DeserializationHandler
+	// SkipBadRecords is a shorthand for
+	// DeserializationExceptionHandler: LogAndContinue.
 	SkipBadRecords bool
 	// Logger receives the app's logs; nil discards them.
 	Logger *slog.Logger
@@ -57,15 +68,17 @@ func (c *Config) validate() error {
 	case "", AtLeastOnce:
 		c.ProcessingGuarantee = AtLeastOnce
 	case ExactlyOnceV2:
-		return errors.New("streams: processing.guarantee=exactly_once_v2 is not implemented yet; use at_least_once")
 	default:
-		return fmt.Errorf("streams: invalid value %q for processing.guarantee: want at_least_once", c.ProcessingGuarantee)
+		return fmt.Errorf("streams: invalid value %q for processing.guarantee: want at_least_once or exactly_once_v2", c.ProcessingGuarantee)
 	}
 	if c.CommitInterval == 0 {
 		c.CommitInterval = 30 * time.Second
 	}
 	if c.CommitInterval < 0 {
 		return fmt.Errorf("streams: invalid value %v for commit.interval.ms: want >= 0", c.CommitInterval)
+	}
+	if c.SessionTimeout < 0 {
+		return fmt.Errorf("streams: invalid value %v for session.timeout.ms: want >= 0", c.SessionTimeout)
 	}
 	if c.ReplicationFactor == 0 {
 		c.ReplicationFactor = -1
@@ -88,7 +101,8 @@ type App struct {
 	topicSub   map[string]*subtopology // resolved source topic -> its sub-topology
 	changelogs map[string]bool
 
-	cl *kgo.Client // consumes sources, produces sinks and changelogs
+	cl   *kgo.Client               // consumes sources, produces sinks and changelogs
+	sess *kgo.GroupTransactSession // exactly_once_v2: the session around cl
 
 	// mu is held by the poll loop while it processes a batch and by the
 	// group callbacks; they never overlap because rebalances are blocked
@@ -97,6 +111,9 @@ type App struct {
 		sync.Mutex
 		tasks    map[TaskID]*task
 		assigned map[string][]int32
+		// revoked is set when partitions were revoked or lost since the
+		// last transaction ended (exactly_once_v2 only).
+		revoked bool
 	}
 	// failed is the first error from a produce or a group callback; it has
 	// its own lock because produce callbacks run while the loop holds mu.
@@ -189,25 +206,40 @@ func (a *App) Run(ctx context.Context) (err error) {
 	for t := range a.topicSub {
 		topics = append(topics, t)
 	}
-	a.cl, err = kgo.NewClient(a.clientOpts(
+	opts := []kgo.Opt{
 		kgo.ConsumerGroup(a.cfg.ApplicationID),
 		kgo.ConsumeTopics(topics...),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), // auto.offset.reset=earliest
 		kgo.DisableAutoCommit(),
-		kgo.FetchMaxWait(500*time.Millisecond), // the Java consumer's fetch.max.wait.ms, not franz-go's 5 s
+		kgo.FetchMaxWait(500 * time.Millisecond), // the Java consumer's fetch.max.wait.ms, not franz-go's 5 s
 		kgo.BlockRebalanceOnPoll(),
 		kgo.OnPartitionsAssigned(a.onAssigned),
 		kgo.OnPartitionsRevoked(a.onRevoked),
 		kgo.OnPartitionsLost(a.onLost),
 		kgo.RecordPartitioner(partitioner{a.changelogs, kgo.StickyKeyPartitioner(nil)}),
-	)...)
+	}
+	if a.cfg.SessionTimeout > 0 {
+		opts = append(opts, kgo.SessionTimeout(a.cfg.SessionTimeout))
+	}
+	if a.eos() {
+		a.sess, err = kgo.NewGroupTransactSession(a.clientOpts(append(eosOpts(a.cfg.ApplicationID), opts...)...)...)
+		if err == nil {
+			a.cl = a.sess.Client()
+		}
+	} else {
+		a.cl, err = kgo.NewClient(a.clientOpts(opts...)...)
+	}
 	if err != nil {
 		return fmt.Errorf("streams: client: %w", err)
 	}
-	a.log.Info("streams app started", "topics", topics)
-	err = a.loop(ctx)
-	if err == nil {
+	a.log.Info("streams app started", "topics", topics, "processing.guarantee", a.cfg.ProcessingGuarantee)
+	if a.eos() {
+		err = a.loopEOS(ctx)
+	} else {
+		err = a.loop(ctx)
+	}
+	if err == nil && !a.eos() {
 		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 		a.mu.Lock()
 		err = a.commitLocked(cctx)
@@ -240,23 +272,21 @@ func (a *App) loop(ctx context.Context) error {
 		pctx, pcancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		fetches := a.cl.PollRecords(pctx, 1000)
 		pcancel()
-		if fetches.IsClientClosed() || ctx.Err() != nil {
+		if fetches.IsClientClosed() {
 			a.cl.AllowRebalance()
 			return nil
 		}
-		fetches.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				a.log.Warn("fetch error", "topic", t, "partition", p, "err", err)
-			}
-		})
+		a.logFetchErrors(fetches)
+		// Records polled as ctx ends are processed too: the final commit
+		// commits every polled offset.
 		a.mu.Lock()
-		err := a.processLocked(ctx, fetches)
+		err := a.processLocked(context.WithoutCancel(ctx), fetches)
 		if err == nil {
 			err = a.failure()
 		}
 		a.mu.Unlock()
 		a.cl.AllowRebalance()
-		if err != nil {
+		if err != nil || ctx.Err() != nil {
 			return err
 		}
 		if time.Since(lastCommit) >= a.cfg.CommitInterval {
@@ -271,15 +301,17 @@ func (a *App) loop(ctx context.Context) error {
 	}
 }
 
-func (a *App) processLocked(ctx context.Context, fetches kgo.Fetches) error {
-	// Tasks start with the assignment, not their first record, so their
-	// stores are restored and wall-clock punctuators run while input is idle.
-	for t, ps := range a.mu.assigned {
-		for _, p := range ps {
-			if _, err := a.taskLocked(ctx, t, p); err != nil {
-				return err
-			}
+func (a *App) logFetchErrors(fetches kgo.Fetches) {
+	fetches.EachError(func(t string, p int32, err error) {
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			a.log.Warn("fetch error", "topic", t, "partition", p, "err", err)
 		}
+	})
+}
+
+func (a *App) processLocked(ctx context.Context, fetches kgo.Fetches) error {
+	if err := a.ensureTasksLocked(ctx); err != nil {
+		return err
 	}
 	var err error
 	fetches.EachRecord(func(r *kgo.Record) {
@@ -308,6 +340,20 @@ func (a *App) processLocked(ctx context.Context, fetches kgo.Fetches) error {
 	return nil
 }
 
+// ensureTasksLocked makes the tasks of every assigned partition. Tasks start
+// with the assignment, not their first record, so their stores are restored
+// and wall-clock punctuators run while input is idle.
+func (a *App) ensureTasksLocked(ctx context.Context) error {
+	for t, ps := range a.mu.assigned {
+		for _, p := range ps {
+			if _, err := a.taskLocked(ctx, t, p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // taskLocked returns the task for a source partition, making it (and
 // restoring its stores) the first time it is asked for.
 func (a *App) taskLocked(ctx context.Context, topic string, partition int32) (*task, error) {
@@ -320,12 +366,7 @@ func (a *App) taskLocked(ctx context.Context, topic string, partition int32) (*t
 		return tk, nil
 	}
 	tk := newTask(a.top, sub, partition, a.cfg.ApplicationID, a)
-	if a.cfg.SkipBadRecords {
-		tk.onDeserErr = func(err error) error {
-			a.log.Warn("skipping record (LogAndContinue)", "err", err)
-			return nil
-		}
-	}
+	tk.onDeserErr = a.onDeserErr
 	if err := a.restore(ctx, tk); err != nil {
 		return nil, err
 	}
@@ -335,6 +376,26 @@ func (a *App) taskLocked(ctx context.Context, topic string, partition int32) (*t
 	a.mu.tasks[id] = tk
 	a.log.Info("task created", "task", id.String())
 	return tk, nil
+}
+
+// onDeserErr applies the deserialization exception handler: nil skips
+// the record, an error stops the app.
+func (a *App) onDeserErr(dc DeserializationContext, err error) error {
+	h := a.cfg.DeserializationExceptionHandler
+	if h == nil {
+		h = LogAndFail
+		if a.cfg.SkipBadRecords {
+			h = LogAndContinue
+		}
+	}
+	switch h(dc, err) {
+	case DeserializationContinue:
+		a.log.Warn("skipping a record that does not deserialize", "topic", dc.Topic, "partition", dc.Partition, "offset", dc.Offset, "err", err)
+		return nil
+	default:
+		a.log.Error("a record does not deserialize; stopping (LogAndFail)", "topic", dc.Topic, "partition", dc.Partition, "offset", dc.Offset, "err", err)
+		return err
+	}
 }
 
 // send is the tasks' collector: it produces asynchronously; a failed
@@ -394,7 +455,14 @@ func (a *App) onAssigned(_ context.Context, _ *kgo.Client, ps map[string][]int32
 func (a *App) onRevoked(ctx context.Context, _ *kgo.Client, ps map[string][]int32) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err := a.commitLocked(ctx); err != nil {
+	if a.eos() {
+		// No transaction is open while a rebalance runs: the tasks are
+		// clean. The session still aborts the next one, so the loop ends
+		// it at once and polls again (see loopEOS).
+		if len(ps) > 0 {
+			a.mu.revoked = true
+		}
+	} else if err := a.commitLocked(ctx); err != nil {
 		a.fail(err)
 	}
 	a.dropLocked(ps)
@@ -404,6 +472,7 @@ func (a *App) onRevoked(ctx context.Context, _ *kgo.Client, ps map[string][]int3
 func (a *App) onLost(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.mu.revoked = true
 	a.dropLocked(ps)
 	a.log.Warn("partitions lost", "partitions", ps)
 }

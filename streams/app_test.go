@@ -18,7 +18,7 @@ import (
 
 // wordCount is the classic topology; seen counts the lines this instance
 // read and the counts it updated.
-func wordCount(t *testing.T, in, out string, seen *atomic.Int64) *streams.Topology {
+func wordCount(t testing.TB, in, out string, seen *atomic.Int64) *streams.Topology {
 	b := streams.NewBuilder()
 	lines := streams.From(b, streams.String(), streams.String(), in).Peek(func(string, string) { seen.Add(1) })
 	words := streams.FlatMapValues(lines, func(_, line string) []string { return strings.Fields(strings.ToLower(line)) })
@@ -119,7 +119,7 @@ func (c *cluster) waitCounts(topic string, want map[string]int64) {
 func startApp(t *testing.T, top *streams.Topology, addr, appID string) *streams.App {
 	t.Helper()
 	app, err := streams.New(top, streams.Config{ApplicationID: appID, Bootstrap: []string{addr},
-		CommitInterval: 200 * time.Millisecond, Logger: servertest.Logger(), ClientOptions: dbgOpts()})
+		CommitInterval: 200 * time.Millisecond, Logger: servertest.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestWordCountRestoresFromChangelog(t *testing.T) {
 	c.produceLines("lines", 0, 100, want)
 	var seen atomic.Int64
 	first, err := streams.New(wordCount(t, "lines", "counts", &seen), streams.Config{ApplicationID: "wc",
-		Bootstrap: []string{c.addr}, CommitInterval: 200 * time.Millisecond, Logger: servertest.Logger(), ClientOptions: dbgOpts()})
+		Bootstrap: []string{c.addr}, CommitInterval: 200 * time.Millisecond, Logger: servertest.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,8 +246,8 @@ func TestMissingSourceTopicFailsFast(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	if _, err := streams.New(wordCount(t, "a", "b", &seen), streams.Config{ApplicationID: "x", Bootstrap: []string{c.addr},
-		ProcessingGuarantee: streams.ExactlyOnceV2}); err == nil {
-		t.Fatal("exactly_once_v2 accepted")
+		ProcessingGuarantee: "exactly_once"}); err == nil || !strings.Contains(err.Error(), "processing.guarantee") {
+		t.Fatalf("processing.guarantee=exactly_once (removed in Kafka 4): %v", err)
 	}
 }
 

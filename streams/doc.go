@@ -23,12 +23,20 @@
 // = task partition, and a task restores its store from there before it
 // processes anything. The App creates those internal topics at start.
 //
-// Guarantees. Processing is at_least_once: every commit.interval the App
-// flushes what tasks produced (outputs and changelogs), then commits the
-// input offsets it has processed; after a crash, records since the last
-// commit are processed again, so outputs and counts may repeat them.
-// exactly_once_v2, windows, joins, standby replicas and interactive queries
-// are not built yet (docs/streams.md).
+// Windows. Tumbling and hopping windows (WindowedBy) and session windows
+// (SessionWindowedBy) aggregate per key and window into window and session
+// stores with Kafka's key layouts; a record later than its window's end plus
+// the grace (by stream time) is dropped. SuppressUntilWindowCloses forwards
+// only final results.
+//
+// Guarantees. Under at_least_once (the default) the App flushes what tasks
+// produced every commit interval, then commits the input offsets; after a
+// crash, records since the last commit are processed again. Under
+// exactly_once_v2 the records of each poll are processed in one transaction
+// of the instance's transactional producer, with the input offsets, and an
+// aborted transaction makes the tasks restore from their read_committed
+// changelogs (eos.go). Joins, standby replicas and interactive queries are
+// not built yet (docs/streams.md).
 //
 // Concurrency. One goroutine runs all of an App's tasks; processors need no
 // locking for their own state.

@@ -20,6 +20,10 @@ type Table[K, V any] struct {
 	b     *Builder
 	node  string
 	store string
+	// Set by windowed aggregations, for SuppressUntilWindowCloses.
+	windowed          bool
+	windowSize, grace int64 // ms
+	keySerde          any   // Serde of the Windowed key's inner key
 }
 
 // Grouped is a stream grouped by key, ready to aggregate.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/samsa-io/samsa/streams"
 )
@@ -73,4 +74,26 @@ func ExampleApp_Run() {
 	if err := app.Run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	}
+}
+
+// Page views per user and minute, with 10 s of grace for late views, one
+// final count per window (suppressed until the window closes), under
+// exactly-once: a read_committed reader of views-per-minute sees each
+// window's count once.
+func ExampleCountWindows() {
+	b := streams.NewBuilder()
+	views := streams.From(b, streams.String(), streams.String(), "page-views") // key: user
+	perMinute := streams.WindowedBy(streams.GroupByKey(views, streams.String(), streams.String()),
+		streams.TumblingWindows(time.Minute, 10*time.Second))
+	counts := streams.CountWindows(perMinute, "views-per-minute-store")
+	streams.SuppressUntilWindowCloses(counts, "views-per-minute-suppress", streams.Int64()).
+		ToStream().To("views-per-minute", streams.TimeWindowedSerde(streams.String(), time.Minute), streams.Int64())
+	top, err := b.Build()
+	if err != nil {
+		panic(err)
+	}
+	_, err = streams.New(top, streams.Config{ApplicationID: "page-views", Bootstrap: []string{"127.0.0.1:9092"},
+		ProcessingGuarantee: streams.ExactlyOnceV2})
+	fmt.Println(err)
+	// Output: <nil>
 }

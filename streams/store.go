@@ -11,6 +11,8 @@ type StoreBuilder interface {
 	Name() string
 	// logged says whether writes go to the changelog topic.
 	logged() bool
+	// changelogConfigs are the topic configs of the changelog.
+	changelogConfigs() map[string]*string
 	build(changelogTopic string, log func(k, v []byte)) (typed any, raw *kvStore)
 }
 
@@ -30,6 +32,9 @@ type kvBuilder[K, V any] struct {
 
 func (b *kvBuilder[K, V]) Name() string { return b.name }
 func (b *kvBuilder[K, V]) logged() bool { return b.log }
+func (b *kvBuilder[K, V]) changelogConfigs() map[string]*string {
+	return map[string]*string{"cleanup.policy": ptr("compact")}
+}
 func (b *kvBuilder[K, V]) build(topic string, log func(k, v []byte)) (any, *kvStore) {
 	raw := &kvStore{m: map[string][]byte{}, log: log}
 	return &KeyValueStore[K, V]{name: b.name, topic: topic, ks: b.ks, vs: b.vs, raw: raw}, raw

@@ -29,7 +29,7 @@ type task struct {
 	current    *RecordMetadata
 	currentTS  int64
 	puncts     []*punctuation
-	onDeserErr func(error) error // nil: fail
+	onDeserErr func(DeserializationContext, error) error // nil: fail
 }
 
 type storeInst struct {
@@ -145,7 +145,7 @@ func (tk *task) process(topic string, partition int32, offset int64, key, value 
 		if tk.onDeserErr == nil {
 			return err
 		}
-		return tk.onDeserErr(err)
+		return tk.onDeserErr(DeserializationContext{topic, partition, offset, key, value}, err)
 	}
 	tk.current = &RecordMetadata{topic, partition, offset}
 	tk.currentTS = ts

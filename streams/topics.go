@@ -97,9 +97,8 @@ func (a *App) setupTopics(ctx context.Context) error {
 	for _, s := range a.top.subs {
 		for _, st := range s.stores {
 			if a.top.stores[st].logged() {
-				if err := a.ensureTopic(ctx, adm, changelogTopic(a.cfg.ApplicationID, st), tasks[s.id], map[string]*string{
-					"cleanup.policy": kadm.StringPtr("compact"),
-				}); err != nil {
+				if err := a.ensureTopic(ctx, adm, changelogTopic(a.cfg.ApplicationID, st), tasks[s.id],
+					a.top.stores[st].changelogConfigs()); err != nil {
 					return err
 				}
 			}
@@ -168,27 +167,41 @@ func (a *App) restore(ctx context.Context, tk *task) error {
 }
 
 func (a *App) restoreStore(ctx context.Context, si *storeInst, p int32) (int, error) {
-	cl, err := kgo.NewClient(a.clientOpts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+	opts := []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
 		si.changelog: {p: kgo.NewOffset().AtStart()},
-	}))...)
+	})}
+	if a.eos() {
+		// Only committed writes, and the markers too, so that the end
+		// offset (a marker's, often) is seen to be reached.
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
+	}
+	cl, err := kgo.NewClient(a.clientOpts(opts...)...)
 	if err != nil {
 		return 0, err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	ends, err := adm.ListEndOffsets(ctx, si.changelog)
-	if err != nil {
-		return 0, err
-	}
-	end, ok := ends.Lookup(si.changelog, p)
-	if !ok || end.Err != nil {
-		return 0, fmt.Errorf("end offset of %s-%d: %v", si.changelog, p, end.Err)
+	var end int64
+	if a.eos() {
+		if end, err = waitNoOpenTransaction(ctx, adm, si.changelog, p); err != nil {
+			return 0, err
+		}
+	} else {
+		ends, err := adm.ListEndOffsets(ctx, si.changelog)
+		if err != nil {
+			return 0, err
+		}
+		o, ok := ends.Lookup(si.changelog, p)
+		if !ok || o.Err != nil {
+			return 0, fmt.Errorf("end offset of %s-%d: %v", si.changelog, p, o.Err)
+		}
+		end = o.Offset
 	}
 	starts, err := adm.ListStartOffsets(ctx, si.changelog)
 	if err != nil {
 		return 0, err
 	}
-	if start, ok := starts.Lookup(si.changelog, p); ok && start.Err == nil && start.Offset >= end.Offset {
+	if start, ok := starts.Lookup(si.changelog, p); ok && start.Err == nil && start.Offset >= end {
 		return 0, nil
 	}
 	n := 0
@@ -199,11 +212,14 @@ func (a *App) restoreStore(ctx context.Context, si *storeInst, p int32) (int, er
 		}
 		caught := false
 		fs.EachRecord(func(r *kgo.Record) {
-			si.raw.restore(r.Key, r.Value)
-			n++
-			if r.Offset >= end.Offset-1 {
+			if r.Offset >= end-1 {
 				caught = true
 			}
+			if r.Offset >= end || r.Attrs.IsControl() {
+				return
+			}
+			si.raw.restore(r.Key, r.Value)
+			n++
 		})
 		if caught {
 			return n, nil

@@ -115,10 +115,3 @@ func equal(a, b map[string]int64) bool {
 	}
 	return true
 }
-
-func TestExactlyOnceRefused(t *testing.T) {
-	var stderr bytes.Buffer
-	if code := run(context.Background(), []string{"--exactly-once"}, &stderr); code != 2 || !strings.Contains(stderr.String(), "not implemented yet") {
-		t.Fatalf("exit %d, stderr %q", code, stderr.String())
-	}
-}
