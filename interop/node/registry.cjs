@@ -104,6 +104,29 @@ async function main() {
     });
   }
 
+  await check("schema registry: contexts (Avro serde under a qualified subject)", async () => {
+    // A fresh context: its first schema is id 1 of that context. The
+    // serializer and a deserializer with a client of its own name the
+    // subject through a strategy qualifying it with the context, and the
+    // deserializer's id lookup passes that subject.
+    const context = ".js" + suffix;
+    const strategy = (topic) => `:${context}:${topic}-value`;
+    const topic = "js-ctx-" + suffix;
+    const id = await client.register(strategy(topic), { schemaType: "AVRO", schema: userV2 });
+    if (id !== 1) return `first id of ${context}: ${id}, want 1`;
+    const ser = new sr.AvroSerializer(client, sr.SerdeType.VALUE,
+      { autoRegisterSchemas: false, useLatestVersion: true, subjectNameStrategy: strategy });
+    const bytes = await ser.serialize(topic, { name: "ada", age: 36 });
+    if (bytes.readInt32BE(1) !== 1) return `serialized with id ${bytes.readInt32BE(1)}, want 1`;
+    const de = new sr.AvroDeserializer(new sr.SchemaRegistryClient({ baseURLs: [url] }), sr.SerdeType.VALUE,
+      { subjectNameStrategy: strategy });
+    const got = await de.deserialize(topic, bytes);
+    if (got.name !== "ada" || got.age !== 36) return `deserialized ${JSON.stringify(got)}`;
+    const res = await fetch(`${url}/contexts`);
+    const contexts = await res.json();
+    return contexts.includes(context) || `contexts ${JSON.stringify(contexts)} without ${context}`;
+  });
+
   await check("schema registry: JSON Schema serializer round trip", async () => {
     const topic = "js-json-" + suffix;
     const schema = '{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name"],"additionalProperties":false}';
