@@ -146,6 +146,7 @@ func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
 		srv.Close()
 		return 1
 	}
+	stopConsole := startServerConsole(cfg, srv, logger)
 	code := 0
 	select {
 	case <-ctx.Done():
@@ -156,6 +157,7 @@ func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "samsa server: %v\n", srv.Err())
 		code = 1
 	}
+	stopConsole()
 	stopRestProxy()
 	stopRegistry()
 	if err := srv.Close(); err != nil {

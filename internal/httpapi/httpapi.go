@@ -4,6 +4,8 @@
 //	/healthz  200 "ok" while the process runs
 //	/readyz   200 "ready" once the node serves; 503 and the reason
 //	          (one line of text) before, and whenever it cannot serve
+//	/         the web console (internal/console), once Server.SetConsole
+//	          mounts it; 503 until then
 //
 // Endpoints are http:// or https:// (with the node's http.ssl.* TLS);
 // with basic authentication every path but /healthz needs a user of the
@@ -20,6 +22,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/samsa-io/samsa/internal/config"
@@ -50,6 +53,7 @@ type Config struct {
 
 // Server is a running HTTP listener.
 type Server struct {
+	console *consoleSlot
 	servers []*http.Server
 	lns     []net.Listener
 	done    chan struct{}
@@ -58,7 +62,7 @@ type Server struct {
 // Listen binds every endpoint of cfg and serves them; nothing is left
 // bound when it fails.
 func Listen(cfg Config) (*Server, error) {
-	s := &Server{done: make(chan struct{}, len(cfg.Listeners))}
+	s := &Server{done: make(chan struct{}, len(cfg.Listeners)), console: &consoleSlot{}}
 	for _, l := range cfg.Listeners {
 		ln, err := net.Listen("tcp", l.Addr)
 		if err == nil && l.TLS && cfg.TLS == nil {
@@ -76,7 +80,7 @@ func Listen(cfg Config) (*Server, error) {
 		}
 		s.lns = append(s.lns, ln)
 	}
-	h := Handler(cfg)
+	h := handler(cfg, s.console)
 	for i, ln := range s.lns {
 		srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 		s.servers = append(s.servers, srv)
@@ -90,7 +94,7 @@ func Listen(cfg Config) (*Server, error) {
 		if cfg.Listeners[i].TLS {
 			scheme = "https://"
 		}
-		cfg.Logger.Info("serving /metrics, /healthz and /readyz", "listener", scheme+ln.Addr().String())
+		cfg.Logger.Info("serving /metrics, /healthz, /readyz and the console", "listener", scheme+ln.Addr().String())
 	}
 	return s, nil
 }
@@ -116,13 +120,31 @@ func (s *Server) Close() error {
 	return errors.Join(errs...)
 }
 
-// Handler is the endpoints of cfg as one handler.
-func Handler(cfg Config) http.Handler {
+// SetConsole mounts the web console at "/" (the node starts it once its
+// Kafka listeners serve, after this listener).
+func (s *Server) SetConsole(h http.Handler) { s.console.h.Store(&h) }
+
+// consoleSlot holds the console once it is mounted.
+type consoleSlot struct{ h atomic.Pointer[http.Handler] }
+
+func (c *consoleSlot) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := c.h.Load()
+	if h == nil {
+		text(w, http.StatusServiceUnavailable, "the console starts once the node serves Kafka clients")
+		return
+	}
+	(*h).ServeHTTP(w, r)
+}
+
+// Handler is the endpoints of cfg as one handler, without the console.
+func Handler(cfg Config) http.Handler { return handler(cfg, nil) }
+
+func handler(cfg Config, console http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		text(w, http.StatusOK, "ok")
 	})
-	var authed http.Handler = authedMux(cfg)
+	var authed http.Handler = authedMux(cfg, console)
 	if a := cfg.Auth; a != nil {
 		challenge, next := a.Challenge(DefaultRealm), authed
 		authed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -139,7 +161,7 @@ func Handler(cfg Config) http.Handler {
 }
 
 // authedMux serves the paths behind authentication.
-func authedMux(cfg Config) *http.ServeMux {
+func authedMux(cfg Config, console http.Handler) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if cfg.Ready != nil {
@@ -152,6 +174,9 @@ func authedMux(cfg Config) *http.ServeMux {
 	})
 	if cfg.Metrics != nil {
 		mux.Handle("GET /metrics", cfg.Metrics)
+	}
+	if console != nil {
+		mux.Handle("/", console)
 	}
 	return mux
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 
 	"github.com/samsa-io/samsa/internal/config"
@@ -62,6 +63,16 @@ func (s *Server) closeHTTP() error {
 		return nil
 	}
 	return s.http.Close()
+}
+
+// SetConsole mounts the web console on http.listeners; without them it
+// does nothing and reports false.
+func (s *Server) SetConsole(h http.Handler) bool {
+	if s.http == nil {
+		return false
+	}
+	s.http.SetConsole(h)
+	return true
 }
 
 // HTTPAddr is the bound address of the first endpoint of http.listeners,
