@@ -1,5 +1,7 @@
 package streams
 
+import "time"
+
 // The DSL: typed streams and tables over the Processor API. Operations that
 // keep the key and value types are methods; those that change them are
 // functions (Go methods cannot take type parameters).
@@ -254,21 +256,25 @@ func (p *aggProc[K, V, A]) Init(ctx ProcessorContext[K, A]) error {
 	return nil
 }
 
+// Process forwards the new aggregate with the larger of the record's
+// timestamp and the old aggregate's, as Kafka's KStreamAggregate does.
 func (p *aggProc[K, V, A]) Process(r Record[K, V]) error {
-	old, ok, err := p.kv.Get(r.Key)
+	old, oldTS, ok, err := p.kv.getTS(r.Key)
 	if err != nil {
 		return err
 	}
 	var v A
+	ts := r.Timestamp.UnixMilli()
 	if ok {
 		v = p.agg(r.Key, r.Value, old)
+		ts = max(ts, oldTS)
 	} else {
 		v = p.first(r.Key, r.Value)
 	}
-	if err := p.kv.Put(r.Key, v); err != nil {
+	if err := p.kv.putTS(r.Key, v, ts); err != nil {
 		return err
 	}
-	p.ctx.Forward(Record[K, A]{Key: r.Key, Value: v, Timestamp: r.Timestamp, Headers: r.Headers})
+	p.ctx.Forward(Record[K, A]{Key: r.Key, Value: v, Timestamp: time.UnixMilli(ts), Headers: r.Headers})
 	return nil
 }
 

@@ -59,8 +59,8 @@ func (b *sessionBuilder[K, V]) changelogConfigs() map[string]*string {
 	ret := strconv.FormatInt(b.retention+24*time.Hour.Milliseconds(), 10)
 	return map[string]*string{"cleanup.policy": ptr("compact,delete"), "retention.ms": &ret}
 }
-func (b *sessionBuilder[K, V]) build(topic string, log func(k, v []byte)) (any, *kvStore) {
-	raw := &kvStore{m: map[string][]byte{}, log: log}
+func (b *sessionBuilder[K, V]) build(topic string) (any, *kvStore) {
+	raw := newKVStore()
 	return &SessionStore[K, V]{name: b.name, topic: topic, ks: b.ks, vs: b.vs, raw: raw, retention: b.retention}, raw
 }
 
@@ -195,7 +195,7 @@ func (s *SessionStore[K, V]) expire(streamTime int64) {
 		for w := range ws {
 			if w.End < before {
 				delete(ws, w)
-				delete(s.raw.m, string(sessionKey([]byte(kb), w)))
+				s.raw.drop(string(sessionKey([]byte(kb), w)))
 			}
 		}
 		if len(ws) == 0 {
@@ -330,14 +330,16 @@ func (p *sessionAggProc[K, V, A]) Process(r Record[K, V]) error {
 			if err := p.ss.Remove(r.Key, w); err != nil {
 				return err
 			}
-			p.ctx.Forward(Record[Windowed[K], *A]{Key: Windowed[K]{r.Key, w}, Timestamp: r.Timestamp, Headers: r.Headers})
+			p.ctx.Forward(Record[Windowed[K], *A]{Key: Windowed[K]{r.Key, w}, Timestamp: time.UnixMilli(w.End)})
 		}
 	}
 	v := p.agg(r.Key, r.Value, acc)
 	if err := p.ss.Put(r.Key, merged, v); err != nil {
 		return err
 	}
-	p.ctx.Forward(Record[Windowed[K], *A]{Key: Windowed[K]{r.Key, merged}, Value: &v, Timestamp: r.Timestamp, Headers: r.Headers})
+	// Kafka forwards session updates with the session's end as timestamp
+	// and no headers.
+	p.ctx.Forward(Record[Windowed[K], *A]{Key: Windowed[K]{r.Key, merged}, Value: &v, Timestamp: time.UnixMilli(merged.End)})
 	return nil
 }
 

@@ -13,7 +13,8 @@ type StoreBuilder interface {
 	logged() bool
 	// changelogConfigs are the topic configs of the changelog.
 	changelogConfigs() map[string]*string
-	build(changelogTopic string, log func(k, v []byte)) (typed any, raw *kvStore)
+	// build makes a task's instance; the task sets raw's log and now.
+	build(changelogTopic string) (typed any, raw *kvStore)
 }
 
 // KeyValueStoreBuilder describes an in-memory key-value store whose writes
@@ -35,32 +36,51 @@ func (b *kvBuilder[K, V]) logged() bool { return b.log }
 func (b *kvBuilder[K, V]) changelogConfigs() map[string]*string {
 	return map[string]*string{"cleanup.policy": ptr("compact")}
 }
-func (b *kvBuilder[K, V]) build(topic string, log func(k, v []byte)) (any, *kvStore) {
-	raw := &kvStore{m: map[string][]byte{}, log: log}
+func (b *kvBuilder[K, V]) build(topic string) (any, *kvStore) {
+	raw := newKVStore()
 	return &KeyValueStore[K, V]{name: b.name, topic: topic, ks: b.ks, vs: b.vs, raw: raw}, raw
 }
 
 // kvStore holds a task's store as serialized bytes, the same bytes its
-// changelog holds, so restoring is copying.
+// changelog holds, so restoring is copying. Each value has a timestamp (the
+// changelog record's), which aggregations forward as Kafka's timestamped
+// stores do.
 type kvStore struct {
 	m   map[string][]byte
-	log func(k, v []byte) // nil: not logged
+	ts  map[string]int64
+	log func(k, v []byte, ts int64) // nil: not logged
+	now func() int64                // the timestamp of a plain put
 }
 
-func (s *kvStore) put(k, v []byte) {
-	s.restore(k, v)
+func newKVStore() *kvStore {
+	return &kvStore{m: map[string][]byte{}, ts: map[string]int64{}, now: func() int64 { return -1 }}
+}
+
+// put writes k with the timestamp of the record being processed.
+func (s *kvStore) put(k, v []byte) { s.putTS(k, v, s.now()) }
+
+func (s *kvStore) putTS(k, v []byte, ts int64) {
+	s.restore(k, v, ts)
 	if s.log != nil {
-		s.log(k, v)
+		s.log(k, v, ts)
 	}
 }
 
 // restore applies one changelog record; a nil value is a tombstone.
-func (s *kvStore) restore(k, v []byte) {
+func (s *kvStore) restore(k, v []byte, ts int64) {
 	if v == nil {
 		delete(s.m, string(k))
+		delete(s.ts, string(k))
 		return
 	}
 	s.m[string(k)] = v
+	s.ts[string(k)] = ts
+}
+
+// drop removes k locally, without a changelog record (expiry).
+func (s *kvStore) drop(k string) {
+	delete(s.m, k)
+	delete(s.ts, k)
 }
 
 // KeyValueStore is a task's typed view of a key-value store.
@@ -88,34 +108,58 @@ func (s *KeyValueStore[K, V]) Name() string { return s.name }
 
 // Get returns the value for k and whether it is present.
 func (s *KeyValueStore[K, V]) Get(k K) (V, bool, error) {
+	v, _, ok, err := s.getTS(k)
+	return v, ok, err
+}
+
+// getTS is Get with the value's timestamp.
+func (s *KeyValueStore[K, V]) getTS(k K) (V, int64, bool, error) {
 	var zero V
 	kb, err := s.ks.Serialize(s.topic, k)
 	if err != nil {
-		return zero, false, err
+		return zero, 0, false, err
 	}
 	vb, ok := s.raw.m[string(kb)]
 	if !ok {
-		return zero, false, nil
+		return zero, 0, false, nil
 	}
 	v, err := s.vs.Deserialize(s.topic, vb)
-	return v, err == nil, err
+	return v, s.raw.ts[string(kb)], err == nil, err
 }
 
-// Put sets k to v.
+// Put sets k to v, with the timestamp of the record being processed.
 func (s *KeyValueStore[K, V]) Put(k K, v V) error {
-	kb, err := s.ks.Serialize(s.topic, k)
+	kb, vb, err := s.encode(k, v)
 	if err != nil {
 		return err
+	}
+	s.raw.put(kb, vb)
+	return nil
+}
+
+// putTS is Put with a timestamp of the caller's.
+func (s *KeyValueStore[K, V]) putTS(k K, v V, ts int64) error {
+	kb, vb, err := s.encode(k, v)
+	if err != nil {
+		return err
+	}
+	s.raw.putTS(kb, vb, ts)
+	return nil
+}
+
+func (s *KeyValueStore[K, V]) encode(k K, v V) ([]byte, []byte, error) {
+	kb, err := s.ks.Serialize(s.topic, k)
+	if err != nil {
+		return nil, nil, err
 	}
 	vb, err := s.vs.Serialize(s.topic, v)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if vb == nil {
 		vb = []byte{} // a nil value would be a tombstone
 	}
-	s.raw.put(kb, vb)
-	return nil
+	return kb, vb, nil
 }
 
 // Delete removes k.

@@ -67,18 +67,17 @@ func newTask(t *Topology, sub *subtopology, partition int32, appID string, out c
 	for _, name := range sub.stores {
 		sb := t.stores[name]
 		si := &storeInst{}
-		var log func(k, v []byte)
+		si.typed, si.raw = sb.build(changelogTopic(appID, name))
+		si.raw.now = func() int64 {
+			if tk.current != nil {
+				return tk.currentTS
+			}
+			return tk.streamTime
+		}
 		if sb.logged() {
 			si.changelog = changelogTopic(appID, name)
-			log = func(k, v []byte) {
-				ts := tk.streamTime
-				if tk.current != nil {
-					ts = tk.currentTS
-				}
-				out.send(si.changelog, partition, k, v, ts, nil)
-			}
+			si.raw.log = func(k, v []byte, ts int64) { out.send(si.changelog, partition, k, v, ts, nil) }
 		}
-		si.typed, si.raw = sb.build(changelogTopic(appID, name), log)
 		tk.stores[name] = si
 	}
 	for _, name := range sub.nodes {

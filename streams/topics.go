@@ -218,7 +218,7 @@ func (a *App) restoreStore(ctx context.Context, si *storeInst, p int32) (int, er
 			if r.Offset >= end || r.Attrs.IsControl() {
 				return
 			}
-			si.raw.restore(r.Key, r.Value)
+			si.raw.restore(r.Key, r.Value, r.Timestamp.UnixMilli())
 			n++
 		})
 		if caught {

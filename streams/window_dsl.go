@@ -99,20 +99,22 @@ func (p *windowAggProc[K, V, A]) Process(r Record[K, V]) error {
 		if win.End <= closeTime {
 			continue // the window has closed: a late record
 		}
-		old, ok, err := p.ws.Fetch(r.Key, win.Start)
+		old, oldTS, ok, err := p.ws.fetchTS(r.Key, win.Start)
 		if err != nil {
 			return err
 		}
 		var v A
+		newTS := ts
 		if ok {
 			v = p.agg(r.Key, r.Value, old)
+			newTS = max(ts, oldTS) // Kafka's: the window's latest record time
 		} else {
 			v = p.first(r.Key, r.Value)
 		}
-		if err := p.ws.Put(r.Key, v, win.Start); err != nil {
+		if err := p.ws.putTS(r.Key, v, win.Start, newTS); err != nil {
 			return err
 		}
-		p.ctx.Forward(Record[Windowed[K], A]{Key: Windowed[K]{r.Key, win}, Value: v, Timestamp: r.Timestamp, Headers: r.Headers})
+		p.ctx.Forward(Record[Windowed[K], A]{Key: Windowed[K]{r.Key, win}, Value: v, Timestamp: time.UnixMilli(newTS), Headers: r.Headers})
 	}
 	return nil
 }

@@ -32,8 +32,8 @@ func (b *windowBuilder[K, V]) changelogConfigs() map[string]*string {
 	ret := strconv.FormatInt(b.retention+24*time.Hour.Milliseconds(), 10)
 	return map[string]*string{"cleanup.policy": ptr("compact,delete"), "retention.ms": &ret}
 }
-func (b *windowBuilder[K, V]) build(topic string, log func(k, v []byte)) (any, *kvStore) {
-	raw := &kvStore{m: map[string][]byte{}, log: log}
+func (b *windowBuilder[K, V]) build(topic string) (any, *kvStore) {
+	raw := newKVStore()
 	return &WindowStore[K, V]{name: b.name, topic: topic, ks: b.ks, vs: b.vs, raw: raw, size: b.size, retention: b.retention}, raw
 }
 
@@ -76,21 +76,31 @@ func (s *WindowStore[K, V]) key(k K, start int64) ([]byte, error) {
 
 // Fetch returns the value of k in the window starting at start.
 func (s *WindowStore[K, V]) Fetch(k K, start int64) (V, bool, error) {
+	v, _, ok, err := s.fetchTS(k, start)
+	return v, ok, err
+}
+
+func (s *WindowStore[K, V]) fetchTS(k K, start int64) (V, int64, bool, error) {
 	var zero V
 	kb, err := s.key(k, start)
 	if err != nil {
-		return zero, false, err
+		return zero, 0, false, err
 	}
 	vb, ok := s.raw.m[string(kb)]
 	if !ok {
-		return zero, false, nil
+		return zero, 0, false, nil
 	}
 	v, err := s.vs.Deserialize(s.topic, vb)
-	return v, err == nil, err
+	return v, s.raw.ts[string(kb)], err == nil, err
 }
 
-// Put sets k's value in the window starting at start.
+// Put sets k's value in the window starting at start, with the timestamp
+// of the record being processed.
 func (s *WindowStore[K, V]) Put(k K, v V, start int64) error {
+	return s.putTS(k, v, start, s.raw.now())
+}
+
+func (s *WindowStore[K, V]) putTS(k K, v V, start, ts int64) error {
 	kb, err := s.key(k, start)
 	if err != nil {
 		return err
@@ -102,7 +112,7 @@ func (s *WindowStore[K, V]) Put(k K, v V, start int64) error {
 	if vb == nil {
 		vb = []byte{}
 	}
-	s.raw.put(kb, vb)
+	s.raw.putTS(kb, vb, ts)
 	return nil
 }
 
@@ -139,7 +149,7 @@ func (s *WindowStore[K, V]) expire(streamTime int64) {
 	before := streamTime - s.retention + 1
 	for kb := range s.raw.m {
 		if len(kb) >= 12 && int64(binary.BigEndian.Uint64([]byte(kb[len(kb)-12:len(kb)-4]))) < before {
-			delete(s.raw.m, kb)
+			s.raw.drop(kb)
 		}
 	}
 }
