@@ -402,6 +402,8 @@ var v3Walk = []walkCall{
 	{method: "GET", path: "/v3/clusters", status: 200, shape: "list:ClusterData", kind: "KafkaCluster"},
 	{method: "GET", path: c3, status: 200, shape: "ClusterData", kind: "KafkaCluster"},
 	{method: "GET", path: "/v3/clusters/no-such-cluster", status: 404, shape: "Error", errorCode: 404},
+	{method: "GET", path: c3 + "/no-such-resource", status: 404, shape: "Error", errorCode: 404},
+	{method: "DELETE", path: "/v3/clusters", status: 405, shape: "Error", errorCode: 405},
 
 	{method: "GET", path: c3 + "/brokers", status: 200, shape: "list:BrokerData", kind: "KafkaBroker"},
 	{method: "GET", path: c3 + "/brokers/1", status: 200, shape: "BrokerData", kind: "KafkaBroker"},
