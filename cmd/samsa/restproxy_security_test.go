@@ -324,3 +324,54 @@ func TestRestProxyConfigFileRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestServerRestProxyMutualTLS: with rest.proxy.ssl.client.auth=required
+// the https listener refuses a client without a certificate of the trust
+// store's CA, and serves one with it (a JKS key store this time).
+func TestServerRestProxyMutualTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "Samsa REST Proxy mTLS CA")
+	srv := servertest.Start(t)
+	cfg, warnings, err := config.Load("", []string{"log.dirs=" + t.TempDir(),
+		"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"rest.proxy.listeners=https://127.0.0.1:0",
+		"rest.proxy.ssl.keystore.type=JKS",
+		"rest.proxy.ssl.keystore.location=" + ca.Server(t, pkix.Name{CommonName: "localhost"}).WriteJKS(t, dir, "proxy.jks"),
+		"rest.proxy.ssl.keystore.password=" + tlstest.Password,
+		"rest.proxy.ssl.key.password=" + tlstest.Password,
+		"rest.proxy.ssl.truststore.type=PEM",
+		"rest.proxy.ssl.truststore.location=" + tlstest.WritePEMTrust(t, dir, "ca.pem", ca.Cert),
+		"rest.proxy.ssl.client.auth=required"})
+	if err != nil || len(warnings) > 0 {
+		t.Fatalf("config: %v %v", err, warnings)
+	}
+	logs := &lockedBuffer{}
+	stop, err := startServerRestProxy(cfg, srv, false, slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	url := waitFor(t, restProxyRE, logs.String)
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	get := func(certs []tls.Certificate) (int, error) {
+		hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: certs}}}
+		resp, err := hc.Get(url + "/brokers")
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	if status, err := get(nil); err == nil {
+		t.Errorf("without a client certificate: %d", status)
+	}
+	client := ca.Client(t, pkix.Name{CommonName: "alice"})
+	pair, err := tls.X509KeyPair([]byte(tlstest.CertPEM(client.Cert)), []byte(client.KeyPEM(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, err := get([]tls.Certificate{pair}); err != nil || status != 200 {
+		t.Errorf("with a client certificate: %d %v", status, err)
+	}
+}

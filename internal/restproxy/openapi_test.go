@@ -112,6 +112,7 @@ func configFields() []field {
 type walkCall struct {
 	method, path string // {c}: the cluster id, {m}: a group member's id
 	ct, body     string
+	accept       string
 	status       int
 	// shape of the answer ("" for none); "list:X" a collection of X,
 	// "[]X" a JSON array of X.
@@ -227,7 +228,7 @@ func (w *walker) do(c walkCall, cluster, member string) any {
 	if c.body != "" {
 		body = c.body
 	}
-	r := w.e.do(c.method, path, c.ct, "", body)
+	r := w.e.do(c.method, path, c.ct, c.accept, body)
 	if r.status != c.status {
 		w.fail(where, "status %d, want %d: %s", r.status, c.status, r.body)
 		return nil
@@ -401,6 +402,8 @@ var v3Walk = []walkCall{
 	{method: "GET", path: "/v3/clusters", status: 200, shape: "list:ClusterData", kind: "KafkaCluster"},
 	{method: "GET", path: c3, status: 200, shape: "ClusterData", kind: "KafkaCluster"},
 	{method: "GET", path: "/v3/clusters/no-such-cluster", status: 404, shape: "Error", errorCode: 404},
+	{method: "GET", path: c3 + "/no-such-resource", status: 404, shape: "Error", errorCode: 404},
+	{method: "DELETE", path: "/v3/clusters", status: 405, shape: "Error", errorCode: 405},
 
 	{method: "GET", path: c3 + "/brokers", status: 200, shape: "list:BrokerData", kind: "KafkaBroker"},
 	{method: "GET", path: c3 + "/brokers/1", status: 200, shape: "BrokerData", kind: "KafkaBroker"},
@@ -492,6 +495,8 @@ var v2Walk = []walkCall{
 	{method: "POST", path: "/topics/walk/partitions/1", ct: "application/vnd.kafka.json.v2+json", body: `{"records":[{"value":{"a":1}}]}`, status: 200, shape: "v2Produce"},
 	{method: "POST", path: "/topics/walk", ct: "application/vnd.kafka.binary.v2+json", body: `{"records":[{"value":"!!"}]}`, status: 422, shape: "Error", errorCode: 422},
 	{method: "POST", path: "/topics/nope", ct: "application/vnd.kafka.binary.v2+json", body: `{"records":[{"value":"dg=="}]}`, status: 404, shape: "Error", errorCode: 40401},
+	{method: "POST", path: "/topics/walk", ct: "application/json", body: `{"records":[{"value":"dg=="}]}`, status: 415, shape: "Error", errorCode: 415},
+	{method: "POST", path: "/topics/walk", ct: "application/vnd.kafka.binary.v2+json", body: `{"records":[`, status: 400, shape: "Error", errorCode: 400},
 	{method: "GET", path: "/brokers", status: 200, shape: "v2Brokers"},
 
 	{method: "POST", path: "/consumers/walk-v2", ct: v2j, body: `{"name":"i1","format":"binary","auto.offset.reset":"earliest"}`, status: 200, shape: "v2Instance"},
@@ -506,6 +511,7 @@ var v2Walk = []walkCall{
 	{method: "POST", path: "/consumers/walk-v2/instances/i1/positions/end", ct: v2j, body: `{"partitions":[{"topic":"walk","partition":0}]}`, status: 204},
 	{method: "POST", path: "/consumers/walk-v2/instances/i1/positions/beginning", ct: v2j, body: `{"partitions":[{"topic":"walk","partition":0}]}`, status: 204},
 	{method: "GET", path: "/consumers/walk-v2/instances/i1/records?timeout=200", status: 200, shape: "[]v2Record"},
+	{method: "GET", path: "/consumers/walk-v2/instances/i1/records?timeout=200", accept: "application/vnd.kafka.json.v2+json", status: 406, shape: "Error", errorCode: 40601},
 	{method: "POST", path: "/consumers/walk-v2/instances/i1/offsets", ct: v2j, body: `{"offsets":[{"topic":"walk","partition":0,"offset":0}]}`, status: 200},
 	{method: "GET", path: "/consumers/walk-v2/instances/i1/offsets", ct: v2j, body: `{"partitions":[{"topic":"walk","partition":0}]}`, status: 200, shape: "v2Committed"},
 	{method: "GET", path: "/consumers/walk-v2/instances/nope/subscription", status: 404, shape: "Error", errorCode: 40403},

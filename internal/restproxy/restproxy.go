@@ -193,7 +193,20 @@ func (p *Proxy) Handler() http.Handler {
 		if !(r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v3/") && strings.HasSuffix(r.URL.Path, "/records")) {
 			r.Body = http.MaxBytesReader(w, r.Body, p.cfg.MaxRequestBytes)
 		}
-		p.mux.ServeHTTP(w, r)
+		rec := &statusRecorder{header: http.Header{}}
+		if h, pattern := p.mux.Handler(r); pattern == "" {
+			h.ServeHTTP(rec, r)
+		}
+		if rec.status >= 400 {
+			// No route: Confluent answers in its JSON error shape
+			// (HTTP 404 Not Found, 405 Method Not Allowed).
+			if allow := rec.header.Get("Allow"); allow != "" {
+				w.Header().Set("Allow", allow)
+			}
+			writeError(w, errf(rec.status, rec.status, "HTTP %d %s", rec.status, http.StatusText(rec.status)))
+		} else {
+			p.mux.ServeHTTP(w, r)
+		}
 		// A request answered before its body was read (413 for a body
 		// over the limit, an error in a records stream) has the rest of
 		// its body read and dropped before the answer goes out: a client
@@ -203,6 +216,17 @@ func (p *Proxy) Handler() http.Handler {
 		io.Copy(io.Discard, io.LimitReader(body, drainBytes))
 	})
 }
+
+// statusRecorder keeps the status and headers of the mux's answer to a
+// request without a route, and drops its text body.
+type statusRecorder struct {
+	header http.Header
+	status int
+}
+
+func (r *statusRecorder) Header() http.Header         { return r.header }
+func (r *statusRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (r *statusRecorder) WriteHeader(status int)      { r.status = status }
 
 // Close closes every consumer instance and the cluster client.
 func (p *Proxy) Close() {
