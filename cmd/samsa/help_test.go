@@ -28,7 +28,7 @@ func TestHelpEverywhere(t *testing.T) {
 			}
 		}
 	}
-	lines = append(lines, []string{"dev", "cluster", "-h"}, []string{"-h"}, []string{"--help"}, []string{"help"})
+	lines = append(lines, []string{"dev", "cluster", "-h"}, []string{"server", "--config", "x.properties", "-h"}, []string{"-h"}, []string{"--help"}, []string{"help"})
 	if len(lines) < 80 {
 		t.Fatalf("only %d help command lines: the subcommands were not found", len(lines))
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,7 +27,7 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
-func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
+func runServer(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("samsa server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "Kafka-style properties `file` (default: embedded single-node defaults)")
@@ -43,11 +44,14 @@ func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
 	initialControllers := fs.String("initial-controllers", "", "format a new metadata log of a dynamic quorum with these `voters` (id@host:port:directory-id,...; this node's directory id becomes its metadata directory's), as kafka-storage format --initial-controllers")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the node to `file` until it stops (go tool pprof reads it)")
 	noInitialControllers := fs.Bool("no-initial-controllers", false, "format a new metadata log with no voters: this controller joins the quorum of controller.quorum.bootstrap.servers once added with kafka-metadata-quorum add-controller, as kafka-storage format --no-initial-controllers")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: samsa server [--config FILE] [--override key=value ...] [--add-scram 'SCRAM-SHA-256=[name=U,password=P]' ...] [--release-version R] [--feature name=level ...] [--standalone | --initial-controllers id@host:port:dir,... | --no-initial-controllers]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = serverUsage(fs, stderr)
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		// -h anywhere: usage on stdout and exit 0, as every command answers.
+		fs.SetOutput(stdout)
+		fs.Usage = serverUsage(fs, stdout)
+		fs.Usage()
+		return 0
+	} else if err != nil {
 		return 2
 	}
 	if fs.NArg() > 0 {
@@ -166,6 +170,14 @@ func runServer(args []string, _ io.Reader, _, stderr io.Writer) int {
 	}
 	logger.Info("stopped")
 	return code
+}
+
+// serverUsage prints the usage of `samsa server` to w.
+func serverUsage(fs *flag.FlagSet, w io.Writer) func() {
+	return func() {
+		fmt.Fprintln(w, "usage: samsa server [--config FILE] [--override key=value ...] [--add-scram 'SCRAM-SHA-256=[name=U,password=P]' ...] [--release-version R] [--feature name=level ...] [--standalone | --initial-controllers id@host:port:dir,... | --no-initial-controllers]")
+		fs.PrintDefaults()
+	}
 }
 
 // signalContext is canceled, with the signal as its cause, by the first
