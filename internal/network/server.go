@@ -295,9 +295,11 @@ const uncountedFrameBytes = 64 << 10
 
 // serveOne reads, handles and queues the answer of one request; false
 // ends the connection. A frame above uncountedFrameBytes first waits for
-// its size in the request budget, before its body is allocated or read,
-// and holds it until the handler returns: like Kafka's memory pool, a full
-// budget stops reading from sockets rather than growing the heap.
+// its size in the request budget, before its body is allocated or read
+// (beyond what the connection's read buffer, readBufferBytes, already
+// holds), and holds it until the handler returns: like Kafka's memory
+// pool, a full budget stops reading from sockets rather than growing the
+// heap.
 func (c *Conn) serveOne(ctx context.Context) bool {
 	s := c.srv
 	n, err := wire.ReadFrameSize(c.reader(), s.cfg.MaxRequestSize)
