@@ -130,7 +130,7 @@ func (c *Conn) authenticate(ctx context.Context, handshake *wire.Request) error 
 	}
 	for err == nil && !x.done {
 		var frame []byte
-		frame, err = wire.ReadFrame(c.nc, cfg.MaxReceiveSize, nil)
+		frame, err = wire.ReadFrame(c.reader(), cfg.MaxReceiveSize, nil)
 		switch {
 		case errors.Is(err, wire.ErrFrameTooLarge):
 			err = &authFailure{err: fmt.Errorf("failing SASL authentication due to invalid receive size (sasl.server.max.receive.size): %w", err)}

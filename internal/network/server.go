@@ -1,6 +1,7 @@
 package network
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -97,6 +98,11 @@ type Conn struct {
 	srv *Server
 	nc  net.Conn // a *tls.Conn on an SSL listener
 	raw net.Conn // the socket under nc, closed to stop the connection at once
+	// in buffers the reads of nc (reader goroutine only): a small request
+	// (a fetch, a heartbeat) and its size come in one read system call,
+	// and pipelined requests share one. Nil on a connection authenticated
+	// for someone else (AuthenticateConn), who reads nc afterwards.
+	in  *bufio.Reader
 	out chan outFrame
 	// vectored: a fetch answer's record batches in memory are written
 	// from where they are, with writev; sendfile: nc is a plain TCP
@@ -274,6 +280,7 @@ func (c *Conn) read() {
 		}
 		return
 	}
+	c.in = bufio.NewReaderSize(c.nc, readBufferBytes)
 	if s.cfg.SASL != nil {
 		if err := c.authenticate(ctx, nil); err != nil {
 			c.logClose(ctx, err)
@@ -293,12 +300,14 @@ const uncountedFrameBytes = 64 << 10
 
 // serveOne reads, handles and queues the answer of one request; false
 // ends the connection. A frame above uncountedFrameBytes first waits for
-// its size in the request budget, before its body is allocated or read,
-// and holds it until the handler returns: like Kafka's memory pool, a full
-// budget stops reading from sockets rather than growing the heap.
+// its size in the request budget, before its body is allocated or read
+// (beyond what the connection's read buffer, readBufferBytes, already
+// holds), and holds it until the handler returns: like Kafka's memory
+// pool, a full budget stops reading from sockets rather than growing the
+// heap.
 func (c *Conn) serveOne(ctx context.Context) bool {
 	s := c.srv
-	n, err := wire.ReadFrameSize(c.nc, s.cfg.MaxRequestSize)
+	n, err := wire.ReadFrameSize(c.reader(), s.cfg.MaxRequestSize)
 	if err == nil && n > uncountedFrameBytes {
 		var charge int64
 		charge, err = s.cfg.RequestBudget.Acquire(ctx, int64(n))
@@ -383,10 +392,10 @@ func (c *Conn) serveOne(ctx context.Context) bool {
 // its API key, read first, tells which kind a frame is.
 func (c *Conn) readBody(n int32) ([]byte, error) {
 	if n <= 1<<minBufClass {
-		return wire.ReadFrameBody(c.nc, n, nil)
+		return wire.ReadFrameBody(c.reader(), n, nil)
 	}
 	var key [2]byte
-	if _, err := io.ReadFull(c.nc, key[:]); err != nil {
+	if _, err := io.ReadFull(c.reader(), key[:]); err != nil {
 		return nil, unexpectedEOF(err)
 	}
 	var buf []byte
@@ -396,10 +405,23 @@ func (c *Conn) readBody(n int32) ([]byte, error) {
 		buf = make([]byte, n)
 	}
 	copy(buf, key[:])
-	if _, err := io.ReadFull(c.nc, buf[len(key):]); err != nil {
+	if _, err := io.ReadFull(c.reader(), buf[len(key):]); err != nil {
 		return nil, unexpectedEOF(err)
 	}
 	return buf, nil
+}
+
+// readBufferBytes is the size of a connection's read buffer: a page
+// holds any fetch, metadata or group request; a larger frame's body is
+// read past it, straight into its own buffer.
+const readBufferBytes = 4 << 10
+
+// reader is where the connection's frames are read from.
+func (c *Conn) reader() io.Reader {
+	if c.in != nil {
+		return c.in
+	}
+	return c.nc
 }
 
 // unexpectedEOF is err, with a frame cut short by the peer's close said so.
