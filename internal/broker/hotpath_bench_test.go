@@ -28,7 +28,7 @@ import (
 // the CPU and allocation figures). The first answer is decoded and
 // checked in full; later ones must have the same size and no error.
 // Instruction counts: run the test binary under
-// `valgrind --tool=callgrind` (docs/hotpath-session9.md).
+// `valgrind --tool=callgrind` (docs/benchmarks.md, "The broker's CPU per record").
 
 // cpuTime is the process's user and system CPU time so far.
 func cpuTime() time.Duration {
