@@ -13,11 +13,41 @@ import (
 )
 
 // The produce benchmarks write 100-byte values to one partition with
-// acks=all, over HTTP/1.1 keep-alive (v2: 100 records a request; v3: one
-// stream, one delivery report read per record) and natively with franz-go
-// (100 records a ProduceSync, as a v2 request). b.N counts records.
+// acks=all, over HTTP/1.1 keep-alive (v2 binary and json: 100 records a
+// request; v3: one record a request, and one stream with one delivery
+// report read per record) and natively with franz-go (100 records a
+// ProduceSync, as a v2 request, and one, as a v3 request). b.N counts
+// records; each case also reports records/s.
 
 const benchValue = "0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789"
+
+// reportRate adds the records/s metric: produced records over the timed part.
+func reportRate(b *testing.B, produced int) {
+	b.ReportMetric(float64(produced)/b.Elapsed().Seconds(), "records/s")
+}
+
+// postV2 sends body to path n times over client's kept-alive connection.
+func postV2(b *testing.B, client *http.Client, url, ct string, body []byte, perRequest int) {
+	b.SetBytes(int64(len(benchValue)))
+	b.ResetTimer()
+	produced := 0
+	for produced < b.N {
+		req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+		req.Header.Set("Content-Type", ct)
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+		produced += perRequest
+	}
+	b.StopTimer()
+	reportRate(b, produced)
+}
 
 func BenchmarkProduce(b *testing.B) {
 	e := start(b, Config{})
@@ -25,32 +55,35 @@ func BenchmarkProduce(b *testing.B) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	b64v := b64(benchValue)
 
-	b.Run("v2/100-per-request", func(b *testing.B) {
+	records := func(value string) []byte {
 		var sb strings.Builder
 		sb.WriteString(`{"records":[`)
 		for i := range 100 {
 			if i > 0 {
 				sb.WriteByte(',')
 			}
-			sb.WriteString(`{"value":"` + b64v + `","partition":0}`)
+			sb.WriteString(`{"value":` + value + `,"partition":0}`)
 		}
 		sb.WriteString(`]}`)
-		body := []byte(sb.String())
-		b.SetBytes(int64(len(benchValue)))
-		b.ResetTimer()
-		for n := 0; n < b.N; n += 100 {
-			req, _ := http.NewRequest("POST", e.url+"/topics/bench", bytes.NewReader(body))
-			req.Header.Set("Content-Type", binaryType)
-			resp, err := client.Do(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				b.Fatalf("status %d", resp.StatusCode)
-			}
+		return []byte(sb.String())
+	}
+
+	b.Run("v2/binary-100-per-request", func(b *testing.B) {
+		postV2(b, client, e.url+"/topics/bench", binaryType, records(`"`+b64v+`"`), 100)
+	})
+
+	b.Run("v2/json-100-per-request", func(b *testing.B) {
+		// A JSON string of 98 characters: 100 bytes as its JSON text.
+		postV2(b, client, e.url+"/topics/bench", jsonType, records(`"`+benchValue[:98]+`"`), 100)
+	})
+
+	b.Run("v3/1-per-request", func(b *testing.B) {
+		md, err := e.adm.BrokerMetadata(e.ctx)
+		if err != nil {
+			b.Fatal(err)
 		}
+		body := []byte(`{"partition_id":0,"value":{"type":"BINARY","data":"` + b64v + `"}}`)
+		postV2(b, client, e.url+"/v3/clusters/"+md.Cluster+"/topics/bench/records", "application/json", body, 1)
 	})
 
 	b.Run("v3/stream", func(b *testing.B) {
@@ -96,6 +129,8 @@ func BenchmarkProduce(b *testing.B) {
 				b.Fatalf("report %q: %v", line, err)
 			}
 		}
+		b.StopTimer()
+		reportRate(b, b.N)
 		pw.Close()
 	})
 
@@ -109,13 +144,42 @@ func BenchmarkProduce(b *testing.B) {
 		recs := make([]*kgo.Record, 100)
 		b.SetBytes(int64(len(benchValue)))
 		b.ResetTimer()
-		for n := 0; n < b.N; n += 100 {
+		produced := 0
+		for produced < b.N {
 			for i := range recs {
 				recs[i] = &kgo.Record{Value: []byte(benchValue)}
 			}
 			if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
 				b.Fatal(err)
 			}
+			produced += len(recs)
 		}
+		b.StopTimer()
+		reportRate(b, produced)
+	})
+
+	// One record a ProduceSync, as a v3 request.
+	b.Run("native/franz-go-1-per-call", func(b *testing.B) {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker), kgo.DefaultProduceTopic("bench"),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cl.Close()
+		recs := make([]*kgo.Record, 1)
+		b.SetBytes(int64(len(benchValue)))
+		b.ResetTimer()
+		produced := 0
+		for produced < b.N {
+			for i := range recs {
+				recs[i] = &kgo.Record{Value: []byte(benchValue)}
+			}
+			if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+				b.Fatal(err)
+			}
+			produced += len(recs)
+		}
+		b.StopTimer()
+		reportRate(b, produced)
 	})
 }
