@@ -25,6 +25,10 @@ func saramaConfig() *sarama.Config {
 	cfg.Metadata.Retry.Backoff = 100 * time.Millisecond
 	cfg.Producer.Timeout = 10 * time.Second
 	cfg.Admin.Retry.Max = 2
+	// CreateTopics' timeout_ms: sarama's 3 s default is less than a topic
+	// creation takes on a machine loaded many times over (the broker then
+	// answers REQUEST_TIMED_OUT, as Kafka does, though the topic is made).
+	cfg.Admin.Timeout = 10 * time.Second
 	cfg.Consumer.MaxWaitTime = 200 * time.Millisecond
 	return cfg
 }

@@ -5,7 +5,8 @@
 //	/readyz   200 "ready" once the node serves; 503 and the reason
 //	          (one line of text) before, and whenever it cannot serve
 //	/         the web console (internal/console), once Server.SetConsole
-//	          mounts it; 503 until then
+//	          mounts it (a broker, once it serves Kafka clients); 404 before
+//	          and on nodes without one
 //
 // Endpoints are http:// or https:// (with the node's http.ssl.* TLS);
 // with basic authentication every path but /healthz needs a user of the
@@ -130,7 +131,7 @@ type consoleSlot struct{ h atomic.Pointer[http.Handler] }
 func (c *consoleSlot) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := c.h.Load()
 	if h == nil {
-		text(w, http.StatusServiceUnavailable, "the console starts once the node serves Kafka clients")
+		text(w, http.StatusNotFound, "not found (the web console is served by brokers once they serve Kafka clients)")
 		return
 	}
 	(*h).ServeHTTP(w, r)

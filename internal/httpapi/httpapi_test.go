@@ -149,3 +149,31 @@ func TestHTTPSEndpointNeedsTLS(t *testing.T) {
 		t.Fatal("an https endpoint without TLS configuration was served")
 	}
 }
+
+// TestSetConsole: before the console is mounted every other path answers
+// 404; after, the console serves them, and the node's own endpoints stay
+// its own.
+func TestSetConsole(t *testing.T) {
+	s, err := httpapi.Listen(httpapi.Config{
+		Listeners: []config.RegistryListener{{Addr: "127.0.0.1:0"}},
+		Metrics:   http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "metrics\n") }),
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	base := "http://" + s.Addrs()[0].String()
+	c := &http.Client{}
+	for _, p := range []string{"/", "/topics"} {
+		if code, _, _ := get(t, c, base+p, "", ""); code != http.StatusNotFound {
+			t.Errorf("GET %s before the console: %d, want 404", p, code)
+		}
+	}
+	s.SetConsole(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "console "+r.URL.Path) }))
+	for p, want := range map[string]string{"/": "console /", "/topics/x": "console /topics/x", "/metrics": "metrics\n", "/healthz": "ok\n", "/readyz": "ready\n"} {
+		if code, body, _ := get(t, c, base+p, "", ""); code != http.StatusOK || body != want {
+			t.Errorf("GET %s: %d %q, want 200 %q", p, code, body, want)
+		}
+	}
+}
