@@ -19,8 +19,12 @@ func TestIdleEmptyLogReopenSyncsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	syncs := cache.Stats().Syncs
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if n := cache.Stats().Syncs - syncs; n != 0 {
+		t.Fatalf("%d fsyncs for the clean stop of a new empty log, want 0", n)
 	}
 	for range 2 {
 		syncs := cache.Stats().Syncs
