@@ -35,6 +35,13 @@ type Loader struct {
 		publishers []Publisher
 		// changed is closed and replaced whenever the image advances.
 		changed chan struct{}
+		// full is the full delta of the image fullOf, which Register
+		// gives every publisher registered before the image advances
+		// (signalLocked drops it): building one replays the whole
+		// image, seconds at 100,000 partitions, and a node registers
+		// half a dozen publishers at start-up.
+		full   *Delta
+		fullOf *Image
 	}
 }
 
@@ -59,9 +66,13 @@ func (l *Loader) Register(p Publisher) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	img := l.image.Load()
-	d, err := fullDelta(img)
-	if err != nil {
-		return err
+	d := l.mu.full
+	if l.mu.fullOf != img {
+		var err error
+		if d, err = fullDelta(img); err != nil {
+			return err
+		}
+		l.mu.full, l.mu.fullOf = d, img
 	}
 	p.Publish(d, img)
 	l.mu.publishers = append(l.mu.publishers, p)
@@ -110,6 +121,7 @@ func (l *Loader) publishLocked(d *Delta, img *Image) {
 }
 
 func (l *Loader) signalLocked() {
+	l.mu.full, l.mu.fullOf = nil, nil
 	close(l.mu.changed)
 	l.mu.changed = make(chan struct{})
 }

@@ -2,10 +2,12 @@ package storage
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -391,7 +393,15 @@ func (l *Log) openSegments(opts OpenOptions) (segs []*segment, recovered map[*se
 		}
 		needRecover := !opts.CleanShutdown && (last || bases[i+1] > opts.RecoveryPoint)
 		if indexErr != nil {
-			l.logger.Warn("rebuilding index", "segment", base, "err", indexErr)
+			// After a crash the active segment's indexes are still
+			// preallocated (zeros past the last entry, which read as
+			// entries out of order): not corruption, and rebuilt by the
+			// recovery the segment gets anyway.
+			level := slog.LevelWarn
+			if needRecover {
+				level = slog.LevelDebug
+			}
+			l.logger.Log(context.Background(), level, "rebuilding index", "segment", base, "err", indexErr)
 			needRecover = true
 		}
 		if !needRecover {

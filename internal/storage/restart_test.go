@@ -19,8 +19,12 @@ func TestIdleEmptyLogReopenSyncsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	syncs := cache.Stats().Syncs
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if n := cache.Stats().Syncs - syncs; n != 0 {
+		t.Fatalf("%d fsyncs for the clean stop of a new empty log, want 0", n)
 	}
 	for range 2 {
 		syncs := cache.Stats().Syncs
@@ -82,5 +86,44 @@ func TestCrashedEmptyLogOpensQuietly(t *testing.T) {
 	got, err := l.Read(4, 1<<20, l.LogEndOffset())
 	if err != nil || len(headers(t, got)) != 1 || headers(t, got)[0].BaseOffset != 4 {
 		t.Fatalf("Read(4): %v, %v", headers(t, got), err)
+	}
+}
+
+// TestCrashedLogOpensQuietly: after a crash the active segment's indexes
+// are preallocated past their entries; its recovery rebuilds them without
+// a warning, and the log has every record.
+func TestCrashedLogOpensQuietly(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "t-0")
+	cfg := LogConfig{IndexIntervalBytes: 1, SegmentIndexBytes: 4096}
+	l, err := Open(dir, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		mustAppend(t, l, makeBatch(t, 2, int64(100+i), 50))
+	}
+	crashed := filepath.Join(t.TempDir(), "t-0")
+	copyDir(t, dir, crashed)
+	l.Close()
+
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	l, err = OpenWithOptions(crashed, cfg, logger, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if logs.Len() > 0 {
+		t.Fatalf("opening a crashed log warned: %s", logs.String())
+	}
+	if l.LogEndOffset() != 8 {
+		t.Fatalf("log end offset %d, want 8", l.LogEndOffset())
+	}
+	if segs := l.Segments(); len(segs) != 1 || segs[0].IndexEntries != 3 || segs[0].TimeIndexEntries != 3 {
+		t.Fatalf("segments %+v, want one with 3 offset and 3 time index entries", segs)
+	}
+	got, err := l.Read(6, 1<<20, l.LogEndOffset())
+	if err != nil || len(headers(t, got)) != 1 || headers(t, got)[0].BaseOffset != 6 {
+		t.Fatalf("Read(6): %v, %v", headers(t, got), err)
 	}
 }
