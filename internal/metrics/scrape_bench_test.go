@@ -22,15 +22,17 @@ import (
 // load: one in-process node, a franz-go producer (acks=1, no
 // idempotence, no compression) writing 1 KiB records to 6 partitions as
 // fast as the node takes them, and, in scrape=1s, a goroutine that GETs
-// and reads /metrics once a second meanwhile. Both sub-benchmarks share
-// the node and topic and run one after the other. -count repeats each
-// sub-benchmark back to back, so on a noisy machine run the test binary
-// several times instead, which alternates them, and compare records/s
-// (benchstat -col /scrape). Use a -benchtime of several seconds so that a
-// run holds several scrapes:
+// and reads /metrics once a second meanwhile. The two sub-benchmarks
+// share the node when run in one process, so the second writes to a
+// longer log; -count repeats each back to back, comparing different
+// minutes of a shared machine's load. Run each in its own process,
+// alternately, and compare records/s with benchstat -col /scrape; use a
+// -benchtime of several seconds so that a run holds several scrapes:
 //
 //	go test -c -o metrics.test ./internal/metrics
-//	for i in 1 2 3 4 5 6; do ./metrics.test -test.run '^$' -test.bench ProduceWhileScraped -test.benchtime 10s; done
+//	for i in 1 2 3 4 5 6; do for m in off 1s; do
+//		./metrics.test -test.run '^$' -test.bench "ProduceWhileScraped/scrape=$m\$" -test.benchtime 10s
+//	done; done
 func BenchmarkProduceWhileScraped(b *testing.B) {
 	srv := servertest.Start(b, "http.listeners=http://127.0.0.1:0",
 		// Keep the disk bounded: a run writes gigabytes.
