@@ -508,3 +508,25 @@ func configValue(rc kadm.ResourceConfig, key string) string {
 	}
 	return ""
 }
+
+// TestShowBytes: how the browser shows a key or value.
+func TestShowBytes(t *testing.T) {
+	for _, tc := range []struct {
+		in           []byte
+		text, format string
+	}{
+		{[]byte("plain words"), "plain words", "text"},
+		{[]byte(`{"a":[1,2]}`), "{\n  \"a\": [\n    1,\n    2\n  ]\n}", "json"},
+		{append([]byte{0, 0, 0, 1, 2}, `{"n":1}`...), "{\n  \"n\": 1\n}", "schema id 258"},
+		{[]byte{0, 0, 0, 0, 7, 0x02, 0xff}, "02ff", "schema id 7"},
+		{[]byte{0xff, 0xfe, 0x01}, "fffe01", "binary"},
+	} {
+		got := showBytes(tc.in)
+		if got.Text != tc.text || got.Format != tc.format || got.Null {
+			t.Errorf("showBytes(%q) = %+v, want %q as %q", tc.in, got, tc.text, tc.format)
+		}
+	}
+	if !showBytes(nil).Null {
+		t.Error("a nil value is not shown as null")
+	}
+}

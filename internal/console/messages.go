@@ -285,10 +285,18 @@ func showBytes(b []byte) shown {
 	switch {
 	case b == nil:
 		return shown{Null: true}
-	case len(b) >= 5 && b[0] == 0 && !utf8.Valid(b):
-		// Confluent's wire format: magic 0, a 4-byte schema id, the encoding.
-		id := binary.BigEndian.Uint32(b[1:5])
-		return shown{Text: hex.EncodeToString(b[5:]), Format: fmt.Sprintf("schema id %d", id)}
+	case len(b) >= 5 && b[0] == 0:
+		// Confluent's wire format: magic 0, a 4-byte schema id, then the
+		// encoding: JSON for JSON Schema (shown indented), binary for
+		// Avro and Protobuf (shown as hex until the console decodes them
+		// through the registry).
+		format := fmt.Sprintf("schema id %d", binary.BigEndian.Uint32(b[1:5]))
+		body := b[5:]
+		var out bytes.Buffer
+		if json.Valid(body) && json.Indent(&out, body, "", "  ") == nil {
+			return shown{Text: out.String(), Format: format}
+		}
+		return shown{Text: hex.EncodeToString(body), Format: format}
 	case json.Valid(b) && (b[0] == '{' || b[0] == '['):
 		var out bytes.Buffer
 		if json.Indent(&out, b, "", "  ") == nil {
