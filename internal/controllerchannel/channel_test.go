@@ -3,7 +3,6 @@ package controllerchannel_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/controllerchannel"
+	"github.com/samsa-io/samsa/internal/devcluster"
 	"github.com/samsa-io/samsa/internal/kclient"
 	"github.com/samsa-io/samsa/internal/server"
 	"github.com/samsa-io/samsa/internal/servertest"
@@ -168,12 +168,7 @@ type splitNodes struct {
 
 func startSplitNodes(t *testing.T) *splitNodes {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctrlAddr := ln.Addr().String()
-	ln.Close()
+	ctrlAddr := freeAddr(t)
 	voters := "controller.quorum.voters=1@" + ctrlAddr
 	load := func(props ...string) *config.Config {
 		cfg, _, err := config.Load("", append(props, "log.dirs="+t.TempDir(), voters))
@@ -353,12 +348,7 @@ func (l *leaderOne) NotLeader(id int32) { l.notLeader.Add(1) }
 // reported unreachable (on a broker-only node that would make it look
 // for another leader).
 func TestRequestsOutliveTheSASLSession(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	cfg, _, err := config.Load("", []string{"log.dirs=" + t.TempDir(), "process.roles=controller", "node.id=1",
 		"listeners=CONTROLLER://" + addr, "controller.quorum.voters=1@" + addr,
 		"listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT", "sasl.enabled.mechanisms=PLAIN",
@@ -395,4 +385,15 @@ func TestRequestsOutliveTheSASLSession(t *testing.T) {
 	if n := leaders.notLeader.Load(); n > 0 {
 		t.Errorf("the controller was reported unreachable %d times", n)
 	}
+}
+
+// freeAddr is a loopback address for a node to bind, outside the range
+// outgoing connections take their ports from (devcluster.FreePorts).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ports, err := devcluster.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", ports[0])
 }

@@ -10,7 +10,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -312,15 +311,7 @@ func TestPowerLossOneOfThreeReplicas(t *testing.T) {
 		t.Skip("three nodes")
 	}
 	const n, topic = 300, "replicated"
-	var addrs []string
-	for range 3 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs = append(addrs, ln.Addr().String())
-		ln.Close()
-	}
+	addrs := freeAddrs(t, 3)
 	voters := fmt.Sprintf("controller.quorum.voters=1@%s,2@%s,3@%s", addrs[0], addrs[1], addrs[2])
 	nodes := make([]*poweredNode, 3)
 	for i := range nodes {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -23,12 +22,7 @@ type splitNodes struct {
 
 func startSplitNodes(t *testing.T) *splitNodes {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctrlAddr := ln.Addr().String()
-	ln.Close()
+	ctrlAddr := freeAddrs(t, 1)[0]
 	voters := "controller.quorum.voters=1@" + ctrlAddr
 	load := func(props ...string) *config.Config {
 		cfg, _, err := config.Load("", append(props, "log.dirs="+t.TempDir(), voters))
