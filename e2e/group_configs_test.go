@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -204,6 +205,10 @@ func TestConsumerGroupSessionTimeoutOverride(t *testing.T) {
 	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = group, "silent-member-0000000001", 0, 5000
 	hb.SubscribedTopicNames, hb.Topics = []string{topic}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 	resp, err := hb.RequestWith(ctx, cl)
+	for err == nil && coordinatorBusy(resp.ErrorCode) && ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond) // the new __consumer_offsets partition is loading
+		resp, err = hb.RequestWith(ctx, cl)
+	}
 	if err != nil || resp.ErrorCode != 0 {
 		t.Fatalf("join: %v %+v", err, resp)
 	}
@@ -293,10 +298,21 @@ func TestShareGroupHeartbeatIntervalOverride(t *testing.T) {
 	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
 	hb.GroupID, hb.MemberID, hb.MemberEpoch, hb.SubscribedTopicNames = group, "share-member-000000000001", 0, []string{topic}
 	resp, err := hb.RequestWith(ctx, cl)
+	for err == nil && coordinatorBusy(resp.ErrorCode) && ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+		resp, err = hb.RequestWith(ctx, cl)
+	}
 	if err != nil || resp.ErrorCode != 0 {
 		t.Fatalf("join: %v %+v", err, resp)
 	}
 	if resp.HeartbeatIntervalMillis != 700 {
 		t.Errorf("heartbeat interval %d ms, want the group's 700", resp.HeartbeatIntervalMillis)
 	}
+}
+
+// coordinatorBusy reports the retriable answers of a group coordinator
+// that is still being found or loading its partition: a client retries
+// them, and so does a test that sends its own requests.
+func coordinatorBusy(code int16) bool {
+	return code == kerr.CoordinatorLoadInProgress.Code || code == kerr.CoordinatorNotAvailable.Code || code == kerr.NotCoordinator.Code
 }
