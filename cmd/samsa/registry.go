@@ -22,8 +22,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/samsa-io/samsa/internal/config"
 	"github.com/samsa-io/samsa/internal/registry"
@@ -243,50 +241,21 @@ func registryClientOpts(cfg *config.Config, srv *server.Server) ([]kgo.Opt, erro
 // username and password of that mechanism's JAAS config).
 func registrySASL(cfg *config.Config, listener string) (sasl.Mechanism, error) {
 	mechanism, jaas := cfg.SchemaRegistryKafkaLogin()
-	jaasKey := "schema.registry.kafkastore.sasl.jaas.config"
 	if mechanism == "" {
-		sl, err := cfg.SASLListener(listener)
-		if err != nil {
+		var err error
+		if mechanism, err = nodeMechanism(cfg, listener, "schema.registry.kafkastore.sasl.mechanism"); err != nil {
 			return nil, err
 		}
-		for _, m := range append([]string{cfg.SASLMechanismInterBrokerProtocol}, saslMechanisms...) {
-			if slices.Contains(saslMechanisms, m) && slices.Contains(sl.Mechanisms, m) {
-				mechanism = m
-				break
-			}
-		}
-		if mechanism == "" {
-			return nil, fmt.Errorf("listener %s enables none of %s: set schema.registry.kafkastore.sasl.mechanism", listener, strings.Join(saslMechanisms, ", "))
-		}
 	}
-	if jaas == "" {
-		jaasKey = config.JAASKey(listener, mechanism)
-		var ok bool
-		if jaas, ok = cfg.ListenerJAAS(listener, mechanism); !ok {
-			return nil, fmt.Errorf("listener %s needs SASL %s: set schema.registry.kafkastore.sasl.jaas.config, or username and password in %s", listener, mechanism, jaasKey)
-		}
-	}
-	module := security.PlainLoginModule
-	if mechanism != security.MechanismPlain {
-		module = security.ScramLoginModule
-	}
-	mod, err := security.ParseJAASModule(jaas, module)
+	user, pass, err := nodeCredentials(cfg, listener, mechanism, jaas, "schema.registry.kafkastore.sasl.jaas.config", "the registry")
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", jaasKey, err)
+		return nil, err
 	}
-	user, pass := mod.Options["username"], mod.Options["password"]
-	if user == "" || pass == "" {
-		return nil, fmt.Errorf("%s: the registry logs in with its username and password options; set them", jaasKey)
+	m, err := saslLogin(mechanism, user, pass)
+	if err != nil {
+		return nil, fmt.Errorf("schema.registry.kafkastore.sasl.mechanism=%s: want %s", mechanism, strings.Join(saslMechanisms, ", "))
 	}
-	switch mechanism {
-	case security.MechanismPlain:
-		return plain.Auth{User: user, Pass: pass}.AsMechanism(), nil
-	case security.MechanismScramSHA256:
-		return scram.Auth{User: user, Pass: pass}.AsSha256Mechanism(), nil
-	case security.MechanismScramSHA512:
-		return scram.Auth{User: user, Pass: pass}.AsSha512Mechanism(), nil
-	}
-	return nil, fmt.Errorf("schema.registry.kafkastore.sasl.mechanism=%s: want %s", mechanism, strings.Join(saslMechanisms, ", "))
+	return m, nil
 }
 
 // startServerRegistry starts the registry of `samsa server` when

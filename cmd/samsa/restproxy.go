@@ -428,7 +428,7 @@ func restProxyNodeOpts(cfg *config.Config, srv *server.Server, propagate bool) (
 			return base, nil, nil
 		}
 		if mechanism == "" {
-			if mechanism, err = nodeMechanism(cfg, l.Name); err != nil {
+			if mechanism, err = nodeMechanism(cfg, l.Name, "rest.proxy.client.sasl.mechanism"); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -451,45 +451,13 @@ func restProxyNodeOpts(cfg *config.Config, srv *server.Server, propagate bool) (
 	return nil, nil, errors.New("the node has no broker listener")
 }
 
-// nodeMechanism is the SASL mechanism the proxy uses on a listener without
-// rest.proxy.client.sasl.mechanism: the inter-broker one if the listener
-// enables it, else the first of PLAIN and SCRAM it enables.
-func nodeMechanism(cfg *config.Config, listener string) (string, error) {
-	sl, err := cfg.SASLListener(listener)
-	if err != nil {
-		return "", err
-	}
-	for _, m := range append([]string{cfg.SASLMechanismInterBrokerProtocol}, saslMechanisms...) {
-		if slices.Contains(saslMechanisms, m) && slices.Contains(sl.Mechanisms, m) {
-			return m, nil
-		}
-	}
-	return "", fmt.Errorf("listener %s enables none of %s: set rest.proxy.client.sasl.mechanism", listener, strings.Join(saslMechanisms, ", "))
-}
-
 // restProxyLogin is the proxy's own SASL login on a listener:
 // rest.proxy.client.sasl.jaas.config, else the node's own credentials of
 // the listener and mechanism.
 func restProxyLogin(cfg *config.Config, listener, mechanism, jaas string) (sasl.Mechanism, error) {
-	jaasKey := "rest.proxy.client.sasl.jaas.config"
-	if jaas == "" {
-		jaasKey = config.JAASKey(listener, mechanism)
-		var ok bool
-		if jaas, ok = cfg.ListenerJAAS(listener, mechanism); !ok {
-			return nil, fmt.Errorf("listener %s needs SASL %s: set rest.proxy.client.sasl.jaas.config, or username and password in %s", listener, mechanism, jaasKey)
-		}
-	}
-	module := security.PlainLoginModule
-	if mechanism != security.MechanismPlain {
-		module = security.ScramLoginModule
-	}
-	mod, err := security.ParseJAASModule(jaas, module)
+	user, pass, err := nodeCredentials(cfg, listener, mechanism, jaas, "rest.proxy.client.sasl.jaas.config", "the proxy")
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", jaasKey, err)
-	}
-	user, pass := mod.Options["username"], mod.Options["password"]
-	if user == "" || pass == "" {
-		return nil, fmt.Errorf("%s: the proxy logs in with its username and password options; set them", jaasKey)
+		return nil, err
 	}
 	return saslLogin(mechanism, user, pass)
 }
